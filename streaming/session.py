@@ -1,0 +1,75 @@
+"""A local (or remote) SparkSession that carries the Kafka connector.
+
+The connector jars are resolved by Maven into ``.jars/spark-kafka-<pyspark version>/``
+and handed to Spark with ``spark.jars``: no Ivy resolution at run time, so a session
+starts the same way offline. ``spark.jars`` only takes effect when the session starts the
+JVM, i.e. for the first session of a Python process.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import TYPE_CHECKING
+
+from verifier import jvm
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+#: Settings for a 2-core machine shared with three broker JVMs and the load generators.
+LOCAL_CONF: dict[str, str] = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    # Bind to loopback: otherwise Spark may pick a non-loopback interface address.
+    "spark.driver.host": "127.0.0.1",
+    "spark.driver.bindAddress": "127.0.0.1",
+    # No shuffles of any size in this project; 200 shuffle partitions would cost ~200 tasks.
+    "spark.sql.shuffle.partitions": "4",
+    "spark.default.parallelism": "2",
+    "spark.driver.memory": "1g",
+    "spark.sql.session.timeZone": "UTC",
+    "spark.sql.execution.arrow.pyspark.enabled": "true",
+    # Streaming: keep a short history of checkpoint metadata; we never need old batches.
+    "spark.sql.streaming.minBatchesToRetain": "20",
+    "spark.sql.adaptive.enabled": "false",
+}
+
+
+def connector_jars() -> list[str]:
+    """Absolute paths of the Spark Kafka connector jars, resolving them if needed."""
+    jarset = jvm.spark_kafka_jars()
+    jvm.resolve(jarset)
+    return [str(p) for p in jarset.jars()]
+
+
+def spark_session(
+    app_name: str = "delivery-verifier",
+    master: str | None = None,
+    conf: dict[str, str] | None = None,
+) -> SparkSession:
+    """Build (or return the running) SparkSession with the Kafka connector loaded.
+
+    ``master`` defaults to ``$SPARK_MASTER`` or ``local[2]``. For a remote master the same
+    jars are shipped with ``spark.jars``.
+    """
+    jvm.require_java()
+    from pyspark.sql import SparkSession
+
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("PYSPARK_PYTHON", os.environ.get("PYSPARK_PYTHON", _python()))
+    master = master or os.environ.get("SPARK_MASTER") or "local[2]"
+    builder = SparkSession.builder.appName(app_name).master(master)
+    settings = dict(LOCAL_CONF)
+    settings["spark.jars"] = ",".join(connector_jars())
+    settings.update(conf or {})
+    for key, value in settings.items():
+        builder = builder.config(key, value)
+    spark = builder.getOrCreate()
+    spark.sparkContext.setLogLevel("WARN")
+    return spark
+
+
+def _python() -> str:
+    import sys
+
+    return sys.executable

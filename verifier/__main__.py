@@ -1,0 +1,5 @@
+import sys
+
+from verifier.cli import main
+
+sys.exit(main())

@@ -1,0 +1,384 @@
+"""A local Apache Kafka cluster: 1 or 3 KRaft nodes on 127.0.0.1, one JVM per node.
+
+All state lives in one folder (``cluster.json`` plus ``node<N>/`` with properties, data
+and logs), so another shell, a test fixture or the chaos orchestrator can find, control
+and stop the same cluster. Nodes are started in their own process session, so they
+outlive the command that started them (``verifier cluster up`` returns); whoever wants
+them gone calls :meth:`LocalCluster.down`.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import shutil
+import signal
+import subprocess
+import time
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from verifier import jvm
+from verifier.cluster.config import (
+    HOST,
+    ClusterSpec,
+    broker_properties,
+    jvm_options,
+    render_properties,
+)
+from verifier.cluster.processes import (
+    is_alive,
+    is_stopped,
+    port_in_use,
+    signal_process,
+)
+from verifier.errors import ClusterError, VerifierError
+from verifier.kafka_wire import metadata_brokers
+from verifier.waiting import wait_until
+
+STATE_FILE = "cluster.json"
+STATE_VERSION = 1
+
+#: JVM start on a 2-core machine, three nodes at once: 15-40 s observed; the ceiling
+#: leaves room for a loaded CI machine.
+READY_TIMEOUT = 180.0
+#: SIGTERM gives a broker a controlled shutdown (leadership moves first); on 2 cores this
+#: takes a few seconds, after which we SIGKILL.
+STOP_TIMEOUT = 30.0
+
+
+def new_cluster_id() -> str:
+    """A base64url 16-byte UUID, as ``kafka-storage random-uuid`` prints."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):  # Kafka rejects ids that look like flags
+            return text
+
+
+@dataclass
+class NodeStatus:
+    node: int
+    state: str  # running | paused | dead | stopped
+    pid: int | None
+    client_port: int
+    advertised_port: int
+
+
+class LocalCluster:
+    """Create, start, signal and stop the nodes of one local cluster."""
+
+    def __init__(self, state_dir: Path, spec: ClusterSpec, cluster_id: str,
+                 pids: dict[int, int | None] | None = None) -> None:
+        self.state_dir = Path(state_dir)
+        self.spec = spec
+        self.cluster_id = cluster_id
+        self.pids: dict[int, int | None] = dict(pids or {})
+        self._procs: dict[int, subprocess.Popen] = {}
+
+    # ----- state folder -------------------------------------------------------------
+
+    @classmethod
+    def load(cls, state_dir: Path) -> LocalCluster | None:
+        path = Path(state_dir) / STATE_FILE
+        if not path.exists():
+            return None
+        try:
+            data = json.loads(path.read_text())
+            if data.get("version") != STATE_VERSION:
+                raise ClusterError(
+                    f"{path} has state version {data.get('version')!r}, expected "
+                    f"{STATE_VERSION}; run `verifier cluster down --state-dir {state_dir}`"
+                )
+            return cls(
+                Path(state_dir),
+                ClusterSpec.from_json(data["spec"]),
+                data["cluster_id"],
+                {int(k): v for k, v in data.get("pids", {}).items()},
+            )
+        except (ValueError, KeyError) as exc:
+            raise ClusterError(f"cannot read cluster state {path}: {exc}") from exc
+
+    def save(self) -> None:
+        self.state_dir.mkdir(parents=True, exist_ok=True)
+        data = {
+            "version": STATE_VERSION,
+            "cluster_id": self.cluster_id,
+            "kafka_version": jvm.kafka_version(),
+            "spec": self.spec.to_json(),
+            "pids": {str(k): v for k, v in self.pids.items()},
+            "bootstrap_servers": self.spec.bootstrap_servers(),
+        }
+        tmp = self.state_dir / (STATE_FILE + ".tmp")
+        tmp.write_text(json.dumps(data, indent=2))
+        tmp.replace(self.state_dir / STATE_FILE)
+
+    def node_dir(self, node: int) -> Path:
+        return self.state_dir / f"node{node}"
+
+    def log_file(self, node: int) -> Path:
+        return self.node_dir(node) / "logs" / "server.log"
+
+    def _properties_file(self, node: int) -> Path:
+        return self.node_dir(node) / "server.properties"
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return self.spec.bootstrap_servers()
+
+    # ----- creation -----------------------------------------------------------------
+
+    @classmethod
+    def create(cls, state_dir: Path, spec: ClusterSpec) -> LocalCluster:
+        """Write every node's configuration and format its storage (not started)."""
+        jvm.require_java()
+        jars = jvm.resolve(jvm.broker_jars())
+        state_dir = Path(state_dir)
+        if (state_dir / STATE_FILE).exists():
+            raise ClusterError(f"{state_dir} already holds a cluster")
+        cluster = cls(state_dir, spec, new_cluster_id(), {n: None for n in spec.node_ids})
+        procs = []
+        for n in spec.node_ids:
+            d = cluster.node_dir(n)
+            (d / "data").mkdir(parents=True, exist_ok=True)
+            (d / "logs").mkdir(parents=True, exist_ok=True)
+            props = broker_properties(spec, n, str(d / "data"))
+            cluster._properties_file(n).write_text(render_properties(props))
+            cmd = [
+                "java", *cluster._jvm_opts(n), "-cp", str(jars / "*"),
+                "kafka.tools.StorageTool", "format", "-t", cluster.cluster_id,
+                "-c", str(cluster._properties_file(n)),
+            ]  # fmt: skip
+            procs.append((cmd, subprocess.Popen(cmd, stdout=subprocess.PIPE,
+                                                stderr=subprocess.STDOUT, text=True)))
+        for cmd, proc in procs:  # formatting is a short JVM run; do all nodes at once
+            out, _ = proc.communicate(timeout=120)
+            if proc.returncode != 0:
+                shutil.rmtree(state_dir, ignore_errors=True)
+                raise ClusterError(f"formatting failed: {' '.join(cmd)}\n{out.strip()[-2000:]}")
+        cluster.save()
+        return cluster
+
+    def _jvm_opts(self, node: int) -> list[str]:
+        return jvm_options(self.spec, str(self.node_dir(node) / "logs"), str(jvm.LOG4J_CONFIG))
+
+    # ----- per-node control ---------------------------------------------------------
+
+    def _marker(self, node: int) -> str:
+        return str(self._properties_file(node))
+
+    def _reap(self, node: int) -> None:
+        proc = self._procs.get(node)
+        if proc is not None:
+            proc.poll()
+
+    def node_state(self, node: int) -> str:
+        self._reap(node)
+        pid = self.pids.get(node)
+        if not pid:
+            return "stopped"
+        if not is_alive(pid, self._marker(node)):
+            return "dead"
+        return "paused" if is_stopped(pid) else "running"
+
+    def status(self) -> list[NodeStatus]:
+        return [
+            NodeStatus(n, self.node_state(n), self.pids.get(n), self.spec.client_port(n),
+                       self.spec.advertised_port(n))
+            for n in self.spec.node_ids
+        ]
+
+    def live_nodes(self) -> list[int]:
+        """Nodes whose JVM runs and is not paused."""
+        return [n for n in self.spec.node_ids if self.node_state(n) == "running"]
+
+    def start_node(self, node: int) -> int:
+        """Start node ``node`` on its existing data; return its pid (not waiting for ready)."""
+        if self.node_state(node) in ("running", "paused"):
+            raise ClusterError(f"node {node} is already running (pid {self.pids[node]})")
+        for port in self.spec.ports(node):
+            if port_in_use(port):
+                raise ClusterError(
+                    f"port {port} needed by node {node} is already in use by another process; "
+                    "stop it or choose another base port (--base-port)"
+                )
+        jars = jvm.broker_jars()
+        if not jars.present:
+            jvm.resolve(jars)
+        log = open(self.log_file(node), "ab")  # noqa: SIM115 - handed to the child
+        cmd = ["java", *self._jvm_opts(node), "-cp", jars.classpath(), "kafka.Kafka",
+               str(self._properties_file(node))]
+        try:
+            proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
+                                    stdin=subprocess.DEVNULL, start_new_session=True)
+        finally:
+            log.close()
+        self._procs[node] = proc
+        self.pids[node] = proc.pid
+        self.save()
+        return proc.pid
+
+    def _signal(self, node: int, sig: signal.Signals) -> int:
+        pid = self.pids.get(node)
+        if self.node_state(node) not in ("running", "paused") or pid is None:
+            raise ClusterError(f"node {node} is not running (state {self.node_state(node)})")
+        signal_process(pid, sig)
+        return pid
+
+    def _wait_exit(self, node: int, timeout: float) -> None:
+        wait_until(lambda: (self.node_state(node) in ("dead", "stopped"), self.node_state(node)),
+                   timeout=timeout, what=f"node {node} to exit", expected="dead",
+                   interval=0.05)
+
+    def kill_node(self, node: int) -> None:
+        """SIGKILL: an unclean crash; the node restarts with log recovery."""
+        self._signal(node, signal.SIGKILL)
+        self._wait_exit(node, 30)
+
+    def stop_node(self, node: int, timeout: float = STOP_TIMEOUT) -> None:
+        """SIGTERM (controlled shutdown), then SIGKILL if it does not exit in time."""
+        state = self.node_state(node)
+        if state in ("dead", "stopped"):
+            return
+        pid = self.pids[node]
+        assert pid is not None
+        if state == "paused":
+            signal_process(pid, signal.SIGCONT)  # a stopped JVM cannot handle SIGTERM
+        signal_process(pid, signal.SIGTERM)
+        try:
+            self._wait_exit(node, timeout)
+        except VerifierError:
+            signal_process(pid, signal.SIGKILL)
+            self._wait_exit(node, 30)
+
+    def pause_node(self, node: int) -> None:
+        """SIGSTOP: a hung broker (a long GC pause); its sockets stay open."""
+        self._signal(node, signal.SIGSTOP)
+        wait_until(lambda: (self.node_state(node) == "paused", self.node_state(node)),
+                   timeout=10, what=f"node {node} to stop", expected="paused", interval=0.02)
+
+    def resume_node(self, node: int) -> None:
+        self._signal(node, signal.SIGCONT)
+        wait_until(lambda: (self.node_state(node) == "running", self.node_state(node)),
+                   timeout=10, what=f"node {node} to continue", expected="running",
+                   interval=0.02)
+
+    def restart_node(self, node: int, timeout: float = READY_TIMEOUT) -> None:
+        """Stop (or finish off) the node and start it again on the same data."""
+        if self.node_state(node) in ("running", "paused"):
+            self.stop_node(node)
+        self.start_node(node)
+        self.wait_ready(timeout=timeout)
+
+    # ----- whole cluster ------------------------------------------------------------
+
+    def start(self, timeout: float = READY_TIMEOUT) -> None:
+        """Start every node that is not running and wait until the cluster is ready."""
+        started = []
+        try:
+            for n in self.spec.node_ids:
+                if self.node_state(n) not in ("running", "paused"):
+                    self.start_node(n)
+                    started.append(n)
+            self.wait_ready(timeout=timeout)
+        except BaseException:  # also Ctrl-C: leave nothing half-started behind
+            for n in started:
+                self.stop_node(n, timeout=10)
+            raise
+
+    def _metadata_view(self) -> dict[int, list[int] | str]:
+        view: dict[int, list[int] | str] = {}
+        for n in self.live_nodes():
+            try:
+                view[n] = sorted(b.node_id for b in metadata_brokers(HOST, self.spec.client_port(n)))
+            except OSError as exc:
+                view[n] = f"{type(exc).__name__}: {exc}"
+        return view
+
+    def wait_ready(self, timeout: float = READY_TIMEOUT) -> None:
+        """Wait until every running node answers Metadata and lists every running node.
+
+        Asks each broker directly on its own client listener, so readiness does not depend
+        on a proxy in front of the advertised port.
+        """
+        def probe():
+            dead = [n for n in self.spec.node_ids if self.node_state(n) == "dead"]
+            expected = set(self.live_nodes())
+            view = self._metadata_view()
+            ok = bool(expected) and all(isinstance(v, list) and expected <= set(v)
+                                        for v in view.values())
+            return ok, {"dead": dead, "metadata": view}
+
+        def describe(obs):
+            text = f"metadata per node {obs['metadata']}"
+            if obs["dead"]:
+                tails = "; ".join(f"node {n} exited, log tail: {self.log_tail(n, 3)!r}"
+                                  for n in obs["dead"])
+                text += f"; {tails}"
+            return text
+
+        expected = sorted(self.live_nodes())
+        wait_until(probe, timeout=timeout, what="the Kafka cluster to be ready",
+                   expected=f"every running node {expected} listed by every running node",
+                   describe=describe, interval=0.5)
+
+    def log_tail(self, node: int, lines: int = 20) -> str:
+        try:
+            text = self.log_file(node).read_text(errors="replace")
+        except FileNotFoundError:
+            return ""
+        return "\n".join(text.splitlines()[-lines:])
+
+    def down(self, *, remove_data: bool = True) -> None:
+        """Stop every node (SIGTERM, then SIGKILL) and, by default, delete the folder."""
+        for n in self.spec.node_ids:
+            if self.node_state(n) in ("running", "paused"):
+                self.stop_node(n, timeout=15)
+            self.pids[n] = None
+        if remove_data:
+            shutil.rmtree(self.state_dir, ignore_errors=True)
+        else:
+            self.save()
+
+
+def default_state_dir() -> Path:
+    return Path(os.environ.get("VERIFIER_STATE_DIR", jvm.PROJECT_ROOT / ".state" / "cluster"))
+
+
+def up(state_dir: Path, spec: ClusterSpec, timeout: float = READY_TIMEOUT) -> tuple[LocalCluster, str]:
+    """Start a cluster in ``state_dir`` or report the one already running there.
+
+    Returns the cluster and what was done: ``started``, ``already running`` or
+    ``restarted stale`` (a folder left by a killed run whose processes are all gone is
+    discarded and a fresh cluster started).
+    """
+    existing = LocalCluster.load(state_dir)
+    action = "started"
+    if existing is not None:
+        states = {n: existing.node_state(n) for n in existing.spec.node_ids}
+        if all(s in ("running", "paused") for s in states.values()):
+            return existing, "already running"
+        if any(s in ("running", "paused") for s in states.values()):
+            raise ClusterError(
+                f"the cluster in {state_dir} is partly running ({states}); run "
+                f"`verifier cluster down --state-dir {state_dir}` and start it again"
+            )
+        existing.down(remove_data=True)
+        action = "restarted stale"
+    taken = [(n, port) for n in spec.node_ids for port in spec.ports(n) if port_in_use(port)]
+    if taken:
+        n, port = taken[0]
+        raise ClusterError(
+            f"port {port} needed by node {n} is already in use by another process; "
+            "stop it or choose another base port (--base-port)"
+        )
+    started_at = time.monotonic()
+    cluster = LocalCluster.create(state_dir, spec)
+    try:
+        cluster.start(timeout=timeout)
+    except BaseException:
+        cluster.down(remove_data=False)
+        raise
+    cluster.startup_seconds = time.monotonic() - started_at  # type: ignore[attr-defined]
+    return cluster, action

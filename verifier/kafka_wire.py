@@ -1,0 +1,157 @@
+"""The little of Kafka's wire protocol this project speaks itself.
+
+Frames are ``int32 size`` + payload. A request payload starts with the header
+``int16 api_key, int16 api_version, int32 correlation_id, string client_id``; a response
+payload starts with ``int32 correlation_id``. Responses on one connection come back in
+request order.
+
+Used by the cluster manager to ask one broker, directly on its own listener, which
+brokers it knows (readiness that does not depend on the advertised, possibly proxied,
+addresses), and by the fault proxy to parse headers.
+"""
+
+from __future__ import annotations
+
+import socket
+import struct
+from dataclasses import dataclass
+
+API_PRODUCE = 0
+API_METADATA = 3
+
+_INT16 = struct.Struct(">h")
+_INT32 = struct.Struct(">i")
+_HEADER = struct.Struct(">hhi")
+
+#: a frame larger than this is treated as garbage (Kafka's socket.request.max.bytes
+#: default is 100 MiB)
+MAX_FRAME = 100 * 1024 * 1024
+
+
+class WireError(Exception):
+    """Bytes that are not a well-formed Kafka frame."""
+
+
+def frame(payload: bytes) -> bytes:
+    return _INT32.pack(len(payload)) + payload
+
+
+def encode_string(value: str | None) -> bytes:
+    if value is None:
+        return _INT16.pack(-1)
+    data = value.encode()
+    return _INT16.pack(len(data)) + data
+
+
+@dataclass(frozen=True)
+class RequestHeader:
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+
+
+def encode_request_header(header: RequestHeader) -> bytes:
+    return _HEADER.pack(header.api_key, header.api_version, header.correlation_id) + (
+        encode_string(header.client_id)
+    )
+
+
+def decode_request_header(payload: bytes) -> RequestHeader:
+    """Parse the non-flexible part of a request header (v1/v2 share it)."""
+    if len(payload) < _HEADER.size + 2:
+        raise WireError(f"request of {len(payload)} bytes is shorter than a header")
+    api_key, api_version, corr = _HEADER.unpack_from(payload, 0)
+    (n,) = _INT16.unpack_from(payload, _HEADER.size)
+    start = _HEADER.size + 2
+    if n < -1 or start + max(n, 0) > len(payload):
+        raise WireError(f"bad client id length {n}")
+    client_id = None if n == -1 else payload[start : start + n].decode("utf-8", "replace")
+    return RequestHeader(api_key, api_version, corr, client_id)
+
+
+def response_correlation_id(payload: bytes) -> int:
+    if len(payload) < 4:
+        raise WireError(f"response of {len(payload)} bytes has no correlation id")
+    return _INT32.unpack_from(payload, 0)[0]
+
+
+class FrameBuffer:
+    """Accumulates bytes from a stream and yields whole frames (size prefix removed)."""
+
+    def __init__(self, max_frame: int = MAX_FRAME) -> None:
+        self._buf = bytearray()
+        self._max = max_frame
+
+    def feed(self, data: bytes) -> list[bytes]:
+        self._buf.extend(data)
+        frames = []
+        while len(self._buf) >= 4:
+            (size,) = _INT32.unpack_from(self._buf, 0)
+            if size < 0 or size > self._max:
+                raise WireError(f"frame size {size} outside 0..{self._max}")
+            if len(self._buf) < 4 + size:
+                break
+            frames.append(bytes(self._buf[4 : 4 + size]))
+            del self._buf[: 4 + size]
+        return frames
+
+    @property
+    def pending(self) -> int:
+        return len(self._buf)
+
+
+@dataclass(frozen=True)
+class BrokerInfo:
+    node_id: int
+    host: str
+    port: int
+
+
+def _read_exact(sock: socket.socket, n: int) -> bytes:
+    data = bytearray()
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        if not chunk:
+            raise ConnectionError("connection closed by broker")
+        data.extend(chunk)
+    return bytes(data)
+
+
+def _parse_metadata_v1_brokers(payload: bytes) -> list[BrokerInfo]:
+    pos = 4  # correlation id
+    (count,) = _INT32.unpack_from(payload, pos)
+    pos += 4
+    brokers = []
+    for _ in range(count):
+        (node_id,) = _INT32.unpack_from(payload, pos)
+        pos += 4
+        (hlen,) = _INT16.unpack_from(payload, pos)
+        pos += 2
+        host = payload[pos : pos + hlen].decode()
+        pos += hlen
+        (port,) = _INT32.unpack_from(payload, pos)
+        pos += 4
+        (rlen,) = _INT16.unpack_from(payload, pos)
+        pos += 2 + max(rlen, 0)
+        brokers.append(BrokerInfo(node_id, host, port))
+    return brokers
+
+
+def metadata_brokers(host: str, port: int, timeout: float = 3.0) -> list[BrokerInfo]:
+    """Ask the broker at host:port (directly, no proxy) which brokers are alive.
+
+    Uses Metadata v1 with an empty topic list; Kafka 4.x still serves v0+ of Metadata
+    (KIP-896 kept it for old clients).
+    """
+    header = RequestHeader(API_METADATA, 1, 1, "verifier-readiness")
+    # topics: empty array (0) = no topics; we only want the broker list
+    payload = encode_request_header(header) + _INT32.pack(0)
+    with socket.create_connection((host, port), timeout=timeout) as sock:
+        sock.settimeout(timeout)
+        sock.sendall(frame(payload))
+        (size,) = _INT32.unpack(_read_exact(sock, 4))
+        if size < 4 or size > MAX_FRAME:
+            raise WireError(f"metadata response size {size}")
+        body = _read_exact(sock, size)
+    return _parse_metadata_v1_brokers(body)
