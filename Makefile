@@ -19,9 +19,12 @@ PYTEST_ARGS   ?=
 BIN := $(VENV)/bin
 export KAFKA_VERSION
 
-.PHONY: setup jars test unit integration chaos chaos-quick cluster-up cluster-down lint clean distclean
+.PHONY: setup system-deps jars test unit integration chaos chaos-quick cluster-up cluster-down lint clean distclean
 
-setup: $(VENV)/.installed jars ## Python packages in .venv, JVM jars in .jars
+setup: $(VENV)/.installed jars system-deps ## Python packages in .venv, JVM jars in .jars
+
+system-deps:
+	@compose/system-deps.sh
 
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
