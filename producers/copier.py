@@ -1,0 +1,88 @@
+"""Read-process-write copier: consume an input topic, produce to an output topic, and
+commit the consumed offsets inside the same transaction (``send_offsets_to_transaction``
+with ``consumer.group_metadata()``).
+
+Record identity of the copies (docs/formats.md §2.1): ``pid`` is the copier's logical id,
+``p`` the output partition, which is the input partition (the output topic needs at least
+as many partitions), and ``seq`` the **input offset**. A copier restarted after a crash
+resumes from the offsets committed with its last committed transaction and re-reads the
+rest, so a re-copied record has the same identity and a duplicate is visible. ``seq`` is
+therefore not dense (transaction markers take input offsets).
+
+The consumer uses ``assign`` (all input partitions) with the group id
+``<run>.<pid>``: one copier per input topic, no rebalances, and the group's committed
+offsets survive a restart.
+"""
+
+from __future__ import annotations
+
+import random
+
+from kafka import KafkaConsumer, TopicPartition
+from kafka.structs import OffsetAndMetadata
+
+from producers.resume import PlannedTxn
+from producers.transactional import TxnResult, TxnRunner
+from verifier.errors import UsageError
+
+
+def _consumer(session) -> tuple[KafkaConsumer, list[TopicPartition]]:
+    spec = session.spec
+    extra = {k: v for k, v in spec.settings.items()
+             if k.startswith(("security_", "sasl_", "ssl_"))}
+    consumer = KafkaConsumer(bootstrap_servers=spec.bootstrap_servers.split(","),
+                             group_id=f"{spec.run_id}.{spec.pid}",
+                             isolation_level="read_committed", enable_auto_commit=False,
+                             auto_offset_reset="earliest", **extra)
+    parts = consumer.partitions_for_topic(spec.input_topic)
+    if not parts:
+        consumer.close()
+        raise UsageError(f"input topic {spec.input_topic} does not exist")
+    tps = [TopicPartition(spec.input_topic, p) for p in sorted(parts)]
+    consumer.assign(tps)
+    return consumer, tps
+
+
+def copy_loop(session, runner: TxnRunner) -> None:
+    """Copy in transactions of up to ``--txn-size`` records until the budget or a stop."""
+    consumer, tps = _consumer(session)
+    try:
+        out_parts = session.partitions(runner.producer)
+        missing = sorted({tp.partition for tp in tps} - set(out_parts))
+        if missing:
+            raise UsageError(f"output topic {session.spec.topic} lacks partitions {missing} "
+                             "of the input topic (the copier keeps the partition)")
+        session.open_history(out_parts)
+        runner.em = session.emitter(runner.producer)
+        rng = random.Random(f"{session.spec.seed}:{session.spec.pid}:{session.ses}")
+        next_txn = session.resume.next_txn
+        while session.running():
+            batch = _poll(consumer, session)
+            if not batch:
+                continue
+            start = {}
+            for m in batch:
+                start.setdefault(m.partition, m.offset)
+            txn = PlannedTxn(next_txn, rng.random() < session.spec.abort_fraction,
+                             tuple((m.partition, m.offset) for m in batch))
+            next_txn += 1
+            offsets = {TopicPartition(session.spec.input_topic, p):
+                       OffsetAndMetadata(max(s for q, s in txn.recs if q == p) + 1, "", -1)
+                       for p in start}
+            result, replace = runner.run(txn, offsets=(offsets, consumer.group_metadata()))
+            if result is TxnResult.COMMITTED:
+                session.new_records += len(batch)
+            else:  # aborted (on purpose or not): read the same input again
+                for p, off in start.items():
+                    consumer.seek(TopicPartition(session.spec.input_topic, p), off)
+            if replace and not session.stop.is_set():
+                runner.connect()
+    finally:
+        consumer.close()
+
+
+def _poll(consumer: KafkaConsumer, session) -> list:
+    left = session.remaining()
+    size = session.spec.txn_size if left is None else min(session.spec.txn_size, left)
+    polled = consumer.poll(timeout_ms=500, max_records=size)
+    return [m for msgs in polled.values() for m in msgs]

@@ -1,0 +1,180 @@
+"""One send with its history lines: ``invoke`` before, ``ok``/``fail``/``info`` after.
+
+The ``invoke`` line reaches the OS before ``producer.send()`` is called. Completions
+arrive on kafka-python's I/O thread; they are queued there and written by the generator's
+own thread together with the next ``invoke`` (one ``write`` per send), so every line is
+with the OS before the next send and the file has a single writer thread.
+
+kafka-python 3.0.12 has no ``buffer.memory``: its accumulator grows without bound. The
+emitter bounds the bytes in flight itself and waits for the oldest sends to complete
+when the bound is reached, as Java's ``send()`` blocks on a full buffer.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections import deque
+from collections.abc import Iterable
+
+import orjson
+from kafka import KafkaProducer
+
+from producers import outcomes
+from producers.history import HistoryWriter, now_ms
+from producers.records import RecordIdentity, encode_value
+
+_dumps = orjson.dumps
+
+
+class _Pending:
+    """Callback target of one send (a slotted object is cheaper than two partials)."""
+
+    __slots__ = ("p", "seq", "txn", "queue")
+
+    def __init__(self, p: int, seq: int, txn: int | None, queue: deque) -> None:
+        self.p, self.seq, self.txn, self.queue = p, seq, txn, queue
+
+    def ok(self, meta) -> None:
+        self.queue.append((self, meta.offset, None, now_ms()))
+
+    def err(self, exc: BaseException) -> None:
+        self.queue.append((self, None, exc, now_ms()))
+
+
+class Emitter:
+    """Sends identity records for one producer session and records every outcome."""
+
+    def __init__(self, producer: KafkaProducer, writer: HistoryWriter, *, topic: str,
+                 run: str, pid: str, ses: int, record_size: int, buffer_memory: int,
+                 acks: int, completion_timeout_s: float) -> None:
+        self.producer, self.writer, self.topic = producer, writer, topic
+        self.run, self.pid, self.ses = run, pid, ses
+        self.record_size, self.buffer_memory = record_size, buffer_memory
+        self.acks = acks
+        # a send future always completes by delivery.timeout.ms (batch expiry); the margin
+        # covers the request that is in flight when the batch expires
+        self.completion_timeout_s = completion_timeout_s
+        self._done: deque = deque()
+        self._inflight: deque = deque()
+        self._inflight_bytes = 0
+        self.sent = 0
+
+    def send(self, p: int, seq: int, txn: int | None = None, abort: bool = False):
+        """Send record ``(pid, p, seq)``; return its future, or ``None`` if ``send()``
+        raised (then the ``fail`` line is already written)."""
+        ts = now_ms()
+        value = encode_value(RecordIdentity(self.run, self.pid, self.ses, p, seq, txn, abort,
+                                            ts), self.record_size)
+        self._make_room(len(value))
+        invoke = _dumps({"type": "invoke", "f": "send", "ses": self.ses, "p": p, "seq": seq,
+                         "txn": txn, "t": ts})
+        self.writer.write_raw(self._completion_lines() + invoke + b"\n")
+        try:
+            fut = self.producer.send(self.topic, value, f"{self.pid}:{p}:{seq}".encode(),
+                                     partition=p)
+        except Exception as exc:  # noqa: BLE001 - every exception is an outcome here
+            self._write_completion(_Pending(p, seq, txn, self._done), None, exc, now_ms(),
+                                   op="enqueue")
+            return None
+        pending = _Pending(p, seq, txn, self._done)
+        fut.add_callback(pending.ok)
+        fut.add_errback(pending.err)
+        self._inflight.append((fut, len(value)))
+        self._inflight_bytes += len(value)
+        self.sent += 1
+        return fut
+
+    def _make_room(self, size: int) -> None:
+        inflight = self._inflight
+        while inflight and inflight[0][0].is_done:
+            self._inflight_bytes -= inflight.popleft()[1]
+        while inflight and self._inflight_bytes + size > self.buffer_memory:
+            fut, n = inflight.popleft()
+            self._inflight_bytes -= n
+            if not fut.is_done:
+                self.wait(fut)
+
+    def wait(self, fut) -> BaseException | None:
+        """Wait for one send to complete; return its exception (``None``: acknowledged).
+        The outcome line is written by :meth:`write_completions`, not here."""
+        try:
+            fut.get(timeout=self.completion_timeout_s)
+            return None
+        except Exception as exc:  # noqa: BLE001 - the outcome is classified elsewhere
+            return exc
+
+    def wait_all(self, futures: Iterable) -> list[BaseException]:
+        """Wait for every future (``None`` = a send that raised); return the failures."""
+        failures: list[BaseException] = []
+        for fut in futures:
+            exc = RuntimeError("send() raised") if fut is None else self.wait(fut)
+            if exc is not None:
+                failures.append(exc)
+        self.write_completions()
+        return failures
+
+    def flush(self, timeout_s: float) -> None:
+        """Send everything buffered and write every completion that arrived."""
+        try:
+            self.producer.flush(timeout=timeout_s)
+        finally:
+            self.write_completions()
+
+    def write_completions(self) -> None:
+        lines = self._completion_lines()
+        if lines:
+            self.writer.write_raw(lines)
+
+    def _completion_lines(self) -> bytes:
+        done = self._done
+        if not done:
+            return b""
+        out = []
+        while done:
+            pending, offset, exc, t = done.popleft()
+            out.append(self._completion(pending, offset, exc, t, "send"))
+        return b"".join(out)
+
+    def _write_completion(self, pending: _Pending, offset, exc, t: int, op: str) -> None:
+        self.writer.write_raw(self._completion(pending, offset, exc, t, op))
+
+    def _completion(self, pending: _Pending, offset, exc, t: int, op: str) -> bytes:
+        line = {"type": "ok", "f": "send", "ses": self.ses, "p": pending.p,
+                "seq": pending.seq, "txn": pending.txn}
+        if exc is None and (self.acks == 0 or offset is None or offset < 0):
+            # acks=0: the record left the socket, no broker said it appended it
+            line["type"] = outcomes.Outcome.INFO.value
+            line["error"] = "NoAcknowledgement: acks=0, the broker does not answer"
+        elif exc is None:
+            line["offset"] = offset
+        else:
+            line["type"] = outcomes.classify(exc, op).value
+            line["error"] = outcomes.describe(exc)
+            if line["type"] == "ok":  # DuplicateSequenceNumber: appended earlier, offset unknown
+                line["offset"] = None
+        line["t"] = t
+        return _dumps(line) + b"\n"
+
+
+class Pacer:
+    """Spaces sends to a target rate (records/s); ``None`` means as fast as possible.
+
+    Waiting on the stop event (not ``time.sleep``) makes a SIGTERM end a pause at once.
+    """
+
+    def __init__(self, rate: float | None, stop: threading.Event) -> None:
+        self.interval = 1.0 / rate if rate else 0.0
+        self.stop = stop
+        self.start = time.monotonic()
+        self.n = 0
+
+    def pace(self, before_pause=None) -> None:
+        if not self.interval:
+            return
+        self.n += 1
+        delay = self.start + self.n * self.interval - time.monotonic()
+        if delay > 0.001:
+            if before_pause is not None:
+                before_pause()  # write completions now, not after the pause
+            self.stop.wait(delay)

@@ -1,0 +1,213 @@
+"""The load generator: one logical producer, one session per process (DESIGN §3-4).
+
+A session opens the producer's history (``RUN/histories/<pid>.jsonl``), learns from it
+what earlier sessions left undone (:mod:`producers.resume`), writes its ``session`` line
+and runs its mode's loop until ``--count`` new records, ``--duration`` seconds or a
+SIGTERM. A clean stop finishes or aborts the open transaction, flushes and closes.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import kafka.errors as KE
+from kafka import KafkaProducer
+
+from producers import config as cfg
+from producers.emitter import Emitter, Pacer
+from producers.history import HistoryWriter, history_path, now_ms, read_history
+from producers.resume import ResumeState, resume_state
+from verifier.errors import UsageError, VerifierError
+
+
+class ClusterUnreachable(VerifierError):
+    """The generator could not reach Kafka (exit 2)."""
+
+
+@dataclass(frozen=True)
+class GeneratorSpec:
+    """Everything one generator process needs, as plain data (the CLI builds it)."""
+
+    run_dir: Path
+    run_id: str
+    mode: str
+    pid: str
+    topic: str
+    bootstrap_servers: str
+    settings: Mapping[str, Any]
+    partitions: tuple[int, ...] | None = None
+    count: int | None = None
+    duration: float | None = None
+    rate: float | None = None
+    txn_size: int = 10
+    abort_fraction: float = 0.0
+    seed: int = 0
+    input_topic: str | None = None  # transactional copier variant
+    connect_timeout: float = 30.0
+
+    @property
+    def history_path(self) -> Path:
+        return history_path(self.run_dir, self.pid)
+
+
+class Planner:
+    """Round-robin partitions and a dense sequence per partition."""
+
+    def __init__(self, partitions: tuple[int, ...], next_seq: dict[int, int]) -> None:
+        self.partitions = partitions
+        self.next_seq = {p: next_seq.get(p, 0) for p in partitions}
+        self._i = 0
+
+    def next(self) -> tuple[int, int]:
+        p = self.partitions[self._i % len(self.partitions)]
+        self._i += 1
+        seq = self.next_seq[p]
+        self.next_seq[p] = seq + 1
+        return p, seq
+
+
+class Session:
+    """One running session: history writer, stop signal, budget, producer factory."""
+
+    def __init__(self, spec: GeneratorSpec) -> None:
+        self.spec = spec
+        self.stop = threading.Event()
+        previous = read_history(spec.history_path) if spec.history_path.exists() else None
+        self.resume: ResumeState = resume_state(previous)
+        self.ses = self.resume.session
+        self.started = time.monotonic()
+        self.new_records = 0
+        self.writer: HistoryWriter | None = None
+
+    # --- budget -------------------------------------------------------------------------
+    def remaining(self) -> int | None:
+        """New records still allowed by ``--count`` (``None``: no count limit)."""
+        return None if self.spec.count is None else self.spec.count - self.new_records
+
+    def running(self) -> bool:
+        if self.stop.is_set():
+            return False
+        if self.spec.duration is not None and time.monotonic() - self.started >= self.spec.duration:
+            return False
+        left = self.remaining()
+        return left is None or left > 0
+
+    # --- producer -----------------------------------------------------------------------
+    def build_producer(self) -> KafkaProducer:
+        # kafka-python logs every refused bootstrap connection at ERROR; an unreachable
+        # cluster is reported once, as ClusterUnreachable, so quiet it while connecting
+        kafka_log = logging.getLogger("kafka")
+        level = kafka_log.level
+        if not kafka_log.isEnabledFor(logging.DEBUG):
+            kafka_log.setLevel(logging.CRITICAL)
+        try:
+            return cfg.build_producer(self.spec.settings, self.spec.bootstrap_servers,
+                                      bootstrap_timeout_s=self.spec.connect_timeout)
+        except (KE.KafkaTimeoutError, KE.KafkaConnectionError) as exc:
+            raise ClusterUnreachable(
+                f"cannot reach Kafka at {self.spec.bootstrap_servers}: {exc}") from None
+        finally:
+            kafka_log.setLevel(level)
+
+    def partitions(self, producer: KafkaProducer) -> tuple[int, ...]:
+        known = producer.partitions_for(self.spec.topic)
+        if not known:
+            raise ClusterUnreachable(f"topic {self.spec.topic} has no partitions")
+        if self.spec.partitions is None:
+            return tuple(sorted(known))
+        missing = sorted(set(self.spec.partitions) - set(known))
+        if missing:
+            raise UsageError(f"--partitions {missing} do not exist in topic {self.spec.topic} "
+                             f"(it has {sorted(known)})")
+        return self.spec.partitions
+
+    def open_history(self, partitions: tuple[int, ...]) -> HistoryWriter:
+        header = {"run": self.spec.run_id, "pid": self.spec.pid, "mode": self.spec.mode,
+                  "topic": self.spec.topic, "partitions": list(partitions)}
+        if self.spec.input_topic:
+            header["input_topic"] = self.spec.input_topic
+        self.writer = HistoryWriter(self.spec.history_path, header)
+        self.writer.write({"type": "session", "ses": self.ses, "t": now_ms(),
+                           "config": cfg.redacted(self.spec.settings), "os_pid": os.getpid()})
+        return self.writer
+
+    def emitter(self, producer: KafkaProducer) -> Emitter:
+        s = self.spec.settings
+        assert self.writer is not None
+        return Emitter(producer, self.writer, topic=self.spec.topic, run=self.spec.run_id,
+                       pid=self.spec.pid, ses=self.ses, record_size=s["record_size"],
+                       buffer_memory=s["buffer_memory"], acks=s["acks"],
+                       completion_timeout_s=(s["delivery_timeout_ms"]
+                                             + s["request_timeout_ms"]) / 1000)
+
+    def close_producer(self, producer: KafkaProducer, timeout_s: float) -> None:
+        try:
+            producer.close(timeout=timeout_s)
+        except Exception as exc:  # noqa: BLE001 - closing a broken producer may fail
+            print(f"producer close: {type(exc).__name__}: {exc}", file=sys.stderr)
+
+
+def run_plain(session: Session) -> None:
+    """at-most-once, at-least-once and idempotent: re-send what the history does not show
+    as acknowledged (every mode but at-most-once), then new records until the budget or a
+    stop."""
+    producer = session.build_producer()
+    try:
+        partitions = session.partitions(producer)
+        session.open_history(partitions)
+        em = session.emitter(producer)
+        pacer = Pacer(session.spec.rate, session.stop)
+        if session.spec.mode != "at-most-once":
+            for p, seq in session.resume.unacked:  # same ids: cross-session duplicates
+                if session.stop.is_set():
+                    break
+                pacer.pace(em.write_completions)
+                em.send(p, seq)
+        planner = Planner(partitions, session.resume.next_seq)
+        while session.running():
+            pacer.pace(em.write_completions)
+            p, seq = planner.next()
+            em.send(p, seq)
+            session.new_records += 1
+        em.flush(session.spec.settings["delivery_timeout_ms"] / 1000)
+    finally:
+        session.close_producer(producer, 10)
+
+
+def install_stop_handlers(stop: threading.Event) -> None:
+    """SIGTERM and SIGINT ask for a clean stop (the loop notices between sends)."""
+    def handler(signum, _frame):
+        print(f"received signal {signum}: stopping cleanly", flush=True)
+        stop.set()
+
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)
+
+
+def run(spec: GeneratorSpec) -> int:
+    """Run one generator session; returns the exit code (0 on a clean stop)."""
+    session = Session(spec)
+    install_stop_handlers(session.stop)
+    print(f"{spec.pid}: session {session.ses}, mode {spec.mode}, topic {spec.topic}, "
+          f"history {spec.history_path}", flush=True)
+    try:
+        if spec.mode == "transactional":
+            from producers.transactional import run_copier, run_transactional
+            (run_copier if spec.input_topic else run_transactional)(session)
+        else:
+            run_plain(session)
+    finally:
+        if session.writer is not None:
+            session.writer.close()
+    print(f"{spec.pid}: session {session.ses} done, {session.new_records} new records",
+          flush=True)
+    return 0

@@ -1,0 +1,155 @@
+"""The producer history (history format 1, docs/formats.md §2): writer and reader.
+
+One JSON line per event, appended with a single ``os.write`` on an ``O_APPEND`` file
+descriptor, so each line reaches the OS before the generator's next send and a SIGKILL
+loses at most the line being written. No user-space buffer: a Python ``BufferedWriter``
+would hold lines in the dying process.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from verifier.errors import VerifierError
+
+HISTORY_FORMAT = "producer-history"
+HISTORY_VERSION = 1
+
+
+class HistoryError(VerifierError):
+    """A history file that cannot be read or appended to (wrong format, version, owner)."""
+
+
+def now_ms() -> int:
+    return time.time_ns() // 1_000_000
+
+
+def history_path(run_dir: Path, pid: str) -> Path:
+    """``RUN/histories/<pid>.jsonl``."""
+    return Path(run_dir) / "histories" / f"{pid}.jsonl"
+
+
+@dataclass
+class History:
+    """A parsed history: the header and every complete event line, in file order."""
+
+    path: Path
+    header: dict[str, Any]
+    events: list[dict[str, Any]] = field(default_factory=list)
+    torn_tail: bool = False  # the last line was cut by a crash and ignored
+
+    @property
+    def sessions(self) -> list[int]:
+        return [e["ses"] for e in self.events if e.get("type") == "session"]
+
+
+def read_history(path: Path) -> History:
+    """Parse a history file. A torn (unparseable) *last* line is ignored; a torn line
+    anywhere else, a missing header, or an unknown format or version is an error naming
+    the file."""
+    path = Path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        raise HistoryError(f"cannot read history {path}: {exc}") from exc
+    lines = data.split(b"\n")
+    complete_tail = lines[-1] == b""
+    if complete_tail:
+        lines.pop()
+    parsed: list[dict[str, Any]] = []
+    torn = False
+    for i, raw in enumerate(lines):
+        try:
+            obj = orjson.loads(raw)
+            if not isinstance(obj, dict):
+                raise ValueError("not a JSON object")
+        except ValueError as exc:  # orjson.JSONDecodeError is a ValueError
+            if i == len(lines) - 1:
+                torn = True  # SIGKILL mid-write: the reader's promise is to tolerate it
+                break
+            raise HistoryError(f"{path}: line {i + 1} is not a JSON object ({exc}); only "
+                               "the last line of a history may be torn") from None
+        if i == len(lines) - 1 and not complete_tail:
+            torn = True  # parseable but unterminated: the write may have been cut short
+            break
+        parsed.append(obj)
+    if not parsed:
+        raise HistoryError(f"{path}: empty history (no header line)")
+    header = parsed[0]
+    _check_header(path, header)
+    return History(path=path, header=header, events=parsed[1:], torn_tail=torn)
+
+
+def _check_header(path: Path, header: dict[str, Any]) -> None:
+    if header.get("type") != "header" or header.get("format") != HISTORY_FORMAT:
+        raise HistoryError(f"{path}: not a producer history (first line {header!r}); "
+                           f"expected format {HISTORY_FORMAT!r}")
+    if header.get("version") != HISTORY_VERSION:
+        raise HistoryError(f"{path}: producer history version {header.get('version')!r} is "
+                           f"not supported; this reader knows version {HISTORY_VERSION}")
+
+
+class HistoryWriter:
+    """Appends events to one producer's history.
+
+    Opening an existing file keeps it (a restarted producer appends its new session) after
+    checking its header names the same producer, and cuts off a torn last line: that line
+    was never completely written, so the event it began never counted (an ``invoke`` is
+    written before the send it announces), and appending after it would leave a torn line
+    in the middle of the file.
+    """
+
+    def __init__(self, path: Path, header: dict[str, Any]) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+        try:
+            if os.fstat(self._fd).st_size == 0:
+                self.write({"type": "header", "format": HISTORY_FORMAT,
+                            "version": HISTORY_VERSION, **header})
+            else:
+                self._check_existing(header)
+        except BaseException:
+            os.close(self._fd)
+            raise
+
+    def _check_existing(self, header: dict[str, Any]) -> None:
+        existing = read_history(self.path)
+        for key in ("run", "pid", "mode", "topic"):
+            if key in header and existing.header.get(key) != header[key]:
+                raise HistoryError(
+                    f"{self.path} belongs to {key}={existing.header.get(key)!r}, not "
+                    f"{header[key]!r}: use a new --run-dir or --pid")
+        if existing.torn_tail:
+            data = self.path.read_bytes()
+            os.truncate(self.path, data.rfind(b"\n") + 1)
+
+    def write(self, event: dict[str, Any]) -> None:
+        """Append one event (adds ``t`` when missing)."""
+        if "t" not in event:
+            event["t"] = now_ms()
+        self.write_raw(orjson.dumps(event) + b"\n")
+
+    def write_raw(self, data: bytes) -> None:
+        """Append already-encoded lines with as few system calls as possible."""
+        view = memoryview(data)
+        while view:
+            n = os.write(self._fd, view)
+            view = view[n:]
+
+    def close(self) -> None:
+        if self._fd >= 0:
+            os.close(self._fd)
+            self._fd = -1
+
+    def __enter__(self) -> HistoryWriter:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()

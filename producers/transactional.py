@@ -1,0 +1,237 @@
+"""Transactional mode: transactions of N records across partitions, some aborted on
+purpose, every one recorded as ``begin``/``commit``/``abort`` operations.
+
+kafka-python 3.0.12 traps handled here (shared notes §4, §9):
+
+- it can commit a transaction whose sends failed with a retriable error, so every future
+  is ``.get()``-ed before the commit and the transaction is aborted if any failed;
+- after a KIP-360 epoch bump the broker has already aborted the transaction and the
+  producer is READY; the next commit/abort raises "Invalid transition". That transaction
+  counts as aborted and is redone with the same ids;
+- commit/abort/send_offsets have no timeout: they run under :func:`bounded` with
+  ``max.block.ms`` (Java's bound for them, KAFKA-7763); a call that overruns is ``info``
+  and the producer is replaced;
+- fenced or fatal: close the producer and build a new one (its ``init_transactions``
+  fences the old epoch and aborts or completes the open transaction).
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections import deque
+from enum import Enum
+
+from kafka import KafkaProducer
+
+from producers import outcomes
+from producers.emitter import Emitter
+from producers.generator import Planner, Session
+from producers.history import now_ms
+from producers.resume import PlannedTxn
+
+
+class TxnResult(Enum):
+    COMMITTED = "committed"
+    ABORTED = "aborted"  # aborted on purpose: not redone
+    REDO = "redo"  # not committed, not meant to abort: run again with the same ids
+
+
+def bounded(fn, timeout_s: float, what: str):
+    """Run ``fn()`` with a deadline; :class:`~producers.outcomes.CallTimedOut` if it
+    overruns (the call's thread is left behind; the producer is replaced)."""
+    box: dict = {}
+
+    def target():
+        try:
+            box["result"] = fn()
+        except BaseException as exc:  # noqa: BLE001 - re-raised in the caller's thread
+            box["error"] = exc
+
+    t = threading.Thread(target=target, name=f"bounded-{what}", daemon=True)
+    t.start()
+    t.join(timeout_s)
+    if t.is_alive():
+        raise outcomes.CallTimedOut(f"{what} did not return within {timeout_s:.0f}s")
+    if "error" in box:
+        raise box["error"]
+    return box.get("result")
+
+
+class TxnRunner:
+    """Runs transactions on one producer, replacing the producer when it must."""
+
+    def __init__(self, session: Session) -> None:
+        self.session = session
+        self.settings = session.spec.settings
+        self.block_s = self.settings["max_block_ms"] / 1000
+        self.producer: KafkaProducer | None = None
+        self.em: Emitter | None = None
+
+    def connect(self) -> None:
+        """A new producer with ``init_transactions()`` done (retried while it times out)."""
+        if self.producer is not None:
+            self.session.close_producer(self.producer, 0)
+        self.producer = self.session.build_producer()
+        while True:
+            try:
+                self.producer.init_transactions()  # bounded by max.block.ms itself
+                break
+            except outcomes.CallTimedOut:
+                raise
+            except Exception as exc:  # noqa: BLE001
+                if outcomes.classify(exc, "init") is outcomes.Outcome.FAIL:
+                    raise
+                print(f"init_transactions: {outcomes.describe(exc)}; retrying", flush=True)
+                if self.session.stop.wait(self.settings["retry_backoff_ms"] / 1000):
+                    raise
+        pe = self.producer._transaction_manager.producer_id_and_epoch  # for the process log
+        print(f"transactional.id {self.settings['transactional_id']}: producer id "
+              f"{pe.producer_id}, epoch {pe.epoch}", flush=True)
+        if self.em is not None:
+            self.em.producer = self.producer
+
+    def _op(self, f: str, txn: int, **extra) -> None:
+        assert self.session.writer is not None
+        self.session.writer.write({"type": "invoke", "f": f, "ses": self.session.ses,
+                                   "txn": txn, **extra, "t": now_ms()})
+
+    def _done(self, f: str, txn: int, exc: BaseException | None, op: str | None = None) -> str:
+        outcome = outcomes.classify(exc, op or f)
+        line = {"type": outcome.value, "f": f, "ses": self.session.ses, "txn": txn}
+        if exc is not None:
+            line["error"] = outcomes.describe(exc)
+        assert self.session.writer is not None
+        self.session.writer.write({**line, "t": now_ms()})
+        return outcome.value
+
+    def run(self, txn: PlannedTxn, before_send=None, offsets=None) -> tuple[TxnResult, bool]:
+        """One transaction; returns its result and whether the producer must be replaced.
+        ``offsets`` (copier): ``(offsets, group_metadata)`` sent to the transaction."""
+        assert self.producer is not None and self.em is not None
+        self._op("begin", txn.txn, abort=txn.abort, recs=[list(r) for r in txn.recs])
+        try:
+            self.producer.begin_transaction()
+        except Exception as exc:  # noqa: BLE001
+            self._done("begin", txn.txn, exc)
+            return TxnResult.REDO, True
+        self._done("begin", txn.txn, None)
+        futures, stopped = [], False
+        for p, seq in txn.recs:
+            if self.session.stop.is_set():
+                stopped = True  # clean stop: abort this one, a restart redoes it
+                break
+            if before_send is not None:
+                before_send(self.em)
+            futures.append(self.em.send(p, seq, txn.txn, txn.abort))
+        failures = self.em.wait_all(futures)
+        if offsets is not None and not failures and not stopped and not txn.abort:
+            try:
+                bounded(lambda: self.producer.send_offsets_to_transaction(*offsets),
+                        self.block_s, "send_offsets_to_transaction")
+            except Exception as exc:  # noqa: BLE001
+                print(f"send_offsets_to_transaction: {outcomes.describe(exc)}", flush=True)
+                failures.append(exc)
+        if failures or stopped or txn.abort:
+            replace = self._abort(txn.txn)
+            intended = txn.abort and not failures and not stopped
+            return (TxnResult.ABORTED if intended else TxnResult.REDO), replace
+        return self._commit(txn.txn)
+
+    def _abort(self, txn: int) -> bool:
+        self._op("abort", txn)
+        try:
+            bounded(self.producer.abort_transaction, self.block_s, "abort_transaction")
+        except Exception as exc:  # noqa: BLE001
+            outcome = self._done("abort", txn, exc)
+            return outcome != "ok" or outcomes.needs_new_producer(exc)
+        self._done("abort", txn, None)
+        return False
+
+    def _commit(self, txn: int) -> tuple[TxnResult, bool]:
+        self._op("commit", txn)
+        try:
+            bounded(self.producer.commit_transaction, self.block_s, "commit_transaction")
+        except Exception as exc:  # noqa: BLE001
+            self._done("commit", txn, exc)
+            # "Invalid transition": the epoch bump aborted it, the producer is READY
+            return TxnResult.REDO, not outcomes.is_invalid_transition(exc)
+        self._done("commit", txn, None)
+        return TxnResult.COMMITTED, False
+
+    def close(self) -> None:
+        if self.em is not None:
+            self.em.write_completions()
+        if self.producer is not None:
+            self.session.close_producer(self.producer, 10)
+
+
+def _plan(session: Session, planner: Planner, rng: random.Random, next_txn: int) -> PlannedTxn:
+    size = session.spec.txn_size
+    left = session.remaining()
+    if left is not None:
+        size = min(size, left)
+    recs = tuple(planner.next() for _ in range(size))
+    session.new_records += size
+    return PlannedTxn(next_txn, rng.random() < session.spec.abort_fraction, recs)
+
+
+def run_transactional(session: Session) -> None:
+    """Redo what earlier sessions left uncommitted (same ids), then new transactions."""
+    runner = TxnRunner(session)
+    try:
+        runner.connect()
+        partitions = session.partitions(runner.producer)
+        session.open_history(partitions)
+        runner.em = session.emitter(runner.producer)
+        planner = Planner(partitions, session.resume.next_seq)
+        # seeded per session, so a restart does not replay the same abort decisions
+        rng = random.Random(f"{session.spec.seed}:{session.spec.pid}:{session.ses}")
+        redo = deque(session.resume.uncommitted)
+        next_txn = session.resume.next_txn
+        pacer_interval = 1.0 / session.spec.rate if session.spec.rate else 0.0
+        while redo or session.running():
+            if session.stop.is_set():
+                break
+            if redo:
+                txn = redo.popleft()
+            else:
+                txn = _plan(session, planner, rng, next_txn)
+                next_txn += 1
+            result, replace = runner.run(txn, before_send=_pacing(session, pacer_interval))
+            if result is TxnResult.REDO:
+                redo.appendleft(PlannedTxn(txn.txn, False, txn.recs))
+                session.stop.wait(session.spec.settings["retry_backoff_ms"] / 1000)
+            if replace and not session.stop.is_set():
+                runner.connect()
+    finally:
+        runner.close()
+
+
+def _pacing(session: Session, interval: float):
+    """A per-send hook spacing records to ``--rate`` (None when unbounded)."""
+    if not interval:
+        return None
+    state = {"next": None}
+
+    def pace(em: Emitter) -> None:
+        now = time.monotonic()
+        state["next"] = (state["next"] or now) + interval
+        delay = state["next"] - now
+        if delay > 0.001:
+            em.write_completions()
+            session.stop.wait(delay)
+    return pace
+
+
+def run_copier(session: Session) -> None:
+    """Read-process-write copier variant (see :mod:`producers.copier`)."""
+    from producers.copier import copy_loop
+
+    runner = TxnRunner(session)
+    try:
+        runner.connect()
+        copy_loop(session, runner)
+    finally:
+        runner.close()
