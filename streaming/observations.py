@@ -1,0 +1,133 @@
+"""Observation format 1 (docs/formats.md §4): schema, layout, atomic writes, reading.
+
+One row per record a reader received. The Spark observer and the plain kafka-python
+reader write the same schema under ``RUN/observations/<reader>/<isolation>/``; both write
+whole Parquet files atomically (a temporary name, then ``os.replace``), so a reader never
+sees half a file. Temporary names start with ``.``, which Parquet readers skip.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from producers.records import UndecodableRecord, decode_value
+from verifier.errors import UsageError
+
+OBSERVATIONS_FORMAT = "observations"
+OBSERVATIONS_VERSION = 1
+ISOLATION_LEVELS = ("read_committed", "read_uncommitted")
+READERS = ("spark", "plain")
+
+#: The observation schema. Types are part of the contract: int32 for partition/ses/p,
+#: int64 for offsets, sequence numbers, transaction numbers and times (ms).
+SCHEMA = pa.schema([
+    ("reader", pa.string()),
+    ("isolation", pa.string()),
+    ("topic", pa.string()),
+    ("partition", pa.int32()),
+    ("offset", pa.int64()),
+    ("run", pa.string()),
+    ("pid", pa.string()),
+    ("ses", pa.int32()),
+    ("p", pa.int32()),
+    ("seq", pa.int64()),
+    ("txn", pa.int64()),
+    ("abort", pa.bool_()),
+    ("ts_send", pa.int64()),
+    ("ts_broker", pa.int64()),
+    ("batch", pa.int64()),
+    ("observed_at", pa.int64()),
+    ("foreign", pa.bool_()),
+    ("error", pa.string()),
+])  # fmt: skip
+
+#: Identity columns: null on a foreign row.
+IDENTITY_COLUMNS = ("run", "pid", "ses", "p", "seq", "txn", "abort", "ts_send")
+
+
+def observations_dir(run_dir: Path) -> Path:
+    return Path(run_dir) / "observations"
+
+
+def output_dir(run_dir: Path, reader: str, isolation: str) -> Path:
+    """Where ``reader`` writes its rows for ``isolation``."""
+    if reader not in READERS or isolation not in ISOLATION_LEVELS:
+        raise UsageError(f"unknown reader/isolation {reader!r}/{isolation!r}")
+    return observations_dir(run_dir) / reader / isolation
+
+
+def write_format_file(run_dir: Path) -> Path:
+    """Write ``RUN/observations/_format.json`` (idempotent)."""
+    path = observations_dir(run_dir) / "_format.json"
+    write_json_atomic(path, {"format": OBSERVATIONS_FORMAT, "version": OBSERVATIONS_VERSION})
+    return path
+
+
+def check_format(run_dir: Path) -> None:
+    """Reject observations of an unknown format or version, naming the file."""
+    path = observations_dir(run_dir) / "_format.json"
+    try:
+        found = json.loads(path.read_text())
+    except FileNotFoundError:
+        raise UsageError(f"{path}: missing; not an observations directory") from None
+    except ValueError as exc:
+        raise UsageError(f"{path}: not JSON ({exc})") from None
+    if (found.get("format"), found.get("version")) != (OBSERVATIONS_FORMAT, OBSERVATIONS_VERSION):
+        raise UsageError(
+            f"{path}: format {found.get('format')!r} version {found.get('version')!r}; "
+            f"this tool reads {OBSERVATIONS_FORMAT!r} version {OBSERVATIONS_VERSION}"
+        )
+
+
+def write_json_atomic(path: Path, data: dict) -> None:
+    """Write JSON so a concurrent reader sees the old file or the new one, never a mix."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+    tmp.write_text(json.dumps(data, sort_keys=True))
+    os.replace(tmp, path)
+
+
+def write_table_atomic(table: pa.Table, path: Path) -> None:
+    """Write one Parquet file under its final name in one step (replacing any old one)."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
+    pq.write_table(table.cast(SCHEMA), tmp)
+    os.replace(tmp, path)
+
+
+def read_observations(run_dir: Path, reader: str, isolation: str) -> pa.Table:
+    """Every row ``reader`` wrote at ``isolation`` (empty table if it wrote none)."""
+    check_format(run_dir)
+    files = sorted(output_dir(run_dir, reader, isolation).glob("[!._]*.parquet"))
+    if not files:
+        return SCHEMA.empty_table()
+    return pa.concat_tables(pq.read_table(f, schema=SCHEMA) for f in files)
+
+
+def decode_row(run_id: str, value: bytes | None) -> dict:
+    """The identity columns and ``foreign``/``error`` of one record value (plain reader).
+
+    The Spark observer computes the same columns in Spark (``streaming.decode``); both
+    flag a value foreign when it does not decode as record format 1 or names another run.
+    """
+    try:
+        rid = decode_value(value)
+    except UndecodableRecord as exc:
+        return _foreign(str(exc))
+    if rid.run != run_id:
+        return _foreign(f"another run: {rid.run!r}")
+    return {"run": rid.run, "pid": rid.pid, "ses": rid.ses, "p": rid.p, "seq": rid.seq,
+            "txn": rid.txn, "abort": rid.abort, "ts_send": rid.ts,
+            "foreign": False, "error": None}
+
+
+def _foreign(reason: str) -> dict:
+    return {**dict.fromkeys(IDENTITY_COLUMNS), "foreign": True, "error": reason}

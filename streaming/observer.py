@@ -1,0 +1,166 @@
+"""The Structured Streaming observer: every run topic at both isolation levels.
+
+Run as its own OS process (the nemesis SIGKILLs and restarts it)::
+
+    python -m streaming.observer --run-dir RUN --bootstrap-servers BS --topics a,b \\
+        --run-id ID [--sink exactly-once|at-least-once] [--spark-master M] [--trigger-ms 500]
+
+Two queries, one per isolation level, each with its own checkpoint
+(``RUN/checkpoints/<isolation>``: a checkpoint written under one level fails under the
+other, notes/spark-kafka.md §4.5) and its own output. Rows are decoded in Spark
+(streaming.decode) and written by a ``foreachBatch`` sink (streaming.sinks) that also
+publishes progress (streaming.progress). SIGTERM or SIGINT stops both queries and exits 0;
+after a SIGKILL, the same command line continues from the checkpoints.
+
+The observer only records: no dedup, no asserts, no verdicts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import signal
+import sys
+import threading
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from streaming.decode import decode_observations
+from streaming.observations import ISOLATION_LEVELS, write_format_file
+from streaming.progress import checkpoint_dir, read_progress
+from streaming.sinks import SINKS, BatchSink
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+    from pyspark.sql.streaming import StreamingQuery
+
+log = logging.getLogger("streaming.observer")
+
+#: local[2,4]: two cores, and up to 4 attempts per task. Local mode does not retry a
+#: failed task otherwise, and with a short poll timeout a slow broker (a fault in
+#: progress) can fail one fetch; a retry re-reads the same range, the sink still runs once.
+DEFAULT_MASTER = "local[2,4]"
+
+#: kafkaConsumer.pollTimeoutMs. The default (spark.network.timeout, 120 s) is what a task
+#: waits when its range ends in offsets it cannot see (transaction markers, aborted
+#: records under read_committed): at a run's end that is nearly every partition. A
+#: too-small value fails fetches from a busy broker (hence the task retries above).
+DEFAULT_POLL_TIMEOUT_MS = 2000
+
+EXIT_OK = 0
+EXIT_QUERY_FAILED = 2
+
+
+def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="python -m streaming.observer", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--run-dir", type=Path, required=True)
+    p.add_argument("--bootstrap-servers", required=True)
+    p.add_argument("--topics", required=True, help="comma-separated run topics")
+    p.add_argument("--run-id", required=True, help="records of other runs are foreign")
+    p.add_argument("--sink", choices=SINKS, default="exactly-once")
+    p.add_argument("--spark-master", default=None,
+                   help=f"default: $SPARK_MASTER or {DEFAULT_MASTER}")
+    p.add_argument("--trigger-ms", type=int, default=500, help="micro-batch interval")
+    p.add_argument("--poll-timeout-ms", type=int, default=DEFAULT_POLL_TIMEOUT_MS)
+    p.add_argument("--max-offsets-per-trigger", type=int, default=200_000,
+                   help="bounds a batch (and the driver's memory) after a restart with a "
+                        "backlog; counts offsets, markers included")
+    p.add_argument("--isolation-levels", default=",".join(ISOLATION_LEVELS),
+                   help="comma-separated subset of read_committed,read_uncommitted")
+    p.add_argument("--hold-after-write-ms", type=int, default=0,
+                   help="fault injection: pause after each batch is written, before "
+                        "Spark commits it, so a kill there forces a replay")
+    args = p.parse_args(argv)
+    args.topics = [t for t in args.topics.split(",") if t]
+    args.isolation_levels = [i for i in args.isolation_levels.split(",") if i]
+    bad = set(args.isolation_levels) - set(ISOLATION_LEVELS)
+    if bad or not args.topics:
+        p.error(f"unknown isolation levels {sorted(bad)}" if bad else "no topics")
+    return args
+
+
+def start_query(spark: SparkSession, args: argparse.Namespace, isolation: str) -> StreamingQuery:
+    """One query: the run's topics at ``isolation`` into its own sink and checkpoint."""
+    checkpoint = checkpoint_dir(args.run_dir, isolation)
+    previous = read_progress(args.run_dir, isolation)
+    sink = BatchSink(args.run_dir, isolation, checkpoint, args.sink,
+                     written=previous.written if previous else None,
+                     hold_after_write_ms=args.hold_after_write_ms)
+    source = (
+        spark.readStream.format("kafka")
+        .option("kafka.bootstrap.servers", args.bootstrap_servers)
+        .option("subscribe", ",".join(args.topics))
+        # Reaches the driver's offset listing too: under read_committed "latest" is the
+        # LSO, so no batch is planned past an open transaction.
+        .option("kafka.isolation.level", isolation)
+        .option("startingOffsets", "earliest")
+        .option("failOnDataLoss", "true")
+        .option("kafkaConsumer.pollTimeoutMs", str(args.poll_timeout_ms))
+        .option("maxOffsetsPerTrigger", str(args.max_offsets_per_trigger))
+        .load()
+    )
+    return (
+        decode_observations(source, args.run_id, isolation)
+        .writeStream.queryName(f"observer-{isolation}")
+        .option("checkpointLocation", str(checkpoint))
+        .foreachBatch(sink)
+        .trigger(processingTime=f"{args.trigger_ms} milliseconds")
+        .start()
+    )
+
+
+def supervise(queries: list[StreamingQuery], stop: threading.Event) -> int:
+    """Wait until a stop signal (exit 0) or a failed query (exit 2); stop every query."""
+    code = EXIT_OK
+    while not stop.wait(0.5):
+        failed = [q for q in queries if not q.isActive]
+        if failed:
+            for q in failed:
+                log.error("query %s stopped: %s", q.name, q.exception())
+            code = EXIT_QUERY_FAILED
+            break
+    for q in queries:
+        # Stop queries before anything else goes away (notes §4.6).
+        _quietly(q.stop, f"stopping {q.name}")
+    return code
+
+
+def _quietly(action, what: str) -> None:
+    """Run a shutdown step; a JVM that is already gone is not an error at this point.
+
+    A signal sent to the whole process group (Ctrl-C, ``timeout``) also reaches Spark's
+    JVM, which may then shut down under us.
+    """
+    try:
+        action()
+    except Exception as exc:  # noqa: BLE001 - py4j raises several unrelated types here
+        log.warning("%s: %s: %s", what, type(exc).__name__, str(exc)[:200])
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = parse_args(argv)
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda signum, _frame: stop.set())
+    write_format_file(args.run_dir)
+    from streaming.session import spark_session
+
+    master = args.spark_master or os.environ.get("SPARK_MASTER") or DEFAULT_MASTER
+    spark = spark_session(app_name=f"observer-{args.run_id}", master=master)
+    log.info("observer %s: topics %s, sink %s, master %s, pid %d", args.run_id, args.topics,
+             args.sink, master, os.getpid())
+    try:
+        queries = [start_query(spark, args, iso) for iso in args.isolation_levels]
+        code = supervise(queries, stop)
+    finally:
+        _quietly(spark.stop, "stopping Spark")
+    log.info("observer %s exits %d", args.run_id, code)
+    return code
+
+
+if __name__ == "__main__":
+    sys.exit(main())
