@@ -16,24 +16,51 @@ from pathlib import Path
 import pytest
 
 from verifier.cluster import ClusterSpec, LocalCluster, up
+from verifier.faults.control import ProxyClient
+from verifier.faults.proxy_process import ProxyProcess, proxied
 from verifier.jvm import PROJECT_ROOT
 
 TEST_BASE_PORT = int(os.environ.get("VERIFIER_TEST_BASE_PORT", "19100"))
-TEST_STATE_DIR = Path(
-    os.environ.get("VERIFIER_TEST_STATE_DIR", PROJECT_ROOT / ".state" / f"test-cluster-{TEST_BASE_PORT}")
-)
+TEST_STATE_DIR = Path(os.environ.get(
+    "VERIFIER_TEST_STATE_DIR", PROJECT_ROOT / ".state" / f"test-cluster-{TEST_BASE_PORT}"))
 
 
 @pytest.fixture(scope="session")
-def cluster() -> LocalCluster:
-    """A running 3-node cluster. Tests that fault a node must heal it before returning."""
-    spec = ClusterSpec(nodes=3, base_port=TEST_BASE_PORT)
-    c, _ = up(TEST_STATE_DIR, spec)
+def _proxy_process() -> ProxyProcess:
+    """The fault proxy in front of the test cluster's client ports (pass-through unless a
+    test sets rules through the ``proxies`` fixture). Started before the brokers, so the
+    first client connection already passes it."""
+    spec = proxied(ClusterSpec(nodes=3, base_port=TEST_BASE_PORT))
+    proc = ProxyProcess(spec, TEST_STATE_DIR.parent / f"test-proxy-{TEST_BASE_PORT}")
+    proc.start()
+    try:
+        yield proc
+    finally:
+        proc.stop()
+
+
+@pytest.fixture(scope="session")
+def cluster(_proxy_process: ProxyProcess) -> LocalCluster:
+    """A running 3-node cluster whose brokers advertise the proxy's ports, so
+    ``bootstrap_servers`` and every client connection go through the fault proxy.
+    Tests that fault a node must heal it before returning."""
+    c, _ = up(TEST_STATE_DIR, _proxy_process.spec)
     try:
         yield c
     finally:
         if os.environ.get("VERIFIER_KEEP_CLUSTER") != "1":
             c.down()
+
+
+@pytest.fixture
+def proxies(cluster: LocalCluster, _proxy_process: ProxyProcess) -> ProxyClient:
+    """The proxy's control client; every rule a test sets is removed when it ends."""
+    client = _proxy_process.client
+    client.clear_rules()
+    try:
+        yield client
+    finally:
+        client.clear_rules()
 
 
 @pytest.fixture(scope="session")

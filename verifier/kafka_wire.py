@@ -70,6 +70,60 @@ def decode_request_header(payload: bytes) -> RequestHeader:
     return RequestHeader(api_key, api_version, corr, client_id)
 
 
+#: Produce became "flexible" (compact strings, tagged fields, request header v2) at v9.
+PRODUCE_FLEXIBLE_VERSION = 9
+
+
+def _read_uvarint(payload: bytes, pos: int) -> tuple[int, int]:
+    """An unsigned varint at ``pos``; returns (value, next position)."""
+    value = shift = 0
+    while True:
+        if pos >= len(payload) or shift > 28:
+            raise WireError("truncated or overlong varint")
+        byte = payload[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return value, pos
+        shift += 7
+
+
+def _skip_tagged_fields(payload: bytes, pos: int) -> int:
+    count, pos = _read_uvarint(payload, pos)
+    for _ in range(count):
+        _, pos = _read_uvarint(payload, pos)  # tag
+        size, pos = _read_uvarint(payload, pos)
+        pos += size
+    if pos > len(payload):
+        raise WireError("tagged fields run past the end of the request")
+    return pos
+
+
+def produce_acks(payload: bytes) -> int:
+    """The ``acks`` field of a Produce request payload (header included).
+
+    The proxy needs it because an ``acks=0`` request gets no response at all, so it
+    must not wait for one when pairing responses with requests.
+    """
+    header = decode_request_header(payload)
+    if header.api_key != API_PRODUCE:
+        raise WireError(f"api key {header.api_key} is not Produce")
+    (id_len,) = _INT16.unpack_from(payload, _HEADER.size)
+    pos = _HEADER.size + 2 + max(id_len, 0)  # past the client id (a plain string in v1/v2)
+    if header.api_version >= PRODUCE_FLEXIBLE_VERSION:
+        pos = _skip_tagged_fields(payload, pos)  # request header v2
+        n, pos = _read_uvarint(payload, pos)  # compact nullable transactional id: len + 1
+        pos += max(n - 1, 0)
+    elif header.api_version >= 3:
+        if pos + 2 > len(payload):
+            raise WireError("produce request ends before its transactional id")
+        (n,) = _INT16.unpack_from(payload, pos)
+        pos += 2 + max(n, 0)
+    if pos + 2 > len(payload):
+        raise WireError("produce request ends before its acks field")
+    return _INT16.unpack_from(payload, pos)[0]
+
+
 def response_correlation_id(payload: bytes) -> int:
     if len(payload) < 4:
         raise WireError(f"response of {len(payload)} bytes has no correlation id")
@@ -155,3 +209,62 @@ def metadata_brokers(host: str, port: int, timeout: float = 3.0) -> list[BrokerI
             raise WireError(f"metadata response size {size}")
         body = _read_exact(sock, size)
     return _parse_metadata_v1_brokers(body)
+
+
+@dataclass(frozen=True)
+class PartitionInfo:
+    topic: str
+    partition: int
+    leader: int
+    replicas: tuple[int, ...]
+    isr: tuple[int, ...]
+
+
+def _parse_metadata_v1_partitions(payload: bytes) -> list[PartitionInfo]:
+    pos = 4  # correlation id
+    (count,) = _INT32.unpack_from(payload, pos)
+    pos += 4
+    for _ in range(count):  # brokers: node id, host, port, rack
+        (hlen,) = _INT16.unpack_from(payload, pos + 4)
+        pos += 4 + 2 + hlen + 4
+        (rlen,) = _INT16.unpack_from(payload, pos)
+        pos += 2 + max(rlen, 0)
+    pos += 4  # controller id
+    (ntopics,) = _INT32.unpack_from(payload, pos)
+    pos += 4
+    out = []
+    for _ in range(ntopics):
+        (nlen,) = _INT16.unpack_from(payload, pos + 2)  # after the topic error code
+        topic = payload[pos + 4 : pos + 4 + nlen].decode()
+        pos += 4 + nlen + 1  # + is_internal
+        (nparts,) = _INT32.unpack_from(payload, pos)
+        pos += 4
+        for _ in range(nparts):
+            _, part, leader = struct.unpack_from(">hii", payload, pos)
+            pos += 10
+            arrays = []
+            for _ in range(2):  # replicas, isr
+                (n,) = _INT32.unpack_from(payload, pos)
+                arrays.append(struct.unpack_from(f">{n}i", payload, pos + 4))
+                pos += 4 + 4 * n
+            out.append(PartitionInfo(topic, part, leader, tuple(sorted(arrays[0])),
+                                     tuple(sorted(arrays[1]))))
+    return out
+
+
+def metadata_partitions(host: str, port: int, topics: list[str],
+                        timeout: float = 3.0) -> list[PartitionInfo]:
+    """Leader, replicas and ISR of ``topics`` as the broker at host:port sees them.
+
+    Asks that one broker (a client library would pick any broker), so a test can read
+    the view of the majority side of a network partition.
+    """
+    header = RequestHeader(API_METADATA, 1, 1, "verifier-metadata")
+    body = _INT32.pack(len(topics)) + b"".join(encode_string(t) for t in topics)
+    with socket.create_connection((host, port), timeout=timeout) as sock:
+        sock.settimeout(timeout)
+        sock.sendall(frame(encode_request_header(header) + body))
+        (size,) = _INT32.unpack(_read_exact(sock, 4))
+        if size < 4 or size > MAX_FRAME:
+            raise WireError(f"metadata response size {size}")
+        return _parse_metadata_v1_partitions(_read_exact(sock, size))

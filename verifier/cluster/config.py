@@ -28,6 +28,10 @@ class ClusterSpec:
     heap_mb: int = 512
     #: extra broker properties applied to every node, after the defaults
     overrides: dict[str, str] = field(default_factory=dict)
+    #: if set, node n runs as Unix uid ``node_uid_base + n`` (as root only): on one
+    #: loopback every connection's source is 127.0.0.1, so a network partition can
+    #: tell brokers apart only by socket owner (nftables ``meta skuid``)
+    node_uid_base: int | None = None
 
     def __post_init__(self) -> None:
         if self.nodes not in (1, 3):
@@ -53,6 +57,9 @@ class ClusterSpec:
 
     def proxy_port(self, node: int) -> int:
         return self.base_port + 300 + node
+
+    def node_uid(self, node: int) -> int | None:
+        return None if self.node_uid_base is None else self.node_uid_base + node
 
     def advertised_port(self, node: int) -> int:
         return self.advertised_ports.get(node, self.client_port(node))
@@ -88,6 +95,7 @@ class ClusterSpec:
             "advertised_ports": {str(k): v for k, v in self.advertised_ports.items()},
             "heap_mb": self.heap_mb,
             "overrides": dict(self.overrides),
+            "node_uid_base": self.node_uid_base,
         }
 
     @classmethod
@@ -98,6 +106,7 @@ class ClusterSpec:
             advertised_ports={int(k): int(v) for k, v in data.get("advertised_ports", {}).items()},
             heap_mb=int(data.get("heap_mb", 512)),
             overrides=dict(data.get("overrides", {})),
+            node_uid_base=data.get("node_uid_base"),
         )
 
 

@@ -209,6 +209,10 @@ class LocalCluster:
         log = open(self.log_file(node), "ab")  # noqa: SIM115 - handed to the child
         cmd = ["java", *self._jvm_opts(node), "-cp", jars.classpath(), "kafka.Kafka",
                str(self._properties_file(node))]
+        uid = self.spec.node_uid(node)
+        if uid is not None:  # its own Unix user, for per-broker firewall rules
+            _chown_tree(self.node_dir(node), uid)
+            cmd = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", *cmd]
         try:
             proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
                                     stdin=subprocess.DEVNULL, start_new_session=True)
@@ -340,6 +344,12 @@ class LocalCluster:
             shutil.rmtree(self.state_dir, ignore_errors=True)
         else:
             self.save()
+
+
+def _chown_tree(path: Path, uid: int) -> None:
+    for root, dirs, files in os.walk(path):
+        for name in (root, *(os.path.join(root, n) for n in dirs + files)):
+            os.chown(name, uid, uid)
 
 
 def default_state_dir() -> Path:
