@@ -1,0 +1,52 @@
+"""junit.xml: a test case per scenario x mode, a failure per forbidden anomaly kind."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+
+SAMPLE_LINES = 10
+
+
+def render_junit(docs: list[dict]) -> str:
+    """One testsuite per run (scenario); UNKNOWN columns are errors, not failures."""
+    root = ET.Element("testsuites", name="delivery-verifier")
+    for doc in docs:
+        cols = doc["columns"]
+        suite = ET.SubElement(
+            root,
+            "testsuite",
+            name=doc["scenario"],
+            tests=str(len(cols)),
+            failures=str(sum(c["verdict"] == "FAIL" for c in cols)),
+            errors=str(sum(c["verdict"] == "UNKNOWN" for c in cols)),
+        )
+        props = ET.SubElement(suite, "properties")
+        for k in ("run", "sink"):
+            ET.SubElement(props, "property", name=k, value=str(doc[k]))
+        for c in cols:
+            case = ET.SubElement(suite, "testcase", classname=doc["scenario"], name=c["name"])
+            for kind in c["forbidden"]:
+                a = c["anomalies"][kind]
+                f = ET.SubElement(
+                    case,
+                    "failure",
+                    type=kind,
+                    message=f"{a['count']} {kind} (forbidden for {c['name']})",
+                )
+                f.text = "\n".join(
+                    json.dumps(s, sort_keys=True) for s in a["sample"][:SAMPLE_LINES]
+                )
+            if c["verdict"] == "UNKNOWN":
+                e = ET.SubElement(case, "error", type="unknown", message="; ".join(c["reasons"]))
+                e.text = "\n".join(c["reasons"])
+    ET.indent(root)
+    return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def write_junit(docs: list[dict], path: Path | str) -> Path:
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(render_junit(docs), encoding="utf-8")
+    return path

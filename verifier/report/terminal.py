@@ -1,0 +1,80 @@
+"""The side-by-side table: modes as columns, counts and anomalies as rows."""
+
+from __future__ import annotations
+
+from verifier.checks.model import KINDS
+
+COUNT_ROWS = ("sent", "acknowledged", "indeterminate", "committed", "observed")
+LEGEND = (
+    "x = forbidden and present (fails the mode), ~ tolerated, + expected, "
+    "? leaves the verdict open, - cannot occur in this mode"
+)
+MARK = {"forbidden": "x", "tolerated": "~", "expected": "+", "inconclusive": "?", "n/a": "-"}
+
+
+def cell(a: dict) -> str:
+    """One anomaly cell: its count and, when non-zero, what the table says about it."""
+    if a["expectation"] == "n/a" and not a["count"]:
+        return "-"
+    return f"{a['count']} {MARK[a['expectation']]}" if a["count"] else "0"
+
+
+def table_rows(doc: dict) -> list[list[str]]:
+    cols = doc["columns"]
+    rows = [["", *[c["name"] for c in cols]]]
+    for k in COUNT_ROWS:
+        rows.append([k, *[str(c["counts"].get(k, 0)) for c in cols]])
+    for k in KINDS:
+        rows.append([k, *[cell(c["anomalies"][k]) for c in cols]])
+    rows.append(["VERDICT", *[c["verdict"] for c in cols]])
+    return rows
+
+
+def _grid(rows: list[list[str]]) -> str:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+
+    def fmt(r: list[str]) -> str:
+        cells = zip(r, widths, strict=True)
+        return "  ".join(v.ljust(w) if i == 0 else v.rjust(w) for i, (v, w) in enumerate(cells))
+
+    rule = "-" * len(fmt(rows[0]))
+    return "\n".join([fmt(rows[0]), rule, *[fmt(r) for r in rows[1:-1]], rule, fmt(rows[-1])])
+
+
+def render_terminal(doc: dict) -> str:
+    """The run's table, its UNKNOWN reasons and crashed checks, as plain text."""
+    head = f"scenario {doc['scenario']}  run {doc['run']}  sink {doc['sink']}"
+    if not doc["drain"]["completed"]:
+        head += "  (drain INCOMPLETE)"
+    lines = [head, _grid(table_rows(doc)), LEGEND]
+    for c in doc["columns"]:
+        for r in c["reasons"]:
+            lines.append(f"{c['name']}: UNKNOWN because {r}")
+        for k in c["forbidden"]:
+            s = c["anomalies"][k]["sample"][:1]
+            if s:
+                lines.append(f"{c['name']}: {k} e.g. {_where(s[0])}")
+    return "\n".join(lines)
+
+
+def _where(s: dict) -> str:
+    parts = [f"{s.get('topic')}[{s.get('partition')}]"]
+    if s.get("offsets"):
+        parts.append(f"offsets {s['offsets']}")
+    elif s.get("offset") is not None:
+        parts.append(f"offset {s['offset']}")
+    ident = ":".join(str(s[k]) for k in ("pid", "seq") if s.get(k) is not None)
+    if ident:
+        parts.append(ident)
+    if s.get("isolation"):
+        parts.append(s["isolation"])
+    return " ".join(parts)
+
+
+def render_grid(grid: dict) -> str:
+    """The scenario x mode verdict grid of :func:`verifier.verdict.combine`."""
+    rows = [["scenario", *grid["columns"]]]
+    for sc in grid["scenarios"]:
+        rows.append([sc, *[grid["grid"][sc].get(c, "") for c in grid["columns"]]])
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return "\n".join("  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)) for r in rows)
