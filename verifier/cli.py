@@ -23,6 +23,9 @@ EXIT_USAGE = 64
 COMMAND_MODULES = [
     "verifier.cli_setup",
     "verifier.cli_cluster",
+    "verifier.cli_analyze",
+    "verifier.cli_produce",
+    "verifier.cli_chaos",
 ]
 
 
@@ -49,10 +52,15 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # to re-run in a namespace
     logging.basicConfig(
         level=logging.DEBUG if args.verbose else logging.WARNING,
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    if not args.verbose:
+        # kafka-python logs every refused connection and slow selector task; during a
+        # chaos run that is expected and would drown the progress display.
+        logging.getLogger("kafka").setLevel(logging.CRITICAL)
     try:
         return int(args.func(args) or 0)
     except UsageError as exc:

@@ -27,7 +27,8 @@ log = logging.getLogger(__name__)
 
 
 @contextmanager
-def admin(bootstrap_servers: str, timeout: float = 60, **client_config) -> Iterator[KafkaAdminClient]:
+def admin(bootstrap_servers: str, timeout: float = 60,
+          **client_config) -> Iterator[KafkaAdminClient]:
     """An admin client, retrying the bootstrap while brokers are starting."""
     client = None
     for attempt in Retrying(

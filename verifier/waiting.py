@@ -11,9 +11,18 @@ import time
 from collections.abc import Callable
 from typing import TypeVar
 
-from verifier.errors import WaitTimeout
+from verifier.errors import VerifierError, WaitTimeout
 
 T = TypeVar("T")
+
+
+class GiveUp(Exception):
+    """Raised by a probe: stop waiting now and raise ``error`` (e.g. the process that was
+    to become ready has exited)."""
+
+    def __init__(self, error: VerifierError) -> None:
+        super().__init__(str(error))
+        self.error = error
 
 
 def wait_until(
@@ -30,8 +39,9 @@ def wait_until(
 
     ``probe`` returns ``(done, observation)``. An exception from the probe counts as "not
     yet" and its text becomes the observation, so a broker that refuses connections
-    while starting does not abort the wait. The poll interval grows from ``interval`` to
-    ``max_interval``.
+    while starting does not abort the wait. A probe that knows the condition can never
+    hold raises :class:`GiveUp` with the error to raise instead. The poll interval grows
+    from ``interval`` to ``max_interval``.
     """
     deadline = time.monotonic() + timeout
     observed = "nothing yet"
@@ -42,6 +52,8 @@ def wait_until(
             if done:
                 return value
             observed = describe(value)
+        except GiveUp as give_up:
+            raise give_up.error from None
         except Exception as exc:  # noqa: BLE001 - the probe's failure is an observation
             observed = f"{type(exc).__name__}: {exc}"
         remaining = deadline - time.monotonic()

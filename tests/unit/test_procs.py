@@ -23,7 +23,25 @@ def test_kill_and_restart(tmp_path):
 
 
 def test_exit_code_is_kept(tmp_path):
-    p = ManagedProcess("fail", [sys.executable, "-c", "import sys; sys.exit(3)"], tmp_path / "f.log")
+    argv = [sys.executable, "-c", "import sys; sys.exit(3)"]
+    p = ManagedProcess("fail", argv, tmp_path / "f.log")
     p.start()
     assert p.wait(timeout=20) == 3
     assert p.returncode == 3 and not p.alive
+
+
+def test_wait_until_stops_at_once_when_the_probe_gives_up():
+    import time
+
+    import pytest
+
+    from verifier.errors import ClusterError
+    from verifier.waiting import GiveUp, wait_until
+
+    def probe():
+        raise GiveUp(ClusterError("gone for good"))
+
+    t0 = time.monotonic()
+    with pytest.raises(ClusterError):
+        wait_until(probe, timeout=30, what="x", expected="y")
+    assert time.monotonic() - t0 < 5

@@ -3,4 +3,6 @@
 from verifier.cluster.config import ClusterSpec, broker_properties
 from verifier.cluster.local import LocalCluster, NodeStatus, default_state_dir, up
 
-__all__ = ["ClusterSpec", "LocalCluster", "NodeStatus", "broker_properties", "default_state_dir", "up"]
+__all__ = [
+    "ClusterSpec", "LocalCluster", "NodeStatus", "broker_properties", "default_state_dir", "up",
+]

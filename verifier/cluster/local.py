@@ -36,7 +36,7 @@ from verifier.cluster.processes import (
 )
 from verifier.errors import ClusterError, VerifierError
 from verifier.kafka_wire import metadata_brokers
-from verifier.waiting import wait_until
+from verifier.waiting import GiveUp, wait_until
 
 STATE_FILE = "cluster.json"
 STATE_VERSION = 1
@@ -295,7 +295,8 @@ class LocalCluster:
         view: dict[int, list[int] | str] = {}
         for n in self.live_nodes():
             try:
-                view[n] = sorted(b.node_id for b in metadata_brokers(HOST, self.spec.client_port(n)))
+                brokers = metadata_brokers(HOST, self.spec.client_port(n))
+                view[n] = sorted(b.node_id for b in brokers)
             except OSError as exc:
                 view[n] = f"{type(exc).__name__}: {exc}"
         return view
@@ -309,6 +310,10 @@ class LocalCluster:
         def probe():
             dead = [n for n in self.spec.node_ids if self.node_state(n) == "dead"]
             expected = set(self.live_nodes())
+            if dead and not expected:  # nothing left to wait for: fail now, not at the deadline
+                tails = "\n".join(f"node {n}: {self.log_tail(n, 5)}" for n in dead)
+                raise GiveUp(ClusterError(f"every node exited before the cluster was ready:\n"
+                                          f"{tails}"))
             view = self._metadata_view()
             ok = bool(expected) and all(isinstance(v, list) and expected <= set(v)
                                         for v in view.values())
@@ -356,7 +361,8 @@ def default_state_dir() -> Path:
     return Path(os.environ.get("VERIFIER_STATE_DIR", jvm.PROJECT_ROOT / ".state" / "cluster"))
 
 
-def up(state_dir: Path, spec: ClusterSpec, timeout: float = READY_TIMEOUT) -> tuple[LocalCluster, str]:
+def up(state_dir: Path, spec: ClusterSpec,
+       timeout: float = READY_TIMEOUT) -> tuple[LocalCluster, str]:
     """Start a cluster in ``state_dir`` or report the one already running there.
 
     Returns the cluster and what was done: ``started``, ``already running`` or

@@ -1,0 +1,44 @@
+"""Pure parts of the chaos orchestrator: the user's mode, fault target substitution."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from verifier.cli_chaos import derive_mode
+from verifier.errors import VerifierError
+from verifier.orchestrator import RunOptions, _substitute, plan_producers
+from verifier.scenario import parse_scenario
+
+
+@pytest.mark.parametrize(
+    "settings, mode",
+    [
+        ({"transactional_id": "x"}, "transactional"),
+        ({"enable_idempotence": True}, "idempotent"),
+        ({}, "idempotent"),  # kafka-python 3 default
+        ({"acks": 1}, "at-most-once"),
+        ({"enable_idempotence": False, "acks": -1, "retries": 5}, "at-least-once"),
+        ({"enable_idempotence": False, "acks": -1, "retries": 0}, "at-most-once"),
+        ({"acks": -1, "max_in_flight_requests_per_connection": 6}, "at-least-once"),
+    ],
+)
+def test_derive_mode(settings, mode):
+    assert derive_mode(settings) == mode
+
+
+def test_plans_and_substitution():
+    s = parse_scenario("[workload]\nmodes = ['idempotent', 'transactional']", "x")
+    plans = plan_producers(s, "r1", RunOptions(out=Path("o"), user_config=Path("my.properties"),
+                                               user_mode="at-least-once"))
+    assert [(p.pid, p.mode, p.expect) for p in plans] == [
+        ("idempotent-0", "idempotent", "idempotent"),
+        ("transactional-0", "transactional", "transactional"),
+        ("user-0", "user:my.properties", "at-least-once"),
+    ]
+    target = {"leader": {"topic": "@idempotent", "partition": 0}}
+    assert _substitute(target, plans, "r1") == {"leader": {"topic": "r1.idempotent",
+                                                           "partition": 0}}
+    with pytest.raises(VerifierError, match="no producer of mode"):
+        _substitute({"leader": {"topic": "@at-most-once"}}, plans, "r1")
