@@ -16,8 +16,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import orjson
-
+from streaming.observations import write_json_atomic
 from verifier.drain import DrainIncomplete, drain_to_file
 from verifier.errors import VerifierError
 from verifier.faults.nemesis import Nemesis
@@ -34,6 +33,7 @@ log = logging.getLogger(__name__)
 RUN_CONFIG_VERSION = 1
 OBSERVER_START_TIMEOUT = 180.0  # Spark JVM start + first batch on a loaded 2-core machine
 GENERATOR_STOP_TIMEOUT = 90.0  # a clean stop may wait for a commit or abort to finish
+GENERATOR_START_TIMEOUT = 120.0  # connect + init_transactions on a loaded machine
 
 
 @dataclass(frozen=True)
@@ -59,12 +59,6 @@ class RunOptions:
     user_mode: str | None = None  # derived mode of the user's config
     profile: str = "custom"
     extra_env: dict = field(default_factory=dict)
-
-
-def _write_json(path: Path, doc: dict) -> None:
-    tmp = path.with_suffix(path.suffix + ".tmp")
-    tmp.write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2))
-    tmp.replace(path)
 
 
 def plan_producers(scenario: Scenario, run_id: str, opts: RunOptions) -> list[ProducerPlan]:
@@ -179,7 +173,7 @@ class ScenarioRun:
         return schedule
 
     def _write_config(self, schedule) -> None:
-        _write_json(self.run_dir / "config.json", {
+        write_json_atomic(self.run_dir / "config.json", {
             "format": "run-config", "version": RUN_CONFIG_VERSION, "run": self.run_id,
             "scenario": self.scenario.name, "profile": self.opts.profile,
             "seed": self.opts.seed, "sink": self.sink,
@@ -221,9 +215,31 @@ class ScenarioRun:
         return (f"[{self.scenario.name}] {self.clock.current or '-'} | fault: {faults} | "
                 f"sent {' '.join(sent)} | observed {' '.join(seen)}")
 
+    def _wait_generators_producing(self) -> None:
+        """The fault clock starts once every generator has completed a send: a Python
+        process that connects, and for transactions runs init_transactions, takes a few
+        seconds, and a kill before that would exercise nothing."""
+        def probe():
+            waiting = []
+            for p in self.plans:
+                proc = self.processes[p.process_name]
+                if not proc.alive:
+                    raise GiveUp(VerifierError(
+                        f"generator {p.pid} exited ({proc.returncode}) before producing:\n"
+                        f"{proc.log_tail(10)}"))
+                t = self.tails[p.pid].poll()
+                if t.ok + t.info + t.fail == 0:
+                    waiting.append(p.pid)
+            return not waiting, waiting
+
+        wait_until(probe, timeout=GENERATOR_START_TIMEOUT, what="every generator to produce",
+                   expected="a completed send in every history",
+                   describe=lambda w: f"no completed send yet from {w}", interval=0.2)
+
     def _load(self, schedule) -> None:
         for p in self.plans:
             self.processes[p.process_name].start()
+        self._wait_generators_producing()
         fault_env = self.env.fault_env(self.processes)
         self.nemesis = Nemesis(schedule, fault_env, self.run_dir / "nemesis.jsonl",
                                self.run_id)

@@ -1,32 +1,43 @@
-"""Frames every check shares, derived once per run and cached.
+"""The run's data reduced once, in one Spark pass, for every check.
 
-``cells``   one row per (topic, partition, offset) any reader saw: how often each
-            (reader, isolation) delivered it and which record it held (min and max of the
-            decoded identity, so readers that disagree show as min != max).
-``ids``     one row per observed identity (pid, p, seq): per isolation level the number
-            of distinct offsets holding it, its first copy, its sessions; per
-            (reader, isolation) whether it was seen.
-``txns``    one row per (pid, ses, txn) with its outcome, from the history plus, for a
-            commit of unknown outcome, whether a read_committed reader saw it.
-``ident``   the producers' sends (one row per identity: outcome, must be visible?) joined
-            with ``ids``: the input of the lost/unseen and not-in-history checks.
+Where the time goes matters here (issue 6): the checks used to be ~30 Spark jobs with a
+shuffle each. Now:
 
-Every check works from these on (topic, partition) and identities, never on contiguous
-offsets, so transaction markers and aborted records (which take offsets) are no gaps.
+1. The histories are reduced on the driver in Arrow (:mod:`verifier.checks.history`):
+   transaction outcomes, one row per sent identity, committed transactions' sizes.
+2. One shuffle brings each (topic, partition)'s observation rows and sends together
+   (a cogroup); :func:`verifier.checks.emit.run_pass` derives everything the checks need
+   for that partition in Arrow and emits anomaly rows and partial counts. The result is
+   small and persisted: every check is a filter on it (``result``).
+3. What spans partitions (torn transactions, per-producer counts) is a small aggregation
+   of the result; what needs no shuffle (undecodable rows, hanging partitions) stays a
+   plain Spark filter.
+
+Every check works per (topic, partition) on identities, never on contiguous offsets, so
+transaction markers and aborted records (which take offsets) are no gaps.
 """
 
 from __future__ import annotations
 
 from functools import cached_property
 
+import pyarrow as pa
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
+from verifier.checks import history as H
+from verifier.checks.emit import OUT_DDL, OUT_SCHEMA, run_pass
+from verifier.checks.kernel import IDENT_FIELDS, Ctx
 from verifier.checks.model import ISOLATIONS, READ_COMMITTED, RunData
 
-#: the decoded identity as one comparable value; ts is part of it because a re-send
-#: carries a new send time: two readers seeing different ts at one offset saw two records
-IDENT_FIELDS = ("pid", "p", "seq", "ses", "txn", "ts_send")
+#: observation columns the pass reads (ci: index of the (reader, isolation) pair)
+PASS_COLUMNS = ("topic", "partition", "offset", "ci", "fgn", "pid", "p", "seq", "ses", "txn",
+                "ts_send")  # fmt: skip
+OBS_SCHEMA = pa.schema([
+    ("topic", pa.string()), ("partition", pa.int32()), ("offset", pa.int64()),
+    ("ci", pa.int32()), ("fgn", pa.bool_()), ("pid", pa.string()), ("p", pa.int32()),
+    ("seq", pa.int64()), ("ses", pa.int32()), ("txn", pa.int64()), ("ts_send", pa.int64()),
+])  # fmt: skip
 
 
 def combo_col(reader: str, isolation: str) -> str:
@@ -44,8 +55,34 @@ def foreign_expr(run: RunData) -> Column:
     )  # fmt: skip
 
 
+def _conform(t: pa.Table, schema: pa.Schema) -> pa.Table:
+    """A cogroup side with no rows may come without columns: give it the schema."""
+    if t.num_rows == 0:
+        return schema.empty_table()
+    return t.select(schema.names).cast(schema)
+
+
+def _cogroup_arrow(left: DataFrame, right: DataFrame, keys: list[str], fn) -> DataFrame:
+    """``left.groupBy(keys).cogroup(right.groupBy(keys)).applyInArrow(fn, OUT_DDL)``.
+
+    PySpark 4.0's public applyInArrow insists on pandas (it builds the UDF through
+    ``pandas_udf``, which checks the pandas version) although the Arrow path never uses
+    it; this builds the same plan with the UDF made directly, so pandas is not needed.
+    """
+    from pyspark.rdd import PythonEvalType
+    from pyspark.sql.pandas.functions import _create_pandas_udf
+    from pyspark.sql.types import _parse_datatype_string
+
+    schema = _parse_datatype_string(OUT_DDL)
+    udf = _create_pandas_udf(fn, schema, PythonEvalType.SQL_COGROUPED_MAP_ARROW_UDF)
+    g1, g2 = left.groupBy(*keys), right.groupBy(*keys)
+    cols = [left[c] for c in left.columns] + [right[c] for c in right.columns]
+    jdf = g1._jgd.flatMapCoGroupsInArrow(g2._jgd, udf(*cols)._jc)
+    return DataFrame(jdf, left.sparkSession)
+
+
 class Derived:
-    """Lazily built, cached shared frames of one run. Call :meth:`release` when done."""
+    """Lazily built, cached shared data of one run. Call :meth:`release` when done."""
 
     def __init__(self, run: RunData):
         self.run = run
@@ -60,6 +97,76 @@ class Derived:
             df.unpersist()
         self._cached.clear()
 
+    @property
+    def spark(self):
+        return self.run.observations.sparkSession
+
+    @cached_property
+    def history(self) -> pa.Table:
+        """The history operations as Arrow (loaded runs keep them so; tests pass a frame)."""
+        if self.run.history is not None:
+            return self.run.history
+        return self.run.events.toArrow()
+
+    @cached_property
+    def status(self) -> pa.Table:
+        """Per (pid, ses, txn): outcome flags and status (see history.txn_status)."""
+        flags = H.txn_flags(self.history)
+        unknown = H.unknown_commits(flags)
+        seen: set[tuple] = set()
+        if unknown.num_rows:  # rare: ask the read_committed readers about these only
+            key = F.concat_ws("\x00", "pid", F.col("ses").cast("string"), F.col("txn").cast("string"))
+            wanted = ["\x00".join(map(str, k)) for k in
+                      zip(*(unknown[k].to_pylist() for k in H.TXN_KEYS), strict=True)]  # fmt: skip
+            keys = key.isin(*wanted)
+            obs = self.run.observations.where(
+                (F.col("isolation") == READ_COMMITTED) & ~foreign_expr(self.run) & keys
+            )
+            seen = {tuple(r) for r in obs.select(*H.TXN_KEYS).distinct().collect()}
+        return H.txn_status(flags, seen)
+
+    def _ctx(self) -> Ctx:
+        drain = self.run.drain
+        return Ctx(combos=list(self.run.combos), completed=drain.completed,
+                   behind=drain.behind_keys(), status=self.status)  # fmt: skip
+
+    @cached_property
+    def result(self) -> DataFrame:
+        """The one-shuffle pass: anomaly rows (rec 'a') and partial counts, persisted."""
+        run = self.run
+        topics = {p.pid: p.topic for p in run.config.producers.values()}
+        sends = H.sends(self.history, self.status, topics)
+        ci = F.lit(None)
+        for k, (r, i) in reversed(list(enumerate(run.combos))):
+            ci = F.when((F.col("reader") == r) & (F.col("isolation") == i), F.lit(k)).otherwise(ci)
+        obs = run.observations.select(
+            *[c for c in PASS_COLUMNS[:3]], ci.cast("int").alias("ci"),
+            foreign_expr(run).alias("fgn"), *PASS_COLUMNS[5:],
+        )
+        sends_df = self.spark.createDataFrame(sends)
+        ctx = self._ctx()
+
+        def one(key, left: pa.Table, right: pa.Table) -> pa.Table:
+            o = _conform(left, OBS_SCHEMA)
+            s = _conform(right, sends.schema)
+            return run_pass(ctx, key[0].as_py(), key[1].as_py(), o, s)
+
+        out = _cogroup_arrow(obs, sends_df, ["topic", "partition"], one)
+        assert [f.name for f in OUT_SCHEMA] == out.columns
+        return self._keep(out)
+
+    def anomalies(self, *kinds: str) -> DataFrame:
+        """Anomaly rows of the pass of the given kinds (ANOMALY_COLUMNS)."""
+        r = self.result.where((F.col("rec") == "a") & F.col("kind").isin(*kinds))
+        return r.drop("rec", "n")
+
+    @cached_property
+    def txn_sizes(self) -> DataFrame:
+        """Committed transactions: pid, ses, txn, size, t, partitions."""
+        return self.spark.createDataFrame(H.txn_sizes(self.history, self.status))
+
+    # -- for the report's offset plots: the cells of one partition, on demand ---------
+
     def combos_at(self, isolation: str) -> list[str]:
         return [combo_col(r, i) for r, i in self.run.combos if i == isolation]
 
@@ -72,99 +179,17 @@ class Derived:
 
     @cached_property
     def cells(self) -> DataFrame:
+        """One row per (topic, partition, offset) any reader saw (not cached: the plots
+        filter it to a few offsets, which Spark pushes below the aggregation)."""
         obs = self.run.observations
         decoded = F.when(~foreign_expr(self.run), F.struct(*[F.col(c) for c in IDENT_FIELDS]))
         counts = [
             F.sum(F.when((F.col("reader") == r) & (F.col("isolation") == i), 1).otherwise(0))
             .alias(combo_col(r, i)) for r, i in self.run.combos
         ]  # fmt: skip
-        return self._keep(obs.groupBy("topic", "partition", "offset").agg(
+        return obs.groupBy("topic", "partition", "offset").agg(
             *counts, F.min(decoded).alias("id_min"), F.max(decoded).alias("id_max"),
-            F.max(foreign_expr(self.run).cast("int")).alias("foreign_any"),
-        ))  # fmt: skip
-
-    @cached_property
-    def ids(self) -> DataFrame:
-        cells = self.cells.where(F.col("id_min").isNotNull()).select(
-            "topic", "partition", "offset", "id_min.*",
-            *[combo_col(r, i) for r, i in self.run.combos],
-        )  # fmt: skip
-        aggs = [F.first("topic").alias("topic"), F.min("ts_send").alias("t")]
-        for iso in ISOLATIONS:
-            here = self.present_at(iso)
-            aggs += [
-                F.sum(here.cast("int")).alias(f"copies_{iso}"),
-                F.min(F.when(here, F.struct("offset", "ses", "partition"))).alias(f"first_{iso}"),
-                F.max(F.when(here, F.col("offset"))).alias(f"last_{iso}"),
-                F.size(F.collect_set(F.when(here, F.col("ses")))).alias(f"sessions_{iso}"),
-            ]
-        aggs += [F.max(F.col(combo_col(r, i)) > 0).alias("seen_" + combo_col(r, i))
-                 for r, i in self.run.combos]  # fmt: skip
-        return self._keep(cells.groupBy("pid", "p", "seq").agg(*aggs))
-
-    @cached_property
-    def txns(self) -> DataFrame:
-        ev = self.run.events.where(F.col("txn").isNotNull())
-
-        def is_(f: str, t: str | None = None):
-            return (F.col("f") == f) & (F.lit(True) if t is None else F.col("type") == t)
-
-        t = ev.groupBy("pid", "ses", "txn").agg(
-            F.max(is_("commit", "ok")).alias("commit_ok"),
-            F.max(is_("commit", "fail")).alias("commit_fail"),
-            F.max(is_("commit")).alias("commit_invoked"),
-            F.max(is_("abort")).alias("abort_invoked"),
-            F.max(F.when(is_("begin"), F.col("abort"))).alias("abort_intent"),
         )
-        rc_txn = self.present_at(READ_COMMITTED) & F.col("id_min.txn").isNotNull()
-        seen_rc = (self.cells.where(rc_txn)
-                   .select(F.col("id_min.pid").alias("pid"), F.col("id_min.ses").alias("ses"),
-                           F.col("id_min.txn").alias("txn")).distinct()
-                   .withColumn("seen_committed", F.lit(True)))  # fmt: skip
-        t = t.join(seen_rc, ["pid", "ses", "txn"], "left")
-        # formats §2: committed = commit ok, or commit info and a read_committed reader saw it
-        status = (F.when(F.col("commit_ok"), "committed")
-                  .when(F.col("commit_fail") | F.col("abort_invoked"), "aborted")
-                  .when(F.col("commit_invoked") & F.col("seen_committed"), "committed")
-                  .when(F.col("commit_invoked"), "commit-unknown")
-                  .otherwise("open"))  # fmt: skip
-        return self._keep(t.withColumn("status", status).drop("seen_committed"))
 
-    @cached_property
-    def sends(self) -> DataFrame:
-        """One row per identity the producers sent: outcome and whether it must be visible."""
-        ev = self.run.events.where(F.col("f") == "send")
-        attempts = ev.groupBy("pid", "ses", "txn", "p", "seq").agg(
-            F.sum((F.col("type") == "invoke").cast("int")).alias("invokes"),
-            F.sum((F.col("type") != "invoke").cast("int")).alias("done"),
-            F.max(F.col("type") == "ok").alias("ok"),
-            F.max(F.col("type") == "info").alias("info"),
-            F.min("t").alias("t"),
-        )
-        # a send without completion line (the process died) is info (formats §2)
-        attempts = attempts.withColumn("info", F.col("info") | (F.col("invokes") > F.col("done")))
-        committed = self.txns.where(F.col("status") == "committed").select(
-            "pid", "ses", "txn", F.lit(True).alias("in_committed")
-        )
-        attempts = attempts.join(committed, ["pid", "ses", "txn"], "left")
-        # a record in a committed txn was appended unless its send definitely failed
-        visible = F.when(F.col("txn").isNull(), F.col("ok")).otherwise(
-            F.coalesce(F.col("in_committed"), F.lit(False)) & (F.col("ok") | F.col("info"))
-        )
-        return attempts.groupBy("pid", "p", "seq").agg(
-            F.max("ok").alias("ok"), F.max("info").alias("info"),
-            F.max(visible).alias("must_see"), F.min("t").alias("t_send"),
-            F.max(F.col("txn").isNotNull()).alias("transactional"),
-        )  # fmt: skip
 
-    @cached_property
-    def ident(self) -> DataFrame:
-        topics = F.create_map(*[x for p in self.run.config.producers.values()
-                                for x in (F.lit(p.pid), F.lit(p.topic))])  # fmt: skip
-        sends = self.sends.withColumn("sent", F.lit(True))
-        joined = sends.join(self.ids, ["pid", "p", "seq"], "full_outer")
-        return self._keep(
-            joined.withColumn(
-                "topic", F.coalesce(F.col("topic"), F.try_element_at(topics, F.col("pid")))
-            )
-        )
+__all__ = ["ISOLATIONS", "Derived", "combo_col", "foreign_expr"]

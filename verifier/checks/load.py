@@ -87,7 +87,7 @@ def load_run(spark, run_dir: Path | str, files: RunFiles | None = None) -> RunDa
     """Read every input file of a finished run; raise :class:`RunFormatError` on bad input."""
     f = files or read_run_files(run_dir)
     return RunData(
-        config=f.config, events=spark.createDataFrame(f.history),
+        config=f.config, events=None, history=f.history,
         observations=load_observations(spark, Path(run_dir) / "observations", f.combos),
         combos=f.combos, drain=f.drain, drain_partitions=drain_frame(spark, f.drain),
         started=f.started, nemesis=f.nemesis,

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
+    import pyarrow as pa
     from pyspark.sql import Column, DataFrame
 
 LOST = "lost"
@@ -125,10 +126,12 @@ class RunData:
     from a run folder, or by hand in tests."""
 
     config: RunConfig
-    events: DataFrame  # producer history operations (invoke/ok/fail/info), all pids
+    events: DataFrame | None  # history operations (invoke/ok/fail/info), all pids; None
+    # when ``history`` holds them (load_run: no need to ship raw lines to Spark)
     observations: DataFrame  # observation format 1 rows
     combos: list[tuple[str, str]]  # (reader, isolation) pairs that have observations
     drain: Drain
     drain_partitions: DataFrame  # one row per partition of drain.json
     started: dict[str, bool] = field(default_factory=dict)  # pid -> a session began
     nemesis: list[dict] = field(default_factory=list)  # raw nemesis operations
+    history: pa.Table | None = None  # the operations as Arrow (load.HISTORY_SCHEMA + pid)

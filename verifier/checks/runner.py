@@ -12,6 +12,7 @@ import time
 import traceback
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import reduce
 
 import orjson
 from pyspark.sql import DataFrame, Window
@@ -89,33 +90,39 @@ def owner(run: RunData):
     )
 
 
+def _tagged(run: RunData, anomalies: DataFrame, check: str) -> DataFrame:
+    return anomalies.withColumn("mode", owner(run)).withColumn("check", F.lit(check))
+
+
+def summarize_many(run: RunData, frames: dict[str, DataFrame], cap: int) -> dict[str, list[Group]]:
+    """Per check: counts per (kind, mode, isolation), the first ``cap`` anomalies of each
+    and the timeline, for all checks at once: two Spark jobs, whatever the number."""
+    keys = ["check", "kind", "mode", "isolation"]
+    tagged = reduce(DataFrame.unionByName, [_tagged(run, f, c) for c, f in frames.items()])
+    bucket = (F.floor(F.col("t") / BUCKET_MS) * BUCKET_MS).cast("long").alias("b")
+    hist = tagged.groupBy(*keys, bucket).count().collect()
+    order = Window.partitionBy(*keys).orderBy("topic", "partition", "offset", "pid", "seq", "txn")
+    cols = [c for c, _ in ANOMALY_COLUMNS if c != "kind"]
+    first = (tagged.withColumn("rn", F.row_number().over(order)).where(F.col("rn") <= cap)
+             .select(*keys, "rn", F.struct(*cols).alias("row")).collect())  # fmt: skip
+    groups: dict[tuple, Group] = {}
+    for r in hist:
+        g = groups.setdefault(tuple(r[k] for k in keys), Group(*[r[k] for k in keys[1:]], 0, []))
+        g.count += r["count"]
+        if r["b"] is not None:
+            g.timeline.append((r["b"], r["count"]))
+    for r in sorted(first, key=lambda r: r["rn"]):
+        groups[tuple(r[k] for k in keys)].sample.append(_plain(r["row"]))
+    out: dict[str, list[Group]] = {c: [] for c in frames}
+    for key, g in groups.items():
+        g.timeline.sort()
+        out[key[0]].append(g)
+    return out
+
+
 def summarize(run: RunData, anomalies: DataFrame, cap: int) -> list[Group]:
     """Counts per (kind, mode, isolation) and the first ``cap`` anomalies of each."""
-    keys = ["kind", "mode", "isolation"]
-    tagged = anomalies.withColumn("mode", owner(run))
-    order = Window.partitionBy(*keys).orderBy("topic", "partition", "offset", "pid", "seq", "txn")
-    tagged = tagged.withColumn("rn", F.row_number().over(order))
-    row = F.struct(*[c for c, _ in ANOMALY_COLUMNS if c not in ("kind",)])
-    got = (
-        tagged.groupBy(*keys)
-        .agg(
-            F.max("rn").alias("count"),
-            F.collect_list(F.when(F.col("rn") <= cap, row)).alias("sample"),
-        )
-        .collect()
-    )
-    groups = [Group(r["kind"], r["mode"], r["isolation"], int(r["count"]),
-                    [_plain(s) for s in r["sample"]]) for r in got]  # fmt: skip
-    if groups:  # the timeline costs a job: only when there is something to place on it
-        bucket = (F.floor(F.col("t") / BUCKET_MS) * BUCKET_MS).cast("long")
-        hist = {}
-        for r in (
-            tagged.where(F.col("t").isNotNull()).groupBy(*keys, bucket.alias("b")).count().collect()
-        ):
-            hist.setdefault((r["kind"], r["mode"], r["isolation"]), []).append((r["b"], r["count"]))
-        for g in groups:
-            g.timeline = sorted(hist.get((g.kind, g.mode, g.isolation), []))
-    return groups
+    return summarize_many(run, {"_": anomalies}, cap)["_"]
 
 
 def _plain(row) -> dict:
@@ -130,24 +137,46 @@ def run_checks(
     cap: int = DEFAULT_SAMPLE,
     only: set[str] | None = None,
 ) -> list[CheckOutcome]:
-    """Run every check (or those named in ``only``); never raises for a check's failure."""
+    """Run every check (or those named in ``only``); never raises for a check's failure.
+
+    All checks are summarized together (the shared pass runs once); if that fails, each
+    check is summarized alone so that only the checks that crash are UNKNOWN.
+    """
     d = derived or Derived(run)
-    outcomes = []
+    outcomes, frames = [], {}
     try:
         for name, fn, kinds in CHECKS:
-            if only is not None and name not in only:
+            if only is None or name in only:
+                out = CheckOutcome(name, kinds)
+                outcomes.append(out)
+                _guard(out, lambda fn=fn, name=name: frames.__setitem__(name, fn(d)))
+        start = time.perf_counter()
+        try:
+            found = summarize_many(run, frames, cap) if frames else {}
+        except Exception:  # noqa: BLE001 - isolate the crashing check(s) below
+            found = None
+        share = (time.perf_counter() - start) / max(1, len(frames))
+        for out in outcomes:
+            if out.name not in frames:
                 continue
-            start = time.perf_counter()
-            out = CheckOutcome(name, kinds)
-            try:
-                out.groups = summarize(run, fn(d), cap)
-            except Exception as exc:  # noqa: BLE001 - a crashed check is UNKNOWN, not a crash
-                out.error = traceback.format_exc()
-                first = (str(exc).strip().splitlines() or [""])[0]
-                out.summary = f"{type(exc).__name__}: {first}"[:300]
-            out.seconds = time.perf_counter() - start
-            outcomes.append(out)
+            if found is not None:
+                out.groups, out.seconds = found[out.name], out.seconds + share
+            else:
+                _guard(out, lambda out=out: setattr(
+                    out, "groups", summarize(run, frames[out.name], cap)))  # fmt: skip
     finally:
         if derived is None:
             d.release()
     return outcomes
+
+
+def _guard(out: CheckOutcome, step: Callable[[], None]) -> None:
+    """Run one step of a check; a crash becomes its traceback and summary."""
+    start = time.perf_counter()
+    try:
+        step()
+    except Exception as exc:  # noqa: BLE001 - a crashed check is UNKNOWN, not a crash
+        out.error = traceback.format_exc()
+        first = (str(exc).strip().splitlines() or [""])[0]
+        out.summary = f"{type(exc).__name__}: {first}"[:300]
+    out.seconds += time.perf_counter() - start

@@ -178,7 +178,13 @@ class LocalCluster:
         pid = self.pids.get(node)
         if not pid:
             return "stopped"
-        if not is_alive(pid, self._marker(node)):
+        proc = self._procs.get(node)
+        if proc is not None and proc.pid == pid:
+            # our own child: alive until it exits, even in the instant between fork and
+            # exec when its command line is still ours (the marker check would fail)
+            if proc.returncode is not None:
+                return "dead"
+        elif not is_alive(pid, self._marker(node)):
             return "dead"
         return "paused" if is_stopped(pid) else "running"
 

@@ -1,0 +1,139 @@
+"""What the producers' histories say, reduced in Arrow on the driver before Spark sees it.
+
+The histories are read by the driver anyway (one JSON-lines file per producer); grouping
+their operations here, with pyarrow's C++ kernels, turns ~2 lines per send into one row
+per identity and one row per transaction, so Spark never shuffles raw history lines.
+
+``txn_status``   one row per (pid, ses, txn): outcome flags and ``status``
+``sends``        one row per identity (pid, p, seq): outcome, must it be visible?
+``txn_sizes``    one row per committed transaction: records not definitely failed
+``throughput``   acknowledged sends per producer per second
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+TXN_KEYS = ["pid", "ses", "txn"]
+ATTEMPT_KEYS = ["pid", "ses", "txn", "p", "seq"]
+IDENTITY = ["pid", "p", "seq"]
+_NULL_IF_NONE = pc.ScalarAggregateOptions(skip_nulls=True, min_count=1)
+
+
+def _is(t: pa.Table, f: str, typ: str | None = None) -> pa.ChunkedArray:
+    c = pc.equal(t["f"], f)
+    return c if typ is None else pc.and_(c, pc.equal(t["type"], typ))
+
+
+def _fill(col, value=False):
+    return pc.fill_null(col, value)
+
+
+def txn_flags(hist: pa.Table) -> pa.Table:
+    """Per (pid, ses, txn): commit ok / failed / invoked, abort invoked, abort intent."""
+    src = hist.filter(pc.is_valid(hist["txn"]))
+    ev = src.select(TXN_KEYS)
+    cols = {
+        "commit_ok": _fill(_is(src, "commit", "ok")),
+        "commit_fail": _fill(_is(src, "commit", "fail")),
+        "commit_invoked": _fill(_is(src, "commit")),
+        "abort_invoked": _fill(_is(src, "abort")),
+        "abort_intent": pc.if_else(_fill(_is(src, "begin")), src["abort"], None),
+    }
+    for name, col in cols.items():
+        ev = ev.append_column(name, col)
+    aggs = [(c, "any") for c in ("commit_ok", "commit_fail", "commit_invoked", "abort_invoked")]
+    aggs.append(("abort_intent", "any", _NULL_IF_NONE))
+    out = ev.group_by(TXN_KEYS).aggregate(aggs)
+    return out.rename_columns([n.removesuffix("_any") for n in out.column_names])
+
+
+def unknown_commits(flags: pa.Table) -> pa.Table:
+    """Transactions whose commit was invoked with no known outcome (need the readers)."""
+    settled = pc.or_(pc.or_(flags["commit_ok"], flags["commit_fail"]), flags["abort_invoked"])
+    return flags.filter(pc.and_(flags["commit_invoked"], pc.invert(settled))).select(TXN_KEYS)
+
+
+def txn_status(flags: pa.Table, seen_committed: set[tuple]) -> pa.Table:
+    """formats §2: committed = commit ok, or commit info and a read_committed reader saw
+    one of its records; aborted = commit failed or abort invoked; else open/unknown."""
+    keys = zip(*(flags[k].to_pylist() for k in TXN_KEYS), strict=True)
+    seen = pa.array([k in seen_committed for k in keys], pa.bool_())
+    status = pc.case_when(
+        pc.make_struct(flags["commit_ok"], pc.or_(flags["commit_fail"], flags["abort_invoked"]),
+                       pc.and_(flags["commit_invoked"], seen), flags["commit_invoked"]),
+        "committed", "aborted", "committed", "commit-unknown", "open",
+    )  # fmt: skip
+    return flags.append_column("status", status)
+
+
+def _attempts(hist: pa.Table) -> pa.Table:
+    """One row per send attempt key (pid, ses, txn, p, seq): what its lines say."""
+    ev = hist.filter(_fill(_is(hist, "send")))
+    typ = ev["type"]
+    ev = ev.select([*ATTEMPT_KEYS, "t"])
+    for name, col in (("inv", pc.equal(typ, "invoke")), ("done", pc.not_equal(typ, "invoke")),
+                      ("ok", pc.equal(typ, "ok")), ("info", pc.equal(typ, "info")),
+                      ("failed", pc.equal(typ, "fail"))):  # fmt: skip
+        ev = ev.append_column(name, pc.cast(col, pa.int64()))
+    a = ev.group_by(ATTEMPT_KEYS).aggregate([
+        ("inv", "sum"), ("done", "sum"), ("ok", "max"), ("info", "max"), ("failed", "max"),
+        ("t", "min"),
+    ])  # fmt: skip
+    # a send without completion line (the process died) is info (formats §2)
+    info = pc.or_(pc.greater(a["info_max"], 0), pc.greater(a["inv_sum"], a["done_sum"]))
+    return pa.table({**{k: a[k] for k in ATTEMPT_KEYS}, "ok": pc.greater(a["ok_max"], 0),
+                     "info": info, "failed": pc.greater(a["failed_max"], 0),
+                     "t": a["t_min"]})  # fmt: skip
+
+
+def _committed(status: pa.Table) -> pa.Table:
+    return status.filter(pc.equal(status["status"], "committed")).select(TXN_KEYS)
+
+
+def sends(hist: pa.Table, status: pa.Table, topics: dict[str, str]) -> pa.Table:
+    """One row per identity the producers sent, keyed by its home (topic, partition)."""
+    a = _attempts(hist)
+    com = _committed(status)
+    com = com.append_column("in_committed", pa.array([True] * com.num_rows, pa.bool_()))
+    a = a.join(com, TXN_KEYS, join_type="left outer")
+    # a record in a committed txn was appended unless its send definitely failed
+    visible = pc.if_else(pc.is_null(a["txn"]), a["ok"],
+                         pc.and_(_fill(a["in_committed"]), pc.or_(a["ok"], a["info"])))  # fmt: skip
+    a = a.append_column("must_see", visible).append_column("tx", pc.is_valid(a["txn"]))
+    s = a.group_by(IDENTITY).aggregate([("ok", "any"), ("info", "any"), ("must_see", "any"),
+                                        ("t", "min"), ("tx", "any")])  # fmt: skip
+    home = pc.take(pa.array(list(topics.values())),
+                   pc.index_in(s["pid"], pa.array(list(topics))))  # fmt: skip
+    return pa.table({
+        "topic": home, "partition": s["p"], "pid": s["pid"], "p": s["p"], "seq": s["seq"],
+        "ok": s["ok_any"], "info": s["info_any"], "must_see": s["must_see_any"],
+        "t_send": s["t_min"], "transactional": s["tx_any"],
+    })  # fmt: skip
+
+
+def txn_sizes(hist: pa.Table, status: pa.Table) -> pa.Table:
+    """Committed transactions: records not definitely failed, first send time, partitions."""
+    a = _attempts(hist)
+    a = a.filter(pc.and_(pc.is_valid(a["txn"]), pc.invert(a["failed"])))
+    a = a.join(_committed(status), TXN_KEYS, join_type="inner")
+    per_p = a.group_by([*TXN_KEYS, "p"]).aggregate([("seq", "count"), ("t", "min")])
+    per_p = per_p.sort_by([("p", "ascending")])  # ordered aggregation below: sorted lists
+    out = per_p.group_by(TXN_KEYS, use_threads=False).aggregate(
+        [("seq_count", "sum"), ("t_min", "min"), ("p", "list")])
+    return pa.table({"pid": out["pid"], "ses": out["ses"], "txn": out["txn"],
+                     "size": out["seq_count_sum"], "t": out["t_min_min"],
+                     "partitions": out["p_list"]})  # fmt: skip
+
+
+def throughput(hist: pa.Table, bucket_ms: int) -> dict[str, list[tuple[int, int]]]:
+    """Acknowledged sends per ``bucket_ms`` per producer (from the histories' ok lines)."""
+    ok = hist.filter(_fill(_is(hist, "send", "ok")))
+    ok = ok.filter(pc.is_valid(ok["t"]))
+    b = pc.multiply(pc.floor(pc.divide(pc.cast(ok["t"], pa.float64()), bucket_ms)), bucket_ms)
+    g = pa.table({"pid": ok["pid"], "b": pc.cast(b, pa.int64())}).group_by(["pid", "b"])
+    out: dict[str, list[tuple[int, int]]] = {}
+    for r in g.aggregate([("b", "count")]).to_pylist():
+        out.setdefault(r["pid"], []).append((r["b"], r["b_count"]))
+    return {k: sorted(v) for k, v in out.items()}
