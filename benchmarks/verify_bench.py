@@ -175,39 +175,58 @@ def main() -> int:
     ap.add_argument("--sizes", type=int, nargs="+", default=[1_000_000, 10_000_000])
     ap.add_argument("--work", type=Path, default=Path("/tmp/verify-bench"))
     ap.add_argument("--driver-memory", default="6g")
+    ap.add_argument("--reuse", action="store_true", help="keep synthetic runs already written")
+    ap.add_argument("--impl", type=Path, action="append", default=[],
+                    help="also time the verifier of another source tree (e.g. an export of "
+                         "the previous commit), side by side in the same conditions")
     ap.add_argument("--measure", type=Path, help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.measure:
         print(json.dumps(measure(args.measure, args.driver_memory)))
         return 0
     results = {}
+    trees = [ROOT, *args.impl]
     for n in args.sizes:
-        t = time.perf_counter()
-        run = make_run(args.work / f"run-{n}", n)
-        print(
-            f"{n:>11,} observed: synthetic run written in {time.perf_counter() - t:.1f}s",
-            flush=True,
-        )
-        out = subprocess.run([sys.executable, __file__, "--measure", str(run),
-                              "--driver-memory", args.driver_memory],
-                             capture_output=True, text=True, check=True)  # fmt: skip
-        r = json.loads(out.stdout.strip().splitlines()[-1])
-        results[n] = r
-        print(
-            f"{n:>11,} observed: {r['seconds']:.1f}s  {n / r['seconds']:>12,.0f} records/s  "
-            f"peak JVM {r['jvm_peak_mb']:.0f} MB, Python {r['python_peak_mb']:.0f} MB  "
-            f"verdicts {r['verdicts']}  anomalies {r['anomalies']}",
-            flush=True,
-        )
+        run = args.work / f"run-{n}"
+        if not (args.reuse and (run / "config.json").is_file()):
+            t = time.perf_counter()
+            make_run(run, n)
+            print(f"{n:>11,} observed: synthetic run written in {time.perf_counter() - t:.1f}s",
+                  flush=True)  # fmt: skip
+        for tree in trees:
+            r = _measure_in(tree, run, args.driver_memory)
+            results.setdefault(tree, {})[n] = r
+            print(
+                f"{n:>11,} observed [{tree}]: {r['seconds']:.1f}s  "
+                f"{n / r['seconds']:>12,.0f} records/s  "
+                f"peak JVM {r['jvm_peak_mb']:.0f} MB, Python {r['python_peak_mb']:.0f} MB  "
+                f"verdicts {r['verdicts']}  anomalies {r['anomalies']}  "
+                f"load {os.getloadavg()[0]:.1f}",
+                flush=True,
+            )
+    for tree, res in results.items():
+        _ratio(tree, res)
+    print(f"load average at end: {os.getloadavg()}")
+    return 0
+
+
+def _measure_in(tree: Path, run: Path, driver_memory: str) -> dict:
+    """Time one analysis in a fresh process with the verifier of source tree ``tree``."""
+    script = tree / "benchmarks" / "verify_bench.py"
+    out = subprocess.run([sys.executable, str(script), "--measure", str(run),
+                          "--driver-memory", driver_memory],
+                         capture_output=True, text=True, check=True, cwd=tree)  # fmt: skip
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def _ratio(tree: Path, results: dict) -> None:
     if len(results) > 1:
         lo, hi = min(results), max(results)
         print(
-            f"time ratio {hi // lo}x records: "
+            f"[{tree}] time ratio {hi // lo}x records: "
             f"{results[hi]['seconds'] / results[lo]['seconds']:.2f} "
             f"(linear = {hi / lo:.0f}; target <= 11 for 10x)"
         )
-    print(f"load average at end: {os.getloadavg()}")
-    return 0
 
 
 if __name__ == "__main__":

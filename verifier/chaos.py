@@ -24,6 +24,32 @@ MATRIX_FORMAT = "chaos-matrix"
 MATRIX_VERSION = 1
 
 
+def fault_summary(run_dir: Path) -> list[str]:
+    """One line per scheduled fault from the nemesis history: did it fire, what it did."""
+    path = Path(run_dir) / "nemesis.jsonl"
+    if not path.exists():
+        return []
+    starts: dict[int, dict] = {}
+    heals: dict[int, dict] = {}
+    for line in path.read_bytes().splitlines():
+        try:
+            ev = orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue
+        if ev.get("type") in ("ok", "fail", "info") and ev.get("id"):
+            (starts if ev.get("f") == "start" else heals)[ev["id"]] = ev
+    lines = []
+    for fid, ev in sorted(starts.items()):
+        what = "fired" if ev["type"] == "ok" else f"did not fire ({ev['type']}: " \
+            f"{ev.get('error') or ev.get('detail')})"
+        detail = ev.get("detail") or {}
+        target = detail.get("node") or detail.get("process") or ev.get("target")
+        heal = (heals.get(fid) or {}).get("detail") or {}
+        extra = f", {heal['hits']} of {heal['matched']} responses hit" if "hits" in heal else ""
+        lines.append(f"{ev['fault']} on {target}: {what}{extra}")
+    return lines
+
+
 def crashed_doc(run: ScenarioRun, exc: BaseException) -> dict:
     """A verdict document for a run that could not complete: every mode UNKNOWN."""
     reason = f"{type(exc).__name__}: {exc}"
@@ -62,6 +88,9 @@ def run_one(env, scenario: Scenario, opts: RunOptions, spark, out=sys.stdout) ->
             print(f"(no table: {exc})", file=out)
     doc["phases"] = run.clock.to_json()
     doc["run_dir"] = str(run.run_dir)
+    doc["fault_summary"] = fault_summary(run.run_dir)
+    for line in doc["fault_summary"]:
+        print(f"fault: {line}", file=out)
     print(f"run folder {run.run_dir}  |  {run.clock.summary()}", file=out, flush=True)
     for note in run.notes:
         print(f"note: {note}", file=out)
@@ -81,15 +110,17 @@ def matrix_html(grid: dict, docs: list[dict], out_dir: Path) -> str:
             f"<td class='{grid['grid'][doc['scenario']].get(c, '')}'>"
             f"{grid['grid'][doc['scenario']].get(c, '-')}</td>" for c in grid["columns"])
         wall = doc.get("phases", {}).get("total_s", 0)
+        fired = "<br>".join(escape(x) for x in doc.get("fault_summary", [])) or "none"
         rows.append(f"<tr><td><a href='{escape(str(href))}'>{escape(doc['scenario'])}</a></td>"
-                    f"{cells}<td>{wall:.0f}s</td></tr>")
+                    f"{cells}<td>{wall:.0f}s</td><td class='f'>{fired}</td></tr>")
     css = ("body{font-family:sans-serif;margin:2em}td,th{border:1px solid #ccc;padding:4px 8px}"
            "table{border-collapse:collapse}.PASS{background:#cfc}.FAIL{background:#fcc}"
-           ".UNKNOWN{background:#ffc}")
+           ".UNKNOWN{background:#ffc}.f{font-size:85%}")
     return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>chaos matrix</title>"
             f"<style>{css}</style></head><body><h1>Delivery guarantees under faults</h1>"
             f"<p>exit code {grid['exit_code']}; each scenario links to its own report.</p>"
-            f"<table><tr><th>scenario</th>{head}<th>wall time</th></tr>{''.join(rows)}"
+            f"<table><tr><th>scenario</th>{head}<th>wall time</th><th>faults</th></tr>"
+            f"{''.join(rows)}"
             f"</table></body></html>")
 
 

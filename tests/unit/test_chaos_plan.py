@@ -42,3 +42,23 @@ def test_plans_and_substitution():
                                                            "partition": 0}}
     with pytest.raises(VerifierError, match="no producer of mode"):
         _substitute({"leader": {"topic": "@at-most-once"}}, plans, "r1")
+
+
+def test_fault_summary_says_what_fired(tmp_path):
+    from verifier.chaos import fault_summary
+
+    (tmp_path / "nemesis.jsonl").write_text("\n".join([
+        '{"type":"header","format":"nemesis-history","version":1,"run":"r","seed":1}',
+        '{"type":"invoke","f":"start","fault":"ack-loss","target":{"all":true},"id":1,"t":1}',
+        '{"type":"ok","f":"start","fault":"ack-loss","target":{"all":true},"id":1,"t":2,'
+        '"detail":{"node":null}}',
+        '{"type":"ok","f":"heal","fault":"ack-loss","target":{"all":true},"id":1,"t":3,'
+        '"detail":{"rule":1,"matched":100,"hits":7}}',
+        '{"type":"fail","f":"start","fault":"broker-kill","target":{"node":2},"id":2,"t":4,'
+        '"error":"node 2 is dead, not running"}',
+        '{"type":"ok","f":"heal","fault":"all","target":{},"id":0,"t":5}',
+    ]) + "\n")
+    lines = fault_summary(tmp_path)
+    assert lines[0] == "ack-loss on {'all': True}: fired, 7 of 100 responses hit"
+    assert lines[1].startswith("broker-kill on {'node': 2}: did not fire (fail: node 2 is dead")
+    assert len(lines) == 2
