@@ -18,6 +18,7 @@ import orjson
 
 from verifier.orchestrator import RunOptions, ScenarioRun
 from verifier.scenario import Scenario
+from verifier.checks.model import KINDS
 from verifier.verdict import VERDICT_FORMAT, VERDICT_VERSION
 
 MATRIX_FORMAT = "chaos-matrix"
@@ -56,7 +57,8 @@ def crashed_doc(run: ScenarioRun, exc: BaseException) -> dict:
     cols = [{"name": p.mode, "mode": p.mode, "expect": p.expect, "isolations": [],
              "pids": [p.pid], "topics": [p.topic], "verdict": "UNKNOWN", "forbidden": [],
              "reasons": [f"the run did not complete: {reason}"], "counts": {},
-             "anomalies": []} for p in run.plans]
+             "anomalies": {k: {"count": 0, "expectation": "inconclusive", "sample": [],
+                               "timeline": []} for k in KINDS}} for p in run.plans]
     return {
         "format": VERDICT_FORMAT, "version": VERDICT_VERSION, "run": run.run_id,
         "scenario": run.scenario.name, "sink": run.sink,

@@ -62,3 +62,24 @@ def test_fault_summary_says_what_fired(tmp_path):
     assert lines[0] == "ack-loss on {'all': True}: fired, 7 of 100 responses hit"
     assert lines[1].startswith("broker-kill on {'node': 2}: did not fire (fail: node 2 is dead")
     assert len(lines) == 2
+
+
+def test_a_crashed_run_still_renders_every_output(tmp_path):
+    from types import SimpleNamespace
+
+    from verifier.analyze import write_outputs
+    from verifier.chaos import crashed_doc
+    from verifier.phases import PhaseClock
+    from verifier.report import render_terminal
+
+    s = parse_scenario("[workload]\nmodes = ['idempotent']", "x")
+    run = SimpleNamespace(plans=plan_producers(s, "r1", RunOptions(out=tmp_path)),
+                          run_id="r1", scenario=s, sink="exactly-once", clock=PhaseClock(),
+                          notes=[])
+    doc = crashed_doc(run, RuntimeError("broker gone"))
+    assert doc["exit_code"] == 2 and doc["columns"][0]["verdict"] == "UNKNOWN"
+    assert "broker gone" in doc["columns"][0]["reasons"][0]
+    assert "UNKNOWN" in render_terminal(doc)
+    paths = write_outputs(doc, tmp_path)
+    assert all(p.exists() for p in paths)
+    assert "broker gone" in (tmp_path / "junit.xml").read_text()

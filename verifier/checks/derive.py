@@ -6,7 +6,8 @@ shuffle each. Now:
 1. The histories are reduced on the driver in Arrow (:mod:`verifier.checks.history`):
    transaction outcomes, one row per sent identity, committed transactions' sizes.
 2. One shuffle brings each (topic, partition)'s observation rows and sends together
-   (a cogroup); :func:`verifier.checks.emit.run_pass` derives everything the checks need
+   (a repartition by (topic, partition), no sort); :func:`verifier.checks.emit.run_pass`
+   derives everything the checks need
    for that partition in Arrow and emits anomaly rows and partial counts. The result is
    small and persisted: every check is a filter on it (``result``).
 3. What spans partitions (torn transactions, per-producer counts) is a small aggregation
@@ -22,6 +23,7 @@ from __future__ import annotations
 from functools import cached_property
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
@@ -55,30 +57,40 @@ def foreign_expr(run: RunData) -> Column:
     )  # fmt: skip
 
 
-def _conform(t: pa.Table, schema: pa.Schema) -> pa.Table:
-    """A cogroup side with no rows may come without columns: give it the schema."""
-    if t.num_rows == 0:
-        return schema.empty_table()
-    return t.select(schema.names).cast(schema)
+def _map_arrow(df: DataFrame, fn) -> DataFrame:
+    """``df.mapInArrow(fn, OUT_DDL)``, without pandas.
 
-
-def _cogroup_arrow(left: DataFrame, right: DataFrame, keys: list[str], fn) -> DataFrame:
-    """``left.groupBy(keys).cogroup(right.groupBy(keys)).applyInArrow(fn, OUT_DDL)``.
-
-    PySpark 4.0's public applyInArrow insists on pandas (it builds the UDF through
-    ``pandas_udf``, which checks the pandas version) although the Arrow path never uses
-    it; this builds the same plan with the UDF made directly, so pandas is not needed.
+    PySpark 4.0's public mapInArrow/applyInArrow insist on pandas (they build the UDF
+    through ``pandas_udf``, which checks the pandas version) although the Arrow path
+    never uses it; this builds the same plan with the UDF made directly.
     """
     from pyspark.rdd import PythonEvalType
     from pyspark.sql.pandas.functions import _create_pandas_udf
     from pyspark.sql.types import _parse_datatype_string
 
     schema = _parse_datatype_string(OUT_DDL)
-    udf = _create_pandas_udf(fn, schema, PythonEvalType.SQL_COGROUPED_MAP_ARROW_UDF)
-    g1, g2 = left.groupBy(*keys), right.groupBy(*keys)
-    cols = [left[c] for c in left.columns] + [right[c] for c in right.columns]
-    jdf = g1._jgd.flatMapCoGroupsInArrow(g2._jgd, udf(*cols)._jc)
-    return DataFrame(jdf, left.sparkSession)
+    udf = _create_pandas_udf(fn, schema, PythonEvalType.SQL_MAP_ARROW_ITER_UDF)
+    jdf = df._jdf.mapInArrow(udf(*[df[c] for c in df.columns])._jc, False, None)
+    return DataFrame(jdf, df.sparkSession)
+
+
+def _groups(batches, ctx: Ctx, sends_schema: pa.Schema):
+    """One shuffle partition: split by (topic, partition), run the pass on each."""
+    t = pa.Table.from_batches(list(batches))
+    if t.num_rows == 0:
+        return
+    t = t.sort_by([("topic", "ascending"), ("partition", "ascending")]).combine_chunks()
+    tp, pp = t["topic"].chunk(0), t["partition"].chunk(0)
+    change = pc.or_(pc.not_equal(tp[1:], tp[:-1]), pc.not_equal(pp[1:], pp[:-1]))
+    cuts = [0, *(pc.add(pc.indices_nonzero(pc.fill_null(change, True)), 1).to_pylist()),
+            t.num_rows]  # fmt: skip
+    for start, end in zip(cuts, cuts[1:], strict=False):
+        g = t.slice(start, end - start)
+        topic, part = tp[start].as_py(), pp[start].as_py()
+        side = pc.equal(g["side"], 1)
+        obs = g.filter(pc.invert(side)).select(OBS_SCHEMA.names).cast(OBS_SCHEMA)
+        sends = g.filter(side).select(sends_schema.names).cast(sends_schema)
+        yield from run_pass(ctx, topic, part, obs, sends).to_batches()
 
 
 class Derived:
@@ -143,15 +155,12 @@ class Derived:
             *[c for c in PASS_COLUMNS[:3]], ci.cast("int").alias("ci"),
             foreign_expr(run).alias("fgn"), *PASS_COLUMNS[5:],
         )
-        sends_df = self.spark.createDataFrame(sends)
-        ctx = self._ctx()
-
-        def one(key, left: pa.Table, right: pa.Table) -> pa.Table:
-            o = _conform(left, OBS_SCHEMA)
-            s = _conform(right, sends.schema)
-            return run_pass(ctx, key[0].as_py(), key[1].as_py(), o, s)
-
-        out = _cogroup_arrow(obs, sends_df, ["topic", "partition"], one)
+        sends_df = self.spark.createDataFrame(sends).withColumn("side", F.lit(1))
+        ctx, schema = self._ctx(), sends.schema
+        # one shuffle, no sort: each task gets whole (topic, partition)s, split in Arrow
+        both = obs.withColumn("side", F.lit(0)).unionByName(sends_df, allowMissingColumns=True)
+        both = both.repartition("topic", "partition")
+        out = _map_arrow(both, lambda it: _groups(it, ctx, schema))
         assert [f.name for f in OUT_SCHEMA] == out.columns
         return self._keep(out)
 
