@@ -18,7 +18,7 @@ import orjson
 
 from verifier.orchestrator import RunOptions, ScenarioRun
 from verifier.scenario import Scenario
-from verifier.checks.model import KINDS
+from verifier.checks.model import ISOLATIONS, KINDS
 from verifier.verdict import VERDICT_FORMAT, VERDICT_VERSION
 
 MATRIX_FORMAT = "chaos-matrix"
@@ -54,11 +54,17 @@ def fault_summary(run_dir: Path) -> list[str]:
 def crashed_doc(run: ScenarioRun, exc: BaseException) -> dict:
     """A verdict document for a run that could not complete: every mode UNKNOWN."""
     reason = f"{type(exc).__name__}: {exc}"
-    cols = [{"name": p.mode, "mode": p.mode, "expect": p.expect, "isolations": [],
+    names = []  # the same columns a completed run reports (verdict.columns_of)
+    for p in run.plans:
+        if p.expect == "transactional":
+            names += [(p, f"{p.mode}@{iso}", [iso]) for iso in ISOLATIONS]
+        else:
+            names.append((p, p.mode, list(ISOLATIONS)))
+    cols = [{"name": name, "mode": p.mode, "expect": p.expect, "isolations": isos,
              "pids": [p.pid], "topics": [p.topic], "verdict": "UNKNOWN", "forbidden": [],
              "reasons": [f"the run did not complete: {reason}"], "counts": {},
              "anomalies": {k: {"count": 0, "expectation": "inconclusive", "sample": [],
-                               "timeline": []} for k in KINDS}} for p in run.plans]
+                               "timeline": []} for k in KINDS}} for p, name, isos in names]
     return {
         "format": VERDICT_FORMAT, "version": VERDICT_VERSION, "run": run.run_id,
         "scenario": run.scenario.name, "sink": run.sink,
