@@ -127,7 +127,7 @@ class Derived:
         unknown = H.unknown_commits(flags)
         seen: set[tuple] = set()
         if unknown.num_rows:  # rare: ask the read_committed readers about these only
-            key = F.concat_ws("\x00", "pid", F.col("ses").cast("string"), F.col("txn").cast("string"))
+            key = F.concat_ws("\x00", "pid", *[F.col(c).cast("string") for c in ("ses", "txn")])
             wanted = ["\x00".join(map(str, k)) for k in
                       zip(*(unknown[k].to_pylist() for k in H.TXN_KEYS), strict=True)]  # fmt: skip
             keys = key.isin(*wanted)
@@ -162,7 +162,9 @@ class Derived:
         both = both.repartition("topic", "partition")
         out = _map_arrow(both, lambda it: _groups(it, ctx, schema))
         assert [f.name for f in OUT_SCHEMA] == out.columns
-        return self._keep(out)
+        # the result is small (anomalies and counts): one cached partition keeps each of
+        # the checks' later jobs on it to one task instead of one per shuffle partition
+        return self._keep(out.repartition(1))
 
     def anomalies(self, *kinds: str) -> DataFrame:
         """Anomaly rows of the pass of the given kinds (ANOMALY_COLUMNS)."""

@@ -82,7 +82,8 @@ def delivery_and_inconsistent(c, exact, ctx: K.Ctx, at: dict) -> list[dict]:
         out.append({**at, "rec": "a", "kind": INCONSISTENT, "pid": one["pid"],
                     "seq": one["seq"], "offset": r["offset"], "offsets": [r["offset"]],
                     "t": one["ts_send"],
-                    "evidence": _ev(one=one, other=other, foreign_seen=r["fany"] == 1)})  # fmt: skip
+                    "evidence": _ev(one=one, other=other,
+                                    foreign_seen=r["fany"] == 1)})  # fmt: skip
     return out
 
 
@@ -123,7 +124,8 @@ def reorder(ids: pa.Table, at: dict) -> list[dict]:
                 out.append({**at, "rec": "a", "kind": REORDER, "isolation": iso,
                             "pid": r["pid"], "ses": r["ses"], "seq": r["seq"],
                             "offset": r["offset"], "offsets": [best[1], r["offset"]], "t": r["t"],
-                            "evidence": _ev(higher_seq=best[0], higher_seq_offset=best[1])})  # fmt: skip
+                            "evidence": _ev(higher_seq=best[0],
+                                            higher_seq_offset=best[1])})  # fmt: skip
             cur = (r["seq"], r["offset"])
             best = cur if best is None or K._spark_key2(cur) > K._spark_key2(best) else best
     return out
@@ -148,7 +150,8 @@ def lost(i: pa.Table, ctx: K.Ctx, at: dict) -> list[dict]:
     for r in i.append_column("absent", absent).filter(absent).to_pylist():
         flags = [bool(r[f"s{k}"]) for k in range(nc)]
         late = not ctx.completed or (at["topic"], r["p"]) in ctx.behind
-        ev = _ev(in_log=any(flags), seen_by=",".join(n for n, s in zip(names, flags) if s),
+        seen_by = ",".join(n for n, s in zip(names, flags, strict=True) if s)
+        ev = _ev(in_log=any(flags), seen_by=seen_by,
                  acknowledged=r["ok"], transactional=r["transactional"])  # fmt: skip
         for iso in isos:
             missing = [ctx.combos[k][0] for k in ctx.iso_combos[iso] if not flags[k]]
@@ -171,7 +174,8 @@ def unsent(i: pa.Table, at: dict) -> list[dict]:
         off = r["first_read_uncommitted"]
         out.append({**at, "rec": "a", "kind": FOREIGN, "partition": r["p"], "pid": r["pid"],
                     "seq": r["seq"], "offset": r["first_read_committed"] if off is None else off,
-                    "t": r["t"], "evidence": _ev(error="identity in no producer history")})  # fmt: skip
+                    "t": r["t"],
+                    "evidence": _ev(error="identity in no producer history")})  # fmt: skip
     return out
 
 

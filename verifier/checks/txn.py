@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from functools import reduce
-
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -39,16 +37,18 @@ def check_torn(d: Derived) -> DataFrame:
         *[F.sum(F.col("n")[k]).alias(f"v{k}") for k in range(len(combos))],
     )
     txns = d.txn_sizes.join(vis, ["pid", "ses", "txn"])
-    out = []
-    for k, (r, i) in enumerate(combos):
-        n = F.col(f"v{k}")
-        out.append(anomaly_frame(
-            txns.where((n > 0) & (n < F.col("size"))), TORN,
-            {"records": F.col("size"), "visible": n, "partitions": F.col("partitions")},
-            topic=F.col("topic"), isolation=F.lit(i), reader=F.lit(r), pid=F.col("pid"),
-            ses=F.col("ses"), txn=F.col("txn"), t=F.col("t"),
-        ))  # fmt: skip
-    return reduce(DataFrame.unionByName, out)
+    # one row per (transaction, reader, isolation): one plan instead of a union per reader
+    per = F.explode(F.array(*[F.struct(F.lit(r).alias("r"), F.lit(i).alias("i"),
+                                       F.col(f"v{k}").alias("n"))
+                              for k, (r, i) in enumerate(combos)])).alias("x")  # fmt: skip
+    txns = txns.select("*", per)
+    n = F.col("x.n")
+    return anomaly_frame(
+        txns.where((n > 0) & (n < F.col("size"))), TORN,
+        {"records": F.col("size"), "visible": n, "partitions": F.col("partitions")},
+        topic=F.col("topic"), isolation=F.col("x.i"), reader=F.col("x.r"), pid=F.col("pid"),
+        ses=F.col("ses"), txn=F.col("txn"), t=F.col("t"),
+    )  # fmt: skip
 
 
 def check_hanging(d: Derived) -> DataFrame:
