@@ -59,6 +59,7 @@ class Emitter:
         self._inflight: deque = deque()
         self._inflight_bytes = 0
         self.sent = 0
+        self._identity: tuple[int, int] | None = None  # last (producer id, epoch) written
 
     def send(self, p: int, seq: int, txn: int | None = None, abort: bool = False):
         """Send record ``(pid, p, seq)``; return its future, or ``None`` if ``send()``
@@ -134,7 +135,23 @@ class Emitter:
         while done:
             pending, offset, exc, t = done.popleft()
             out.append(self._completion(pending, offset, exc, t, "send"))
+        out.append(self.producer_identity_line())
         return b"".join(out)
+
+    def producer_identity_line(self) -> bytes:
+        """A ``producer-id`` line when the broker-assigned (producer id, epoch) is new:
+        the evidence that a restart or a KIP-360 bump fenced the old epoch. Empty for a
+        producer without one (neither idempotent nor transactional)."""
+        tm = getattr(self.producer, "_transaction_manager", None)  # kafka-python internal
+        pe = getattr(tm, "producer_id_and_epoch", None)
+        if pe is None or pe.producer_id is None or pe.producer_id < 0:
+            return b""
+        ident = (pe.producer_id, pe.epoch)
+        if ident == self._identity:
+            return b""
+        self._identity = ident
+        return _dumps({"type": "producer-id", "ses": self.ses, "producer_id": ident[0],
+                       "epoch": ident[1], "t": now_ms()}) + b"\n"
 
     def _write_completion(self, pending: _Pending, offset, exc, t: int, op: str) -> None:
         self.writer.write_raw(self._completion(pending, offset, exc, t, op))

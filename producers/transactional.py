@@ -91,6 +91,8 @@ class TxnRunner:
               f"{pe.producer_id}, epoch {pe.epoch}", flush=True)
         if self.em is not None:
             self.em.producer = self.producer
+            assert self.session.writer is not None
+            self.session.writer.write_raw(self.em.producer_identity_line())
 
     def _op(self, f: str, txn: int, **extra) -> None:
         assert self.session.writer is not None

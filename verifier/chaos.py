@@ -16,29 +16,37 @@ from pathlib import Path
 
 import orjson
 
+from verifier.checks.model import ISOLATIONS, KINDS
 from verifier.orchestrator import RunOptions, ScenarioRun
 from verifier.scenario import Scenario
-from verifier.checks.model import ISOLATIONS, KINDS
 from verifier.verdict import VERDICT_FORMAT, VERDICT_VERSION
 
 MATRIX_FORMAT = "chaos-matrix"
 MATRIX_VERSION = 1
 
 
+def _jsonl(path: Path):
+    for line in path.read_bytes().splitlines():
+        try:
+            yield orjson.loads(line)
+        except orjson.JSONDecodeError:
+            continue  # a torn last line: the writer was killed
+
+
 def fault_summary(run_dir: Path) -> list[str]:
-    """One line per scheduled fault from the nemesis history: did it fire, what it did."""
+    """One line per scheduled fault from the nemesis history: did it fire, what it did.
+    A killed producer's line also shows its broker identity before and after the restart
+    (the ``producer-id`` lines of its history): a transactional restart bumps the epoch of
+    the same producer id, which fences the killed session."""
     path = Path(run_dir) / "nemesis.jsonl"
     if not path.exists():
         return []
     starts: dict[int, dict] = {}
     heals: dict[int, dict] = {}
-    for line in path.read_bytes().splitlines():
-        try:
-            ev = orjson.loads(line)
-        except orjson.JSONDecodeError:
-            continue
+    for ev in _jsonl(path):
         if ev.get("type") in ("ok", "fail", "info") and ev.get("id"):
             (starts if ev.get("f") == "start" else heals)[ev["id"]] = ev
+    idents = producer_identities(Path(run_dir))
     lines = []
     for fid, ev in sorted(starts.items()):
         what = "fired" if ev["type"] == "ok" else f"did not fire ({ev['type']}: " \
@@ -47,8 +55,32 @@ def fault_summary(run_dir: Path) -> list[str]:
         target = detail.get("node") or detail.get("process") or ev.get("target")
         heal = (heals.get(fid) or {}).get("detail") or {}
         extra = f", {heal['hits']} of {heal['matched']} responses hit" if "hits" in heal else ""
+        if ev["type"] == "ok" and isinstance(target, str) and target in idents:
+            extra += f"; {idents[target]}"
         lines.append(f"{ev['fault']} on {target}: {what}{extra}")
     return lines
+
+
+def producer_identities(run_dir: Path) -> dict[str, str]:
+    """Process name -> "producer id P epoch E (session 1) -> ..." for each generator whose
+    history records a broker-assigned identity in more than one session."""
+    try:
+        producers = orjson.loads((run_dir / "config.json").read_bytes())["producers"]
+    except (OSError, orjson.JSONDecodeError, KeyError, TypeError):
+        return {}
+    out = {}
+    for pid, plan in producers.items():
+        path = run_dir / "histories" / f"{pid}.jsonl"
+        if not path.is_file() or not isinstance(plan, dict):
+            continue
+        seen: list[tuple[int, int, int]] = []
+        for ev in _jsonl(path):
+            if ev.get("type") == "producer-id":
+                seen.append((ev.get("ses"), ev.get("producer_id"), ev.get("epoch")))
+        if len({s for s, _, _ in seen}) > 1:
+            out[f"producer:{plan.get('mode')}"] = " -> ".join(
+                f"producer id {p} epoch {e} (session {s})" for s, p, e in seen)
+    return out
 
 
 def crashed_doc(run: ScenarioRun, exc: BaseException) -> dict:

@@ -64,6 +64,35 @@ def test_fault_summary_says_what_fired(tmp_path):
     assert len(lines) == 2
 
 
+def test_fault_summary_shows_the_killed_producers_epoch_bump(tmp_path):
+    from verifier.chaos import fault_summary
+
+    (tmp_path / "config.json").write_text(
+        '{"producers": {"transactional-0": {"mode": "transactional"},'
+        ' "idempotent-0": {"mode": "idempotent"}}}')
+    (tmp_path / "histories").mkdir()
+    (tmp_path / "histories" / "transactional-0.jsonl").write_text("\n".join([
+        '{"type":"header","format":"producer-history","version":1}',
+        '{"type":"session","ses":1,"t":1}',
+        '{"type":"producer-id","ses":1,"producer_id":3,"epoch":0,"t":2}',
+        '{"type":"session","ses":2,"t":5}',
+        '{"type":"producer-id","ses":2,"producer_id":3,"epoch":2,"t":6}',
+        '{"type":"ok","f":"se',  # torn last line: the writer was killed
+    ]))
+    (tmp_path / "histories" / "idempotent-0.jsonl").write_text(  # one session: no evidence
+        '{"type":"producer-id","ses":1,"producer_id":4,"epoch":0,"t":2}\n')
+    (tmp_path / "nemesis.jsonl").write_text("\n".join([
+        '{"type":"ok","f":"start","fault":"producer-kill","target":{"process":'
+        '"producer:transactional"},"id":1,"t":3,"detail":{"process":"producer:transactional"}}',
+        '{"type":"ok","f":"start","fault":"producer-kill","target":{"process":'
+        '"producer:idempotent"},"id":2,"t":3,"detail":{"process":"producer:idempotent"}}',
+    ]) + "\n")
+    lines = fault_summary(tmp_path)
+    assert lines[0] == ("producer-kill on producer:transactional: fired; producer id 3 "
+                        "epoch 0 (session 1) -> producer id 3 epoch 2 (session 2)")
+    assert lines[1] == "producer-kill on producer:idempotent: fired"
+
+
 def test_a_crashed_run_still_renders_every_output(tmp_path):
     from types import SimpleNamespace
 

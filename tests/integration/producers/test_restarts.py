@@ -59,6 +59,12 @@ def test_transactional_kill_mid_transaction_and_restart(cluster, bootstrap, topi
 
     h = history(tmp_path, pid)
     assert h.sessions == [1, 2]
+    # the history's producer-id lines (the fault report's epoch evidence) name what the
+    # broker's transaction coordinator says
+    idents = [(e["ses"], e["producer_id"], e["epoch"]) for e in h.events
+              if e.get("type") == "producer-id"]
+    assert idents[0] == (1, producer_id, epoch_before), idents
+    assert idents[-1] == (2, producer_id_after, epoch_after), idents
     begins = {(e["ses"], e["txn"]): e for e in h.events if e.get("f") == "begin"
               and e["type"] == "invoke"}
     committed = {e["txn"] for e in h.events if e.get("f") == "commit" and e["type"] == "ok"}
