@@ -173,6 +173,11 @@ def producer_kwargs(settings: Mapping[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in settings.items() if k not in GENERATOR_KEYS}
 
 
+def client_security(settings: Mapping[str, Any]) -> dict[str, Any]:
+    """The connection settings a consumer next to this producer needs (TLS, SASL)."""
+    return {k: v for k, v in settings.items() if k.startswith(("security_", "sasl_", "ssl_"))}
+
+
 def check_effective(settings: Mapping[str, Any], effective: Mapping[str, Any],
                     transactional: bool) -> None:
     """Compare the producer kafka-python actually built (its ``config`` dict) with what

@@ -21,6 +21,7 @@ import random
 from kafka import KafkaConsumer, TopicPartition
 from kafka.structs import OffsetAndMetadata
 
+from producers import config as cfg
 from producers.resume import PlannedTxn
 from producers.transactional import TxnResult, TxnRunner
 from verifier.errors import UsageError
@@ -28,8 +29,7 @@ from verifier.errors import UsageError
 
 def _consumer(session) -> tuple[KafkaConsumer, list[TopicPartition]]:
     spec = session.spec
-    extra = {k: v for k, v in spec.settings.items()
-             if k.startswith(("security_", "sasl_", "ssl_"))}
+    extra = cfg.client_security(spec.settings)
     consumer = KafkaConsumer(bootstrap_servers=spec.bootstrap_servers.split(","),
                              group_id=f"{spec.run_id}.{spec.pid}",
                              isolation_level="read_committed", enable_auto_commit=False,

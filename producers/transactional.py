@@ -29,6 +29,7 @@ from producers import outcomes
 from producers.emitter import Emitter
 from producers.generator import Planner, Session
 from producers.history import now_ms
+from producers.readback import commit_visible
 from producers.resume import PlannedTxn
 
 
@@ -68,6 +69,10 @@ class TxnRunner:
         self.block_s = self.settings["max_block_ms"] / 1000
         self.producer: KafkaProducer | None = None
         self.em: Emitter | None = None
+        #: (partition, offset) of the last transaction whose commit ended info (it may
+        #: have happened): a redo reads it back first (see producers.readback)
+        self.unanswered: tuple[tuple[int, int], ...] = ()
+        self.last_commit: str | None = None
 
     def connect(self) -> None:
         """A new producer with ``init_transactions()`` done (retried while it times out)."""
@@ -112,6 +117,7 @@ class TxnRunner:
         """One transaction; returns its result and whether the producer must be replaced.
         ``offsets`` (copier): ``(offsets, group_metadata)`` sent to the transaction."""
         assert self.producer is not None and self.em is not None
+        self.unanswered = ()
         self._op("begin", txn.txn, abort=txn.abort, recs=[list(r) for r in txn.recs])
         try:
             self.producer.begin_transaction()
@@ -139,7 +145,14 @@ class TxnRunner:
             replace = self._abort(txn.txn)
             intended = txn.abort and not failures and not stopped
             return (TxnResult.ABORTED if intended else TxnResult.REDO), replace
-        return self._commit(txn.txn)
+        result = self._commit(txn.txn)
+        if result[0] is TxnResult.REDO and self.last_commit == "info":
+            first: dict[int, int] = {}
+            for (p, _), fut in zip(txn.recs, futures, strict=False):
+                if fut is not None and fut.succeeded() and fut.value.offset >= 0:
+                    first.setdefault(p, fut.value.offset)
+            self.unanswered = tuple(sorted(first.items()))
+        return result
 
     def _abort(self, txn: int) -> bool:
         self._op("abort", txn)
@@ -156,10 +169,10 @@ class TxnRunner:
         try:
             bounded(self.producer.commit_transaction, self.block_s, "commit_transaction")
         except Exception as exc:  # noqa: BLE001
-            self._done("commit", txn, exc)
+            self.last_commit = self._done("commit", txn, exc)
             # "Invalid transition": the epoch bump aborted it, the producer is READY
             return TxnResult.REDO, not outcomes.is_invalid_transition(exc)
-        self._done("commit", txn, None)
+        self.last_commit = self._done("commit", txn, None)
         return TxnResult.COMMITTED, False
 
     def close(self) -> None:
@@ -198,17 +211,36 @@ def run_transactional(session: Session) -> None:
                 break
             if redo:
                 txn = redo.popleft()
+                if txn.probe and _committed_after_all(session, txn):
+                    continue
             else:
                 txn = _plan(session, planner, rng, next_txn)
                 next_txn += 1
             result, replace = runner.run(txn, before_send=_pacing(session, pacer_interval))
             if result is TxnResult.REDO:
-                redo.appendleft(PlannedTxn(txn.txn, False, txn.recs))
+                redo.appendleft(PlannedTxn(txn.txn, False, txn.recs, runner.unanswered))
                 session.stop.wait(session.spec.settings["retry_backoff_ms"] / 1000)
             if replace and not session.stop.is_set():
                 runner.connect()
     finally:
         runner.close()
+
+
+def _committed_after_all(session: Session, txn: PlannedTxn) -> bool:
+    """Before redoing a transaction whose commit was never answered: read it back (the
+    producer's ``init_transactions`` has made the coordinator finish it). Redo only when
+    it is known aborted; when it cannot be told, do not redo either (a skipped transaction
+    is never counted as written unless a read_committed reader saw it; a redone committed
+    one is a duplicate the tool itself would have made)."""
+    spec = session.spec
+    seen = commit_visible(spec.bootstrap_servers, spec.settings, spec.topic, txn.probe)
+    if seen is False:
+        print(f"transaction {txn.txn}: its unanswered commit did not happen (read back "
+              f"at read_committed); redoing it", flush=True)
+        return False
+    print(f"transaction {txn.txn}: its unanswered commit "
+          f"{'happened' if seen else 'cannot be read back'}; not redoing it", flush=True)
+    return True
 
 
 def _pacing(session: Session, interval: float):

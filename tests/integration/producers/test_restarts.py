@@ -144,3 +144,37 @@ def test_idempotent_kill_resends_unacked_records_as_cross_session_duplicates(
     assert all(s == [1, 2] for s in dupes.values()), f"only cross-session duplicates: {dupes}"
     assert {(p, s) for _, p, s in dupes} <= set(unacked_all)
     assert {(pid, p, s) for p, s in acked} <= set(by_id), "no acknowledged record lost"
+
+
+END_TXN = 26  # Kafka API key of EndTxn (commit/abort)
+
+
+def test_a_commit_whose_answer_is_lost_is_read_back_not_redone(cluster, bootstrap, proxies,
+                                                               topic_name, tmp_path):
+    """The proxy swallows every EndTxn response: the coordinator commits, but each
+    ``commit_transaction`` runs into max.block.ms and ends ``info``. The generator must
+    find out from the log that those commits happened (after the new producer's
+    init_transactions finished them) and not redo them: a blind redo is a duplicate at
+    read_committed that the tool itself would have made."""
+    create_topics(bootstrap, {topic_name: 3}, replication_factor=3)
+    pid = "transactional-0"
+    rule = proxies.add_rule(kind="drop_response", api_keys=[END_TXN], every=1)
+    try:
+        run_to_end(generator("txn-lost-commit", tmp_path, bootstrap, topic_name,
+                             "transactional", pid, "--count", "20", "--txn-size", "10",
+                             "--set", "max.block.ms=6000", "--set", "request.timeout.ms=2000"),
+                   timeout=180)
+    finally:
+        removed = proxies.remove_rule(rule["id"])
+    assert removed["hits"] >= 2, removed
+
+    h = history(tmp_path, pid)
+    commits = [e for e in h.events if e.get("f") == "commit" and e["type"] != "invoke"]
+    assert [e["type"] for e in commits] == ["info", "info"], commits
+    begins = [e["txn"] for e in h.events if e.get("f") == "begin" and e["type"] == "invoke"]
+    assert begins == [0, 1], "no transaction was redone"
+    log = (tmp_path / "logs" / "txn-lost-commit.log").read_text()
+    assert log.count("its unanswered commit happened; not redoing it") == 2, log[-3000:]
+
+    rc = copies(read_log(bootstrap, topic_name, "read_committed"))
+    assert len(rc) == 20 and all(len(cs) == 1 for cs in rc.values()), rc

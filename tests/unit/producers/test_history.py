@@ -113,3 +113,33 @@ def test_resume_transactional(tmp_path):
     st = resume_state(read_history(path))
     assert [(t.txn, t.recs) for t in st.uncommitted] == [(2, ((0, 2), (1, 2)))]
     assert st.next_txn == 3 and st.next_seq == {0: 3, 1: 3}
+    assert st.uncommitted[0].probe == ()  # its commit was never invoked: redo blindly
+
+
+def test_resume_probes_a_commit_that_was_never_answered(tmp_path):
+    """A commit invoked by a session that died (or that ended info) may have happened:
+    the restart gets offsets to read back, from the session that invoked it; a commit
+    that failed definitely did not happen and needs no probe."""
+    path = tmp_path / "h.jsonl"
+
+    def txn(ses, n, offsets, commit):
+        out = [{"type": "invoke", "f": "begin", "ses": ses, "txn": n, "abort": False,
+                "recs": [[0, n], [1, n], [0, n + 10]]}]
+        for (p, seq), off in zip([(0, n), (1, n), (0, n + 10)], offsets, strict=True):
+            out.append({"type": "ok", "f": "send", "ses": ses, "p": p, "seq": seq,
+                        "txn": n, "offset": off})
+        out.append({"type": "invoke", "f": "commit", "ses": ses, "txn": n})
+        if commit:
+            out.append({"type": commit, "f": "commit", "ses": ses, "txn": n, "error": "e"})
+        return out
+
+    events = [{"type": "session", "ses": 1, "config": {}, "os_pid": 1},
+              *txn(1, 0, [5, 9, 6], "fail"),  # definite: no probe
+              *txn(1, 1, [7, 10, 8], "info"),  # timed out: probe
+              *txn(1, 2, [11, 12, None], None)[:-1],  # died before commit: no probe
+              {"type": "session", "ses": 2, "config": {}, "os_pid": 2},
+              *txn(2, 2, [20, 21, 22], None)]  # redone, then died during the commit
+    _write(path, events)
+    st = resume_state(read_history(path))
+    assert [(t.txn, t.probe) for t in st.uncommitted] == [
+        (0, ()), (1, ((0, 7), (1, 10))), (2, ((0, 20), (1, 21)))]
