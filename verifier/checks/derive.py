@@ -76,7 +76,10 @@ def _map_arrow(df: DataFrame, fn) -> DataFrame:
 
 def _groups(batches, ctx: Ctx, sends_schema: pa.Schema):
     """One shuffle partition: split by (topic, partition), run the pass on each."""
-    t = pa.Table.from_batches(list(batches))
+    batches = list(batches)
+    if not batches:  # an empty shuffle partition gets no batch at all
+        return
+    t = pa.Table.from_batches(batches)
     if t.num_rows == 0:
         return
     t = t.sort_by([("topic", "ascending"), ("partition", "ascending")]).combine_chunks()
