@@ -87,6 +87,7 @@ def start_query(spark: SparkSession, args: argparse.Namespace, isolation: str) -
     previous = read_progress(args.run_dir, isolation)
     sink = BatchSink(args.run_dir, isolation, checkpoint, args.sink,
                      written=previous.written if previous else None,
+                     rows=previous.rows if previous else 0,
                      hold_after_write_ms=args.hold_after_write_ms)
     source = (
         spark.readStream.format("kafka")

@@ -48,7 +48,7 @@ class Progress:
     batch: int
     position: Offsets  # next offset to read per partition, after the last written batch
     written: Offsets  # highest offset written per partition (absent: none yet)
-    rows: int  # rows written by the current observer process
+    rows: int  # rows written by every observer process of the run so far
     t: int  # ms since the epoch
 
     def to_json(self) -> dict:

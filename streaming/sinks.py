@@ -39,7 +39,8 @@ class BatchSink:
     """A ``foreachBatch`` function for one query (one isolation level)."""
 
     def __init__(self, run_dir: Path, isolation: str, checkpoint: Path, mode: str,
-                 written: Offsets | None = None, hold_after_write_ms: int = 0) -> None:
+                 written: Offsets | None = None, hold_after_write_ms: int = 0,
+                 rows: int = 0) -> None:
         if mode not in SINKS:
             raise ValueError(f"unknown sink {mode!r}; one of {SINKS}")
         self.run_dir = Path(run_dir)
@@ -50,7 +51,7 @@ class BatchSink:
         # Seeded from the previous incarnation's progress file, so "highest offset
         # written" survives a restart.
         self.written: Offsets = dict(written or {})
-        self.rows = 0
+        self.rows = rows  # cumulative over observer processes, like ``written``
         self.hold_after_write_ms = hold_after_write_ms
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
