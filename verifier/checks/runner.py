@@ -99,12 +99,19 @@ def summarize_many(run: RunData, frames: dict[str, DataFrame], cap: int) -> dict
     and the timeline, for all checks at once: two Spark jobs, whatever the number."""
     keys = ["check", "kind", "mode", "isolation"]
     tagged = reduce(DataFrame.unionByName, [_tagged(run, f, c) for c, f in frames.items()])
-    bucket = (F.floor(F.col("t") / BUCKET_MS) * BUCKET_MS).cast("long").alias("b")
-    hist = tagged.groupBy(*keys, bucket).count().collect()
-    order = Window.partitionBy(*keys).orderBy("topic", "partition", "offset", "pid", "seq", "txn")
-    cols = [c for c, _ in ANOMALY_COLUMNS if c != "kind"]
-    first = (tagged.withColumn("rn", F.row_number().over(order)).where(F.col("rn") <= cap)
-             .select(*keys, "rn", F.struct(*cols).alias("row")).collect())  # fmt: skip
+    # both jobs below read the anomalies: compute the union once (it is small; without
+    # this each job re-ran every check's plan, re-scanning the observations)
+    tagged = tagged.persist()
+    try:
+        bucket = (F.floor(F.col("t") / BUCKET_MS) * BUCKET_MS).cast("long").alias("b")
+        hist = tagged.groupBy(*keys, bucket).count().collect()
+        order = Window.partitionBy(*keys).orderBy("topic", "partition", "offset", "pid", "seq",
+                                                  "txn")
+        cols = [c for c, _ in ANOMALY_COLUMNS if c != "kind"]
+        first = (tagged.withColumn("rn", F.row_number().over(order)).where(F.col("rn") <= cap)
+                 .select(*keys, "rn", F.struct(*cols).alias("row")).collect())  # fmt: skip
+    finally:
+        tagged.unpersist()
     groups: dict[tuple, Group] = {}
     for r in hist:
         g = groups.setdefault(tuple(r[k] for k in keys), Group(*[r[k] for k in keys[1:]], 0, []))
