@@ -10,8 +10,10 @@ Per mode, on the same broker, record size and acks, measured side by side in one
 
 The ratio generator / kafka-python is the figure with a target (>= 0.8). The
 transactional generator runs transactions of ``--txn-size`` records (default 1000);
-kafka-python's benchmark has no transactional mode, so it runs idempotent with the same
-acks. Usage::
+kafka-python's benchmark has no transactional mode, so for that row the kafka-python
+figure is a bare kafka-python loop in its own process (``begin_transaction``, the same
+number of ``send`` calls of a fixed value, ``commit_transaction``; no history, no
+per-record callbacks), timed the same way. Usage::
 
     .venv/bin/python benchmarks/producer_bench.py --bootstrap-servers 127.0.0.1:21501 \
         [--records 50000] [--record-size 200]
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -72,12 +75,46 @@ def generator_rate(bs: str, mode: str, n: int, size: int, txn_size: int, run_dir
 
 def kafka_python_rate(bs: str, mode: str, n: int, size: int) -> float:
     topic = _topic(bs, mode)
-    cmd = [sys.executable, "-m", "kafka.benchmarks.producer_performance", "-b", bs, "-t", topic,
+    cmd = [sys.executable, "-m", "kafka.benchmarks.producer_performance", "-b", *bs.split(","),
+           "-t", topic,
            "--num-records", str(n), "--record-size", str(size), "--stats-interval", "60",
            "-c", *MODES[mode][1], *COMMON_KP]
     out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
     secs = float(re.search(r"Execution time: ([\d.]+) secs", out).group(1))
     return n / secs
+
+
+def kafka_python_txn_rate(bs: str, n: int, size: int, txn_size: int) -> float:
+    topic = _topic(bs, "transactional")
+    cmd = [sys.executable, str(Path(__file__).resolve()), "--bootstrap-servers", bs,
+           "--kp-txn", topic, "--records", str(n), "--record-size", str(size),
+           "--txn-size", str(txn_size)]
+    out = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+    return float(out.strip().splitlines()[-1])
+
+
+def _kp_txn_loop(bs: str, topic: str, n: int, size: int, txn_size: int) -> float:
+    """Bare kafka-python transactions (the reference the generator is compared with)."""
+    import time
+
+    from kafka import KafkaProducer
+
+    producer = KafkaProducer(bootstrap_servers=bs.split(","), acks="all",
+                             enable_idempotence=True, linger_ms=5, batch_size=16384,
+                             transactional_id=f"bench-kp-{uuid.uuid4().hex[:6]}")
+    producer.init_transactions()
+    value = b"x" * size
+    start = time.perf_counter()
+    sent = 0
+    while sent < n:
+        producer.begin_transaction()
+        for _ in range(min(txn_size, n - sent)):
+            producer.send(topic, value)
+            sent += 1
+        producer.commit_transaction()
+    seconds = time.perf_counter() - start
+    producer.close()
+    return n / seconds
 
 
 def java_rate(bs: str, mode: str, n: int, size: int) -> float:
@@ -102,18 +139,32 @@ def main() -> int:
     p.add_argument("--txn-size", type=int, default=1000)
     p.add_argument("--modes", default=",".join(MODES))
     p.add_argument("--no-java", action="store_true")
+    p.add_argument("--repeat", type=int, default=3,
+                   help="runs of each side per mode, interleaved; the medians are compared")
+    p.add_argument("--kp-txn", metavar="TOPIC", help=argparse.SUPPRESS)
     a = p.parse_args()
+    if a.kp_txn:
+        print(_kp_txn_loop(a.bootstrap_servers, a.kp_txn, a.records, a.record_size,
+                           a.txn_size))
+        return 0
     rows = []
     with tempfile.TemporaryDirectory() as tmp:
         for mode in a.modes.split(","):
-            kp = kafka_python_rate(a.bootstrap_servers, mode, a.records, a.record_size)
-            gen = generator_rate(a.bootstrap_servers, mode, a.records, a.record_size,
-                                 a.txn_size, Path(tmp))
+            gens, kps = [], []
+            for _ in range(a.repeat):  # interleaved, so drift on a shared machine hits both
+                kps.append(kafka_python_txn_rate(a.bootstrap_servers, a.records,
+                                                 a.record_size, a.txn_size)
+                           if mode == "transactional" else
+                           kafka_python_rate(a.bootstrap_servers, mode, a.records,
+                                             a.record_size))  # fmt: skip
+                gens.append(generator_rate(a.bootstrap_servers, mode, a.records,
+                                           a.record_size, a.txn_size, Path(tmp)))
             jv = None if a.no_java else java_rate(a.bootstrap_servers, mode, a.records,
                                                    a.record_size)
-            rows.append((mode, gen, kp, jv))
+            rows.append((mode, statistics.median(gens), statistics.median(kps), jv))
     print(f"\n{a.records} records of {a.record_size} B, linger.ms=5, batch.size=16384, "
-          f"one broker at {a.bootstrap_servers}")
+          f"median of {a.repeat} interleaved runs per side, "
+          f"brokers {a.bootstrap_servers}")
     print(f"{'mode':<15}{'generator/s':>13}{'kafka-python/s':>16}{'ratio':>8}{'java/s':>12}"
           f"{'gen/java':>10}")
     for mode, gen, kp, jv in rows:

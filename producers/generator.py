@@ -28,6 +28,9 @@ from producers.history import HistoryWriter, history_path, now_ms, read_history
 from producers.resume import ResumeState, resume_state
 from verifier.errors import UsageError, VerifierError
 
+#: records announced by one history write and then sent (see producers.emitter)
+CHUNK = 64
+
 
 class ClusterUnreachable(VerifierError):
     """The generator could not reach Kafka (exit 2)."""
@@ -167,17 +170,20 @@ def run_plain(session: Session) -> None:
         em = session.emitter(producer)
         pacer = Pacer(session.spec.rate, session.stop)
         if session.spec.mode != "at-most-once":
-            for p, seq in session.resume.unacked:  # same ids: cross-session duplicates
-                if session.stop.is_set():
-                    break
-                pacer.pace(em.write_completions)
-                em.send(p, seq)
+            resend = session.resume.unacked  # same ids: cross-session duplicates
+            i = 0
+            while i < len(resend) and not session.stop.is_set():
+                k = pacer.chunk(CHUNK)
+                pacer.pace(em.write_completions, len(resend[i:i + k]))
+                em.send_many(resend[i:i + k])
+                i += k
         planner = Planner(partitions, session.resume.next_seq)
         while session.running():
-            pacer.pace(em.write_completions)
-            p, seq = planner.next()
-            em.send(p, seq)
-            session.new_records += 1
+            left = session.remaining()
+            k = pacer.chunk(CHUNK if left is None else min(CHUNK, left))
+            pacer.pace(em.write_completions, k)
+            em.send_many([planner.next() for _ in range(k)])
+            session.new_records += k
         em.flush(session.spec.settings["delivery_timeout_ms"] / 1000)
     finally:
         session.close_producer(producer, 10)

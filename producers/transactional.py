@@ -27,7 +27,7 @@ from kafka import KafkaProducer
 
 from producers import outcomes
 from producers.emitter import Emitter
-from producers.generator import Planner, Session
+from producers.generator import CHUNK, Planner, Session
 from producers.history import now_ms
 from producers.readback import commit_visible
 from producers.resume import PlannedTxn
@@ -126,13 +126,14 @@ class TxnRunner:
             return TxnResult.REDO, True
         self._done("begin", txn.txn, None)
         futures, stopped = [], False
-        for p, seq in txn.recs:
+        step = 1 if before_send is not None else CHUNK  # paced: one record at a time
+        for i in range(0, len(txn.recs), step):
             if self.session.stop.is_set():
                 stopped = True  # clean stop: abort this one, a restart redoes it
                 break
             if before_send is not None:
                 before_send(self.em)
-            futures.append(self.em.send(p, seq, txn.txn, txn.abort))
+            futures += self.em.send_many(txn.recs[i:i + step], txn.txn, txn.abort)
         failures = self.em.wait_all(futures)
         if offsets is not None and not failures and not stopped and not txn.abort:
             try:
