@@ -39,6 +39,11 @@ class LocalEnvironment:
         self.cluster: LocalCluster | None = None
         self.client_config: dict = {}
 
+    @property
+    def connection_log(self) -> Path | None:
+        """The proxy's connection log (appended to across runs; see docs/faults.md)."""
+        return self.proxy_process.connection_log
+
     def __enter__(self) -> LocalEnvironment:
         existing = LocalCluster.load(self.state_dir)
         if existing is not None:  # a previous run was killed: start clean
@@ -100,6 +105,7 @@ class ExternalEnvironment:
         self._bootstrap = bootstrap_servers
         self.client_config = dict(client_config or {})
         self._brokers = 0
+        self.connection_log = None  # no proxy in front of a user's cluster
 
     def __enter__(self) -> ExternalEnvironment:
         with admin(self._bootstrap, **self.client_config) as a:

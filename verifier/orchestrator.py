@@ -268,6 +268,8 @@ class ScenarioRun:
 
     def execute(self) -> dict:
         """Run every phase; return the verdict document."""
+        conn_log = getattr(self.env, "connection_log", None)
+        conn_from = conn_log.stat().st_size if conn_log and conn_log.exists() else 0
         try:
             with self.clock.phase("setup"):
                 schedule = self._setup()
@@ -289,6 +291,8 @@ class ScenarioRun:
         finally:
             for proc in self.processes.values():
                 proc.terminate(timeout=30)
+            if conn_log is not None:
+                save_connections(conn_log, conn_from, self.run_dir / "connections.jsonl")
         with self.clock.phase("verify"):
             doc = self._verify()
         return doc
@@ -313,6 +317,21 @@ class ScenarioRun:
         doc["phases"] = self.clock.to_json()
         doc["notes"] = list(self.notes)
         return doc
+
+
+def save_connections(log: Path, offset: int, dest: Path) -> None:
+    """This run's part of the proxy's connection log (written since ``offset``) into the
+    run folder, with the log's header, whole lines only."""
+    try:
+        with open(log, "rb") as f:
+            header = f.readline()
+            f.seek(max(offset, len(header)))
+            body = f.read()
+    except OSError as exc:
+        logging.getLogger(__name__).warning("connection log %s not copied: %s", log, exc)
+        return
+    body = body[: body.rfind(b"\n") + 1]  # a line being written is left out
+    dest.write_bytes(header + body)
 
 
 def spark_env() -> dict:

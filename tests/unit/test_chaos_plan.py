@@ -112,3 +112,19 @@ def test_a_crashed_run_still_renders_every_output(tmp_path):
     paths = write_outputs(doc, tmp_path)
     assert all(p.exists() for p in paths)
     assert "broker gone" in (tmp_path / "junit.xml").read_text()
+
+
+def test_a_run_keeps_its_part_of_the_proxy_connection_log(tmp_path):
+    from verifier.orchestrator import save_connections
+
+    log = tmp_path / "connections.jsonl"
+    header = b'{"type":"header","format":"proxy-connections","version":1}\n'
+    earlier = b'{"event":"open","conn":1,"t":1}\n'
+    log.write_bytes(header + earlier)
+    offset = log.stat().st_size  # the run starts here
+    mine = b'{"event":"open","conn":2,"t":5}\n{"event":"close","conn":2,"t":6}\n'
+    log.write_bytes(header + earlier + mine + b'{"event":"op')  # last line being written
+    save_connections(log, offset, tmp_path / "run.jsonl")
+    assert (tmp_path / "run.jsonl").read_bytes() == header + mine
+    save_connections(log, 0, tmp_path / "all.jsonl")  # from the start: header once
+    assert (tmp_path / "all.jsonl").read_bytes() == header + earlier + mine
