@@ -14,7 +14,9 @@ conflicts (notes §3.1). Passing it explicitly turns that into an error, and
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import logging
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 from types import MappingProxyType
 from typing import Any
 
@@ -171,6 +173,20 @@ def redacted(settings: Mapping[str, Any]) -> dict[str, Any]:
 def producer_kwargs(settings: Mapping[str, Any]) -> dict[str, Any]:
     """The kafka-python keyword arguments (generator-side knobs removed)."""
     return {k: v for k, v in settings.items() if k not in GENERATOR_KEYS}
+
+
+@contextmanager
+def quiet_kafka_logs() -> Iterator[None]:
+    """kafka-python logs every refused connection at ERROR; where the caller reports the
+    outcome once itself, silence it for the duration (unless debug logging is on)."""
+    kafka_log = logging.getLogger("kafka")
+    level = kafka_log.level
+    if not kafka_log.isEnabledFor(logging.DEBUG):
+        kafka_log.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        kafka_log.setLevel(level)
 
 
 def client_security(settings: Mapping[str, Any]) -> dict[str, Any]:

@@ -8,7 +8,6 @@ SIGTERM. A clean stop finishes or aborts the open transaction, flushes and close
 
 from __future__ import annotations
 
-import logging
 import os
 import signal
 import sys
@@ -106,20 +105,14 @@ class Session:
 
     # --- producer -----------------------------------------------------------------------
     def build_producer(self) -> KafkaProducer:
-        # kafka-python logs every refused bootstrap connection at ERROR; an unreachable
-        # cluster is reported once, as ClusterUnreachable, so quiet it while connecting
-        kafka_log = logging.getLogger("kafka")
-        level = kafka_log.level
-        if not kafka_log.isEnabledFor(logging.DEBUG):
-            kafka_log.setLevel(logging.CRITICAL)
+        # an unreachable cluster is reported once, as ClusterUnreachable
         try:
-            return cfg.build_producer(self.spec.settings, self.spec.bootstrap_servers,
-                                      bootstrap_timeout_s=self.spec.connect_timeout)
+            with cfg.quiet_kafka_logs():
+                return cfg.build_producer(self.spec.settings, self.spec.bootstrap_servers,
+                                          bootstrap_timeout_s=self.spec.connect_timeout)
         except (KE.KafkaTimeoutError, KE.KafkaConnectionError) as exc:
             raise ClusterUnreachable(
                 f"cannot reach Kafka at {self.spec.bootstrap_servers}: {exc}") from None
-        finally:
-            kafka_log.setLevel(level)
 
     def partitions(self, producer: KafkaProducer) -> tuple[int, ...]:
         known = producer.partitions_for(self.spec.topic)
@@ -173,10 +166,10 @@ def run_plain(session: Session) -> None:
             resend = session.resume.unacked  # same ids: cross-session duplicates
             i = 0
             while i < len(resend) and not session.stop.is_set():
-                k = pacer.chunk(CHUNK)
-                pacer.pace(em.write_completions, len(resend[i:i + k]))
-                em.send_many(resend[i:i + k])
-                i += k
+                chunk = resend[i:i + pacer.chunk(CHUNK)]
+                pacer.pace(em.write_completions, len(chunk))
+                em.send_many(chunk)
+                i += len(chunk)
         planner = Planner(partitions, session.resume.next_seq)
         while session.running():
             left = session.remaining()

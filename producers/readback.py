@@ -12,7 +12,6 @@ that record if and only if its transaction committed.
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Mapping, Sequence
 from typing import Any
@@ -29,16 +28,20 @@ def commit_visible(bootstrap_servers: str, settings: Mapping[str, Any], topic: s
     ``None``: it could not be told within ``timeout_s``."""
     if not probe:
         return None
-    kafka_log = logging.getLogger("kafka")
-    level = kafka_log.level
-    if not kafka_log.isEnabledFor(logging.DEBUG):
-        kafka_log.setLevel(logging.CRITICAL)
-    consumer = None
     try:
-        consumer = KafkaConsumer(bootstrap_servers=bootstrap_servers.split(","),
-                                 group_id=None, enable_auto_commit=False,
-                                 isolation_level="read_committed",
-                                 **cfg.client_security(settings))
+        with cfg.quiet_kafka_logs():
+            return _read_back(bootstrap_servers, settings, topic, probe, timeout_s)
+    except Exception as exc:  # noqa: BLE001 - unknown is a safe answer: do not redo
+        print(f"read-back of {topic} {list(probe)}: {type(exc).__name__}: {exc}", flush=True)
+        return None
+
+
+def _read_back(bootstrap_servers: str, settings: Mapping[str, Any], topic: str,
+               probe: Sequence[tuple[int, int]], timeout_s: float) -> bool | None:
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap_servers.split(","), group_id=None,
+                             enable_auto_commit=False, isolation_level="read_committed",
+                             **cfg.client_security(settings))
+    try:
         want = {TopicPartition(topic, p): off for p, off in probe}
         consumer.assign(list(want))
         for tp, off in want.items():
@@ -52,10 +55,5 @@ def commit_visible(bootstrap_servers: str, settings: Mapping[str, Any], topic: s
                 if consumer.position(tp) > off:  # skipped: aborted records, then a marker
                     del want[tp]
         return False if not want else None
-    except Exception as exc:  # noqa: BLE001 - unknown is a safe answer: do not redo
-        print(f"read-back of {topic} {list(probe)}: {type(exc).__name__}: {exc}", flush=True)
-        return None
     finally:
-        if consumer is not None:
-            consumer.close()
-        kafka_log.setLevel(level)
+        consumer.close()

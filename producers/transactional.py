@@ -72,7 +72,6 @@ class TxnRunner:
         #: (partition, offset) of the last transaction whose commit ended info (it may
         #: have happened): a redo reads it back first (see producers.readback)
         self.unanswered: tuple[tuple[int, int], ...] = ()
-        self.last_commit: str | None = None
 
     def connect(self) -> None:
         """A new producer with ``init_transactions()`` done (retried while it times out)."""
@@ -146,14 +145,7 @@ class TxnRunner:
             replace = self._abort(txn.txn)
             intended = txn.abort and not failures and not stopped
             return (TxnResult.ABORTED if intended else TxnResult.REDO), replace
-        result = self._commit(txn.txn)
-        if result[0] is TxnResult.REDO and self.last_commit == "info":
-            first: dict[int, int] = {}
-            for (p, _), fut in zip(txn.recs, futures, strict=False):
-                if fut is not None and fut.succeeded() and fut.value.offset >= 0:
-                    first.setdefault(p, fut.value.offset)
-            self.unanswered = tuple(sorted(first.items()))
-        return result
+        return self._commit(txn, futures)
 
     def _abort(self, txn: int) -> bool:
         self._op("abort", txn)
@@ -165,15 +157,20 @@ class TxnRunner:
         self._done("abort", txn, None)
         return False
 
-    def _commit(self, txn: int) -> tuple[TxnResult, bool]:
-        self._op("commit", txn)
+    def _commit(self, txn: PlannedTxn, futures: list) -> tuple[TxnResult, bool]:
+        self._op("commit", txn.txn)
         try:
             bounded(self.producer.commit_transaction, self.block_s, "commit_transaction")
         except Exception as exc:  # noqa: BLE001
-            self.last_commit = self._done("commit", txn, exc)
+            if self._done("commit", txn.txn, exc) == "info":  # it may have happened
+                first: dict[int, int] = {}  # one appended offset per partition
+                for (p, _), fut in zip(txn.recs, futures, strict=False):
+                    if fut is not None and fut.succeeded() and fut.value.offset >= 0:
+                        first.setdefault(p, fut.value.offset)
+                self.unanswered = tuple(sorted(first.items()))
             # "Invalid transition": the epoch bump aborted it, the producer is READY
             return TxnResult.REDO, not outcomes.is_invalid_transition(exc)
-        self.last_commit = self._done("commit", txn, None)
+        self._done("commit", txn.txn, None)
         return TxnResult.COMMITTED, False
 
     def close(self) -> None:

@@ -16,6 +16,8 @@ from pathlib import Path
 
 import orjson
 
+from producers.history import HistoryError, history_path, read_history
+from verifier.checks.load import RunFormatError, load_nemesis
 from verifier.checks.model import ISOLATIONS, KINDS
 from verifier.orchestrator import RunOptions, ScenarioRun
 from verifier.scenario import Scenario
@@ -25,25 +27,18 @@ MATRIX_FORMAT = "chaos-matrix"
 MATRIX_VERSION = 1
 
 
-def _jsonl(path: Path):
-    for line in path.read_bytes().splitlines():
-        try:
-            yield orjson.loads(line)
-        except orjson.JSONDecodeError:
-            continue  # a torn last line: the writer was killed
-
-
 def fault_summary(run_dir: Path) -> list[str]:
     """One line per scheduled fault from the nemesis history: did it fire, what it did.
     A killed producer's line also shows its broker identity before and after the restart
     (the ``producer-id`` lines of its history): a transactional restart bumps the epoch of
     the same producer id, which fences the killed session."""
-    path = Path(run_dir) / "nemesis.jsonl"
-    if not path.exists():
-        return []
+    try:
+        ops = load_nemesis(Path(run_dir) / "nemesis.jsonl", "")
+    except RunFormatError:
+        return []  # the run's own checks report a missing or damaged nemesis history
     starts: dict[int, dict] = {}
     heals: dict[int, dict] = {}
-    for ev in _jsonl(path):
+    for ev in ops:
         if ev.get("type") in ("ok", "fail", "info") and ev.get("id"):
             (starts if ev.get("f") == "start" else heals)[ev["id"]] = ev
     idents = producer_identities(Path(run_dir))
@@ -70,13 +65,12 @@ def producer_identities(run_dir: Path) -> dict[str, str]:
         return {}
     out = {}
     for pid, plan in producers.items():
-        path = run_dir / "histories" / f"{pid}.jsonl"
-        if not path.is_file() or not isinstance(plan, dict):
-            continue
-        seen: list[tuple[int, int, int]] = []
-        for ev in _jsonl(path):
-            if ev.get("type") == "producer-id":
-                seen.append((ev.get("ses"), ev.get("producer_id"), ev.get("epoch")))
+        try:
+            events = read_history(history_path(run_dir, pid)).events
+        except HistoryError:
+            continue  # never started, or damaged: the checks say so
+        seen = [(e.get("ses"), e.get("producer_id"), e.get("epoch")) for e in events
+                if e.get("type") == "producer-id"]
         if len({s for s, _, _ in seen}) > 1:
             out[f"producer:{plan.get('mode')}"] = " -> ".join(
                 f"producer id {p} epoch {e} (session {s})" for s, p, e in seen)

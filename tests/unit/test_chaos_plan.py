@@ -79,9 +79,11 @@ def test_fault_summary_shows_the_killed_producers_epoch_bump(tmp_path):
         '{"type":"producer-id","ses":2,"producer_id":3,"epoch":2,"t":6}',
         '{"type":"ok","f":"se',  # torn last line: the writer was killed
     ]))
-    (tmp_path / "histories" / "idempotent-0.jsonl").write_text(  # one session: no evidence
-        '{"type":"producer-id","ses":1,"producer_id":4,"epoch":0,"t":2}\n')
+    (tmp_path / "histories" / "idempotent-0.jsonl").write_text("\n".join([  # one session
+        '{"type":"header","format":"producer-history","version":1}',
+        '{"type":"producer-id","ses":1,"producer_id":4,"epoch":0,"t":2}']) + "\n")
     (tmp_path / "nemesis.jsonl").write_text("\n".join([
+        '{"type":"header","format":"nemesis-history","version":1,"run":"r","seed":1}',
         '{"type":"ok","f":"start","fault":"producer-kill","target":{"process":'
         '"producer:transactional"},"id":1,"t":3,"detail":{"process":"producer:transactional"}}',
         '{"type":"ok","f":"start","fault":"producer-kill","target":{"process":'
