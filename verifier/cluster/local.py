@@ -1,33 +1,23 @@
 """A local Apache Kafka cluster: 1 or 3 KRaft nodes on 127.0.0.1, one JVM per node.
 
-All state lives in one folder (``cluster.json`` plus ``node<N>/`` with properties, data
-and logs), so another shell, a test fixture or the chaos orchestrator can find, control
-and stop the same cluster. Nodes are started in their own process session, so they
+All state lives in one folder (:mod:`verifier.cluster.folder`), so another shell, a test
+fixture or the chaos orchestrator can find, control and stop the same cluster. Nodes are
+started in their own process session, so they
 outlive the command that started them (``verifier cluster up`` returns); whoever wants
 them gone calls :meth:`LocalCluster.down`.
 """
 
 from __future__ import annotations
 
-import base64
-import json
-import os
-import shutil
 import signal
 import subprocess
 import time
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
 from verifier import jvm
-from verifier.cluster.config import (
-    HOST,
-    ClusterSpec,
-    broker_properties,
-    jvm_options,
-    render_properties,
-)
+from verifier.cluster.config import HOST, ClusterSpec, jvm_options
+from verifier.cluster.folder import ClusterFolder, new_cluster_id
 from verifier.cluster.processes import (
     is_alive,
     is_stopped,
@@ -38,23 +28,12 @@ from verifier.errors import ClusterError, VerifierError
 from verifier.kafka_wire import metadata_brokers
 from verifier.waiting import GiveUp, wait_until
 
-STATE_FILE = "cluster.json"
-STATE_VERSION = 1
-
 #: JVM start on a 2-core machine, three nodes at once: 15-40 s observed; the ceiling
 #: leaves room for a loaded CI machine.
 READY_TIMEOUT = 180.0
 #: SIGTERM gives a broker a controlled shutdown (leadership moves first); on 2 cores this
 #: takes a few seconds, after which we SIGKILL.
 STOP_TIMEOUT = 30.0
-
-
-def new_cluster_id() -> str:
-    """A base64url 16-byte UUID, as ``kafka-storage random-uuid`` prints."""
-    while True:
-        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
-        if not text.startswith("-"):  # Kafka rejects ids that look like flags
-            return text
 
 
 @dataclass
@@ -76,97 +55,45 @@ class LocalCluster:
         self.cluster_id = cluster_id
         self.pids: dict[int, int | None] = dict(pids or {})
         self._procs: dict[int, subprocess.Popen] = {}
+        self.folder = ClusterFolder(self.state_dir)
 
     # ----- state folder -------------------------------------------------------------
 
     @classmethod
     def load(cls, state_dir: Path) -> LocalCluster | None:
-        path = Path(state_dir) / STATE_FILE
-        if not path.exists():
-            return None
-        try:
-            data = json.loads(path.read_text())
-            if data.get("version") != STATE_VERSION:
-                raise ClusterError(
-                    f"{path} has state version {data.get('version')!r}, expected "
-                    f"{STATE_VERSION}; run `verifier cluster down --state-dir {state_dir}`"
-                )
-            return cls(
-                Path(state_dir),
-                ClusterSpec.from_json(data["spec"]),
-                data["cluster_id"],
-                {int(k): v for k, v in data.get("pids", {}).items()},
-            )
-        except (ValueError, KeyError) as exc:
-            raise ClusterError(f"cannot read cluster state {path}: {exc}") from exc
+        state = ClusterFolder(state_dir).read()
+        return None if state is None else cls(Path(state_dir), *state)
 
     def save(self) -> None:
-        self.state_dir.mkdir(parents=True, exist_ok=True)
-        data = {
-            "version": STATE_VERSION,
-            "cluster_id": self.cluster_id,
-            "kafka_version": jvm.kafka_version(),
-            "spec": self.spec.to_json(),
-            "pids": {str(k): v for k, v in self.pids.items()},
-            "bootstrap_servers": self.spec.bootstrap_servers(),
-        }
-        tmp = self.state_dir / (STATE_FILE + ".tmp")
-        tmp.write_text(json.dumps(data, indent=2))
-        tmp.replace(self.state_dir / STATE_FILE)
-
-    def node_dir(self, node: int) -> Path:
-        return self.state_dir / f"node{node}"
+        self.folder.write(self.spec, self.cluster_id, self.pids)
 
     def log_file(self, node: int) -> Path:
-        return self.node_dir(node) / "logs" / "server.log"
-
-    def _properties_file(self, node: int) -> Path:
-        return self.node_dir(node) / "server.properties"
+        return self.folder.log_file(node)
 
     @property
     def bootstrap_servers(self) -> str:
         return self.spec.bootstrap_servers()
-
-    # ----- creation -----------------------------------------------------------------
 
     @classmethod
     def create(cls, state_dir: Path, spec: ClusterSpec) -> LocalCluster:
         """Write every node's configuration and format its storage (not started)."""
         jvm.require_java()
         jars = jvm.resolve(jvm.broker_jars())
-        state_dir = Path(state_dir)
-        if (state_dir / STATE_FILE).exists():
+        if ClusterFolder(state_dir).holds_cluster():
             raise ClusterError(f"{state_dir} already holds a cluster")
         cluster = cls(state_dir, spec, new_cluster_id(), {n: None for n in spec.node_ids})
-        procs = []
-        for n in spec.node_ids:
-            d = cluster.node_dir(n)
-            (d / "data").mkdir(parents=True, exist_ok=True)
-            (d / "logs").mkdir(parents=True, exist_ok=True)
-            props = broker_properties(spec, n, str(d / "data"))
-            cluster._properties_file(n).write_text(render_properties(props))
-            cmd = [
-                "java", *cluster._jvm_opts(n), "-cp", str(jars / "*"),
-                "kafka.tools.StorageTool", "format", "-t", cluster.cluster_id,
-                "-c", str(cluster._properties_file(n)),
-            ]  # fmt: skip
-            procs.append((cmd, subprocess.Popen(cmd, stdout=subprocess.PIPE,
-                                                stderr=subprocess.STDOUT, text=True)))
-        for cmd, proc in procs:  # formatting is a short JVM run; do all nodes at once
-            out, _ = proc.communicate(timeout=120)
-            if proc.returncode != 0:
-                shutil.rmtree(state_dir, ignore_errors=True)
-                raise ClusterError(f"formatting failed: {' '.join(cmd)}\n{out.strip()[-2000:]}")
+        cluster.folder.format(spec, cluster.cluster_id, jars, cluster._jvm_opts)
         cluster.save()
         return cluster
 
     def _jvm_opts(self, node: int) -> list[str]:
-        return jvm_options(self.spec, str(self.node_dir(node) / "logs"), str(jvm.LOG4J_CONFIG))
+        return jvm_options(self.spec, str(self.folder.node_dir(node) / "logs"),
+                           str(jvm.LOG4J_CONFIG))
 
     # ----- per-node control ---------------------------------------------------------
 
     def _marker(self, node: int) -> str:
-        return str(self._properties_file(node))
+        return str(self.folder.properties_file(node))
 
     def _reap(self, node: int) -> None:
         proc = self._procs.get(node)
@@ -214,10 +141,10 @@ class LocalCluster:
             jvm.resolve(jars)
         log = open(self.log_file(node), "ab")  # noqa: SIM115 - handed to the child
         cmd = ["java", *self._jvm_opts(node), "-cp", jars.classpath(), "kafka.Kafka",
-               str(self._properties_file(node))]
+               str(self.folder.properties_file(node))]
         uid = self.spec.node_uid(node)
         if uid is not None:  # its own Unix user, for per-broker firewall rules
-            _chown_tree(self.node_dir(node), uid)
+            self.folder.give_node_to(node, uid)
             cmd = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", *cmd]
         try:
             proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
@@ -352,19 +279,9 @@ class LocalCluster:
                 self.stop_node(n, timeout=15)
             self.pids[n] = None
         if remove_data:
-            shutil.rmtree(self.state_dir, ignore_errors=True)
+            self.folder.remove()
         else:
             self.save()
-
-
-def _chown_tree(path: Path, uid: int) -> None:
-    for root, dirs, files in os.walk(path):
-        for name in (root, *(os.path.join(root, n) for n in dirs + files)):
-            os.chown(name, uid, uid)
-
-
-def default_state_dir() -> Path:
-    return Path(os.environ.get("VERIFIER_STATE_DIR", jvm.PROJECT_ROOT / ".state" / "cluster"))
 
 
 def up(state_dir: Path, spec: ClusterSpec,
