@@ -75,13 +75,20 @@ def _map_arrow(df: DataFrame, fn) -> DataFrame:
 
 
 def _groups(batches, ctx: Ctx, sends_schema: pa.Schema):
-    """One shuffle partition: split by (topic, partition), run the pass on each."""
+    """One shuffle partition: split by (topic, partition), run the pass on each.
+
+    Producer ids arrive as their index in ``ctx.pids`` (column ``pid``, null for an
+    unknown producer, whose rows are foreign anyway): shipping the strings from the JVM
+    for every row cost more than the checks of a partition.
+    """
     batches = list(batches)
     if not batches:  # an empty shuffle partition gets no batch at all
         return
     t = pa.Table.from_batches(batches)
     if t.num_rows == 0:
         return
+    names = pa.array(ctx.pids, pa.string())
+    t = t.set_column(t.schema.get_field_index("pid"), "pid", pc.take(names, t["pid"]))
     t = t.sort_by([("topic", "ascending"), ("partition", "ascending")]).combine_chunks()
     tp, pp = t["topic"].chunk(0), t["partition"].chunk(0)
     change = pc.or_(pc.not_equal(tp[1:], tp[:-1]), pc.not_equal(pp[1:], pp[:-1]))
@@ -124,6 +131,11 @@ class Derived:
         return self.run.events.toArrow()
 
     @cached_property
+    def attempts(self) -> pa.Table:
+        """One row per send attempt (see history.attempts); sends and txn_sizes share it."""
+        return H.attempts(self.history)
+
+    @cached_property
     def status(self) -> pa.Table:
         """Per (pid, ses, txn): outcome flags and status (see history.txn_status)."""
         flags = H.txn_flags(self.history)
@@ -143,23 +155,28 @@ class Derived:
     def _ctx(self) -> Ctx:
         drain = self.run.drain
         return Ctx(combos=list(self.run.combos), completed=drain.completed,
-                   behind=drain.behind_keys(), status=self.status)  # fmt: skip
+                   behind=drain.behind_keys(), status=self.status,
+                   pids=sorted(self.run.config.producers))  # fmt: skip
 
     @cached_property
     def result(self) -> DataFrame:
         """The one-shuffle pass: anomaly rows (rec 'a') and partial counts, persisted."""
         run = self.run
         topics = {p.pid: p.topic for p in run.config.producers.values()}
-        sends = H.sends(self.history, self.status, topics)
+        sends = H.sends(self.attempts, self.status, topics)
         ci = F.lit(None)
         for k, (r, i) in reversed(list(enumerate(run.combos))):
             ci = F.when((F.col("reader") == r) & (F.col("isolation") == i), F.lit(k)).otherwise(ci)
+        ctx, schema = self._ctx(), sends.schema
+        code = F.create_map(*[x for k, pid in enumerate(ctx.pids) for x in (F.lit(pid), F.lit(k))])
         obs = run.observations.select(
             *[c for c in PASS_COLUMNS[:3]], ci.cast("int").alias("ci"),
-            foreign_expr(run).alias("fgn"), *PASS_COLUMNS[5:],
+            foreign_expr(run).alias("fgn"),
+            F.try_element_at(code, F.col("pid")).cast("int").alias("pid"), *PASS_COLUMNS[6:],
         )
-        sends_df = self.spark.createDataFrame(sends).withColumn("side", F.lit(1))
-        ctx, schema = self._ctx(), sends.schema
+        pid_code = pc.index_in(sends["pid"], pa.array(ctx.pids, pa.string())).cast(pa.int32())
+        coded = sends.set_column(sends.schema.get_field_index("pid"), "pid", pid_code)
+        sends_df = self.spark.createDataFrame(coded).withColumn("side", F.lit(1))
         # one shuffle, no sort: each task gets whole (topic, partition)s, split in Arrow
         both = obs.withColumn("side", F.lit(0)).unionByName(sends_df, allowMissingColumns=True)
         both = both.repartition("topic", "partition")
@@ -177,7 +194,7 @@ class Derived:
     @cached_property
     def txn_sizes(self) -> DataFrame:
         """Committed transactions: pid, ses, txn, size, t, partitions."""
-        return self.spark.createDataFrame(H.txn_sizes(self.history, self.status))
+        return self.spark.createDataFrame(H.txn_sizes(self.attempts, self.status))
 
     # -- for the report's offset plots: the cells of one partition, on demand ---------
 

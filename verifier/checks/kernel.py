@@ -39,6 +39,7 @@ class Ctx:
     completed: bool
     behind: set[tuple[str, int]]
     status: pa.Table  # pid, ses, txn, status, abort_intent
+    pids: list[str] = field(default_factory=list)  # the run's producer ids (codes shipped)
     iso_combos: dict[str, list[int]] = field(default_factory=dict)
 
     def __post_init__(self):

@@ -144,19 +144,27 @@ def load_config(path: Path) -> RunConfig:
 
 
 def _split_lines(path: Path, data: bytes) -> tuple[dict, bytes]:
-    """The parsed header and the remaining body, minus a torn last line."""
-    lines = data.split(b"\n")
-    if lines and lines[-1] == b"":
-        lines.pop()
-    if not lines:
+    """The parsed header and the remaining body, minus a torn last line.
+
+    Only the first and the last line are looked at: splitting a history of millions of
+    lines into Python objects cost more than parsing it.
+    """
+    end = len(data)
+    if end and data[end - 1] == 0x0A:  # "\n"
+        end -= 1
+    if end == 0:
         raise RunFormatError(path, "empty file (no header line)")
-    if len(lines) > 1 and not _parses(lines[-1]):
-        lines.pop()  # a SIGKILL tears at most the line being written: the last one
+    first = data.find(b"\n", 0, end)
+    if first >= 0:
+        last = data.rfind(b"\n", 0, end)
+        if not _parses(data[last + 1:end]):
+            end = last  # a SIGKILL tears at most the line being written: the last one
+    head = data[:end] if first < 0 else data[:first]
     try:
-        header = orjson.loads(lines[0])
+        header = orjson.loads(head)
     except orjson.JSONDecodeError:
         raise RunFormatError(path, "line 1: torn or not JSON (expected the header)") from None
-    return header, b"\n".join(lines[1:]) + b"\n"
+    return header, (data[first + 1:end] + b"\n") if 0 <= first < end else b""
 
 
 def _parses(line: bytes) -> bool:
@@ -204,7 +212,8 @@ def read_histories(folder: Path, config: RunConfig) -> tuple[pa.Table, dict[str,
         table = _parse_body(path, body)
         started[pid] = bool(pc.any(pc.equal(table["type"], "session")).as_py())
         ops = table.filter(pc.is_in(table["type"], pa.array(["invoke", "ok", "fail", "info"])))
-        tables.append(ops.append_column("pid", pa.array([pid] * ops.num_rows, pa.string())))
+        tables.append(ops.append_column("pid", pa.repeat(pa.scalar(pid, pa.string()),
+                                                         ops.num_rows)))
     unknown = sorted(p.stem for p in folder.glob("*.jsonl") if p.stem not in config.producers)
     if unknown:
         raise RunFormatError(folder, f"histories of producers not in config.json: {unknown}")
