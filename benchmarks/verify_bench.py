@@ -8,6 +8,13 @@ fresh Python + JVM process after a warm-up on the small test run, so JIT and ses
 start-up are not counted. Prints observed records per second, peak memory (driver JVM
 and Python, from the kernel's high-water marks) and the largest/smallest time ratio.
 Targets (DESIGN §9): >= 1M observed records/s on 2 cores; 10M/1M ratio <= 11.
+
+It also times, in another fresh process after the same warm-up, what any verifier of
+this design must do before checking anything (``--no-floors`` skips it): parse the
+producer histories (JSON lines, formats §2), scan the observations, bring each (topic,
+partition)'s rows together (one shuffle) and hand them to Python (Arrow, with a function
+that only counts).
+Their sum is the fastest this design could be: a lower bound, not a target.
 """
 
 from __future__ import annotations
@@ -144,8 +151,49 @@ def _vm_hwm_mb(pid: int) -> float:
     return float("nan")
 
 
-def measure(run_dir: Path, driver_memory: str) -> dict:
-    """Runs in a fresh process: warm up, then time one full analysis."""
+def floors(spark, run_dir: Path) -> dict[str, float]:
+    """Seconds of the steps every check of this design needs before it checks anything."""
+    from pyspark.sql import Window
+    from pyspark.sql import functions as F
+
+    from verifier.checks.derive import PASS_COLUMNS, _map_arrow
+    from verifier.checks.emit import OUT_SCHEMA
+    from verifier.checks.load import load_run, read_run_files
+
+    def count_only(batches):
+        sum(b.num_rows for b in batches)
+        yield from pa.Table.from_pylist([], OUT_SCHEMA).to_batches()
+
+    out, start = {}, time.perf_counter()
+    files = read_run_files(run_dir)
+    out["parse histories"] = time.perf_counter() - start
+    obs = load_run(spark, run_dir, files).observations
+    cols = [c for c in PASS_COLUMNS if c not in ("ci", "fgn")]
+    obs = obs.select(*cols, *[F.lit(0).alias(c) for c in ("ci", "fgn")])
+    # a hash of every column after the step: Spark may not prune a column the checks read
+    # (a bare count() is answered from Parquet footers)
+    every = F.max(F.xxhash64(*cols))
+    by_offset = Window.partitionBy("topic", "partition").orderBy("offset")
+    steps = {
+        "scan observations": lambda: obs.agg(every).collect(),
+        "scan + shuffle by partition":
+            lambda: obs.repartition("topic", "partition").agg(every).collect(),
+        "scan + shuffle + hand to Python": lambda: _map_arrow(
+            obs.repartition("topic", "partition"), count_only).count(),
+        # the alternative, checks in the JVM: one window in offset order per partition
+        # (what a single check there needs; the reorder check alone needs this)
+        "scan + one JVM window per partition": lambda: obs.select(
+            F.lag(F.xxhash64(*cols)).over(by_offset).alias("h")).agg(F.max("h")).collect(),
+    }  # fmt: skip
+    for name, step in steps.items():
+        start = time.perf_counter()
+        step()
+        out[name] = time.perf_counter() - start
+    return out
+
+
+def measure(run_dir: Path, driver_memory: str, what: str = "analysis") -> dict:
+    """Runs in a fresh process: warm up, then time one full analysis, or the floors."""
     from streaming.session import spark_session
     from verifier.analyze import analyze
 
@@ -153,6 +201,8 @@ def measure(run_dir: Path, driver_memory: str) -> dict:
     jvm_pid = spark.sparkContext._gateway.proc.pid
     try:
         analyze(spark, ROOT / "tests" / "data" / "clean_run")  # warm-up: JIT, codegen caches
+        if what == "floors":
+            return {"floors": floors(spark, run_dir)}
         start = time.perf_counter()
         doc = analyze(spark, run_dir)
         seconds = time.perf_counter() - start
@@ -179,10 +229,13 @@ def main() -> int:
     ap.add_argument("--impl", type=Path, action="append", default=[],
                     help="also time the verifier of another source tree (e.g. an export of "
                          "the previous commit), side by side in the same conditions")
+    ap.add_argument("--no-floors", action="store_true",
+                    help="do not time the steps that bound any verifier of this design")
     ap.add_argument("--measure", type=Path, help=argparse.SUPPRESS)
+    ap.add_argument("--what", default="analysis", help=argparse.SUPPRESS)
     args = ap.parse_args()
     if args.measure:
-        print(json.dumps(measure(args.measure, args.driver_memory)))
+        print(json.dumps(measure(args.measure, args.driver_memory, args.what)))
         return 0
     results = {}
     trees = [ROOT, *args.impl]
@@ -204,18 +257,35 @@ def main() -> int:
                 f"load {os.getloadavg()[0]:.1f}",
                 flush=True,
             )
+        if not args.no_floors:
+            _print_floors(n, _measure_in(ROOT, run, args.driver_memory, "floors")["floors"])
     for tree, res in results.items():
         _ratio(tree, res)
     print(f"load average at end: {os.getloadavg()}")
     return 0
 
 
-def _measure_in(tree: Path, run: Path, driver_memory: str) -> dict:
-    """Time one analysis in a fresh process with the verifier of source tree ``tree``."""
+def _print_floors(n: int, low: dict[str, float]) -> None:
+    if not low:
+        return
+    for name, s in low.items():
+        print(f"{'':>13} floor: {name:<38} {s:6.1f}s  {n / s:>12,.0f} records/s")
+    for what, step in (("Python", "scan + shuffle + hand to Python"),
+                       ("JVM", "scan + one JVM window per partition")):  # fmt: skip
+        bound = low["parse histories"] + low[step]
+        label = f"parse + {step.removeprefix('scan + ')}"
+        print(f"{'':>13} bound: {label:<38} {bound:6.1f}s  {n / bound:>12,.0f} records/s "
+              f"(best case of checks in {what})", flush=True)
+
+
+def _measure_in(tree: Path, run: Path, driver_memory: str, what: str = "analysis") -> dict:
+    """Time one analysis (or the floors) in a fresh process with the verifier of source
+    tree ``tree``."""
     script = tree / "benchmarks" / "verify_bench.py"
-    out = subprocess.run([sys.executable, str(script), "--measure", str(run),
-                          "--driver-memory", driver_memory],
-                         capture_output=True, text=True, check=True, cwd=tree)  # fmt: skip
+    cmd = [sys.executable, str(script), "--measure", str(run), "--driver-memory", driver_memory]
+    if what != "analysis":
+        cmd += ["--what", what]
+    out = subprocess.run(cmd, capture_output=True, text=True, check=True, cwd=tree)
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
