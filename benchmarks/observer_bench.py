@@ -26,13 +26,13 @@ from pathlib import Path
 
 from kafka import KafkaProducer
 
-from producers.records import RecordIdentity, encode_value
 from streaming.observations import read_observations
-from verifier.cluster import ClusterSpec, up
-from verifier.drain import drain
-from verifier.jvm import PROJECT_ROOT
-from verifier.procs import ManagedProcess
-from verifier.topics import create_topics
+from verifier.harness.cluster import ClusterSpec, up
+from verifier.harness.procs import ManagedProcess
+from verifier.harness.topics import create_topics
+from verifier.orchestration.drain import drain
+from verifier.rundata.jvm import PROJECT_ROOT
+from verifier.rundata.records import RecordIdentity, encode_value
 
 LEVELS = ("read_committed", "read_uncommitted")
 

@@ -3,7 +3,8 @@
     .venv/bin/python benchmarks/verify_bench.py [--sizes 1000000 10000000] [--work DIR]
 
 For each size it writes a synthetic run (docs/formats.md, clean: every check must come
-out empty except the expected aborted reads) and times ``verifier.analyze.analyze`` in a
+out empty except the expected aborted reads) and times
+``verifier.orchestration.analyze.analyze`` in a
 fresh Python + JVM process after a warm-up on the small test run, so JIT and session
 start-up are not counted. Prints observed records per second, peak memory (driver JVM
 and Python, from the kernel's high-water marks) and the largest/smallest time ratio.
@@ -156,9 +157,9 @@ def floors(spark, run_dir: Path) -> dict[str, float]:
     from pyspark.sql import Window
     from pyspark.sql import functions as F
 
-    from verifier.checks.derive import PASS_COLUMNS, _map_arrow
-    from verifier.checks.emit import OUT_SCHEMA
-    from verifier.checks.load import load_run, read_run_files
+    from verifier.judge.checks.derive import PASS_COLUMNS, _map_arrow
+    from verifier.judge.checks.emit import OUT_SCHEMA
+    from verifier.judge.checks.load import load_run, read_run_files
 
     def count_only(batches):
         sum(b.num_rows for b in batches)
@@ -195,7 +196,7 @@ def floors(spark, run_dir: Path) -> dict[str, float]:
 def measure(run_dir: Path, driver_memory: str, what: str = "analysis") -> dict:
     """Runs in a fresh process: warm up, then time one full analysis, or the floors."""
     from streaming.session import spark_session
-    from verifier.analyze import analyze
+    from verifier.orchestration.analyze import analyze
 
     spark = spark_session(app_name="verify-bench", conf={"spark.driver.memory": driver_memory})
     jvm_pid = spark.sparkContext._gateway.proc.pid

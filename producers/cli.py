@@ -17,7 +17,7 @@ import orjson
 from producers import config as cfg
 from producers.generator import GeneratorSpec, run
 from producers.properties import load_properties
-from verifier.errors import UsageError, VerifierError
+from verifier.rundata.errors import UsageError, VerifierError
 
 EXIT_OK, EXIT_CANNOT_RUN, EXIT_USAGE = 0, 2, 64
 

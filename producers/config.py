@@ -24,9 +24,8 @@ import kafka.errors as KE
 from kafka import KafkaProducer
 
 from producers.properties import java_name
-from verifier.errors import UsageError
-
-MODES = ("at-most-once", "at-least-once", "idempotent", "transactional")
+from verifier.rundata.errors import UsageError
+from verifier.rundata.vocab import MODES  # noqa: E402
 
 #: settings the generator implements itself; never passed to KafkaProducer
 GENERATOR_KEYS = frozenset({"buffer_memory", "record_size"})

@@ -24,7 +24,7 @@ from kafka.structs import OffsetAndMetadata
 from producers import config as cfg
 from producers.resume import PlannedTxn
 from producers.transactional import TxnResult, TxnRunner
-from verifier.errors import UsageError
+from verifier.rundata.errors import UsageError
 
 
 def _consumer(session) -> tuple[KafkaConsumer, list[TopicPartition]]:

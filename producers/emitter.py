@@ -25,7 +25,7 @@ from kafka import KafkaProducer
 
 from producers import outcomes
 from producers.history import HistoryWriter, now_ms
-from producers.records import RecordIdentity, encode_value
+from verifier.rundata.records import RecordIdentity, encode_value
 
 _dumps = orjson.dumps
 

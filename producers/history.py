@@ -16,7 +16,7 @@ from typing import Any
 
 import orjson
 
-from verifier.errors import VerifierError
+from verifier.rundata.errors import VerifierError
 
 HISTORY_FORMAT = "producer-history"
 HISTORY_VERSION = 1

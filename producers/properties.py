@@ -13,7 +13,7 @@ from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
-from verifier.errors import UsageError
+from verifier.rundata.errors import UsageError
 
 #: Java property names whose values are secrets
 SECRET_PROPERTIES = frozenset({

@@ -9,13 +9,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from producers.records import RECORD_FORMAT_VERSION, SPARK_VALUE_SCHEMA
+from verifier.rundata.records import RECORD_FORMAT_VERSION, SPARK_VALUE_SCHEMA
 
 if TYPE_CHECKING:
     from pyspark.sql import Column, DataFrame
 
 #: Fields a format 1 value must carry (``txn`` may be null, ``abort`` defaults to false,
-#: as in producers.records.decode_value).
+#: as in verifier.rundata.records.decode_value).
 _REQUIRED = ("run", "pid", "ses", "p", "seq", "ts")
 
 #: Columns the decoded frame carries, in docs/formats.md §4 order; the sink adds

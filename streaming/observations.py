@@ -16,12 +16,13 @@ from pathlib import Path
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from producers.records import UndecodableRecord, decode_value
-from verifier.errors import UsageError
+from verifier.rundata.errors import UsageError
+from verifier.rundata.records import UndecodableRecord, decode_value
 
 OBSERVATIONS_FORMAT = "observations"
 OBSERVATIONS_VERSION = 1
-ISOLATION_LEVELS = ("read_committed", "read_uncommitted")
+from verifier.rundata.vocab import ISOLATIONS as ISOLATION_LEVELS  # noqa: E402
+
 READERS = ("spark", "plain")
 
 #: The observation schema. Types are part of the contract: int32 for partition/ses/p,

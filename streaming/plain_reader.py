@@ -32,7 +32,7 @@ from streaming.observations import (
     write_table_atomic,
 )
 from streaming.progress import now_ms
-from verifier.waiting import wait_until
+from verifier.rundata.waiting import wait_until
 
 log = logging.getLogger(__name__)
 

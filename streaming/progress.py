@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from streaming.observations import observations_dir, write_json_atomic
-from verifier.errors import UsageError
+from verifier.rundata.errors import UsageError
 
 PROGRESS_FORMAT = "observer-progress"
 PROGRESS_VERSION = 1

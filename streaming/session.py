@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING
 
-from verifier import jvm
+from verifier.rundata import jvm
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -15,10 +15,10 @@ from pathlib import Path
 
 import pytest
 
-from verifier.cluster import ClusterSpec, LocalCluster, up
-from verifier.faults.control import ProxyClient
-from verifier.faults.proxy_process import ProxyProcess, proxied
-from verifier.jvm import PROJECT_ROOT
+from verifier.harness.cluster import ClusterSpec, LocalCluster, up
+from verifier.harness.faults.control import ProxyClient
+from verifier.harness.faults.proxy_process import ProxyProcess, proxied
+from verifier.rundata.jvm import PROJECT_ROOT
 
 TEST_BASE_PORT = int(os.environ.get("VERIFIER_TEST_BASE_PORT", "19100"))
 TEST_STATE_DIR = Path(os.environ.get(

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import orjson
 
-from verifier.checks.load import RunFormatError
-from verifier.verdict import VERDICT_FORMAT, VERDICT_VERSION
+from verifier.judge.checks.load import RunFormatError
+from verifier.judge.verdict import VERDICT_FORMAT, VERDICT_VERSION
 
 
 def write_verdict(doc: dict, path: Path | str) -> Path:

@@ -6,7 +6,7 @@ import json
 from html import escape
 from pathlib import Path
 
-from verifier.checks.model import KINDS
+from verifier.judge.model import KINDS
 from verifier.report.svg import partition_plot, timeline
 from verifier.report.terminal import COUNT_ROWS
 

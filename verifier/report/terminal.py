@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from verifier.checks.model import KINDS
+from verifier.judge.model import KINDS
 
 COUNT_ROWS = ("sent", "acknowledged", "indeterminate", "committed", "observed")
 LEGEND = (
@@ -72,7 +72,7 @@ def _where(s: dict) -> str:
 
 
 def render_grid(grid: dict) -> str:
-    """The scenario x mode verdict grid of :func:`verifier.verdict.combine`."""
+    """The scenario x mode verdict grid of :func:`verifier.judge.verdict.combine`."""
     rows = [["scenario", *grid["columns"]]]
     for sc in grid["scenarios"]:
         rows.append([sc, *[grid["grid"][sc].get(c, "") for c in grid["columns"]]])

@@ -9,10 +9,10 @@ from pathlib import Path
 from kafka import KafkaConsumer, TopicPartition
 
 from producers.history import History, history_path, read_history
-from producers.records import RecordIdentity, decode_value
-from verifier.jvm import PROJECT_ROOT
-from verifier.procs import ManagedProcess
-from verifier.waiting import wait_until
+from verifier.harness.procs import ManagedProcess
+from verifier.rundata.jvm import PROJECT_ROOT
+from verifier.rundata.records import RecordIdentity, decode_value
+from verifier.rundata.waiting import wait_until
 
 
 def generator(name: str, run_dir: Path, bootstrap: str, topic: str, mode: str, pid: str,

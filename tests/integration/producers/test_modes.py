@@ -7,7 +7,7 @@ import pytest
 
 from producers.config import MODES
 from tests.integration.producers.helpers import generator, history, read_log, run_to_end
-from verifier.topics import create_topics
+from verifier.harness.topics import create_topics
 
 pytestmark = pytest.mark.integration
 

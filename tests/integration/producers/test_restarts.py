@@ -6,8 +6,8 @@ import pytest
 
 from producers.history import history_path, read_history
 from tests.integration.producers.helpers import copies, generator, history, read_log, run_to_end
-from verifier.topics import admin, create_topics, partition_states
-from verifier.waiting import wait_until
+from verifier.harness.topics import admin, create_topics, partition_states
+from verifier.rundata.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 

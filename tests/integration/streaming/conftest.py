@@ -11,11 +11,11 @@ from pathlib import Path
 import pytest
 from kafka import KafkaProducer
 
-from producers.records import RecordIdentity, encode_value
 from streaming.observations import read_observations
-from verifier.jvm import PROJECT_ROOT
-from verifier.procs import ManagedProcess
-from verifier.waiting import wait_until
+from verifier.harness.procs import ManagedProcess
+from verifier.rundata.jvm import PROJECT_ROOT
+from verifier.rundata.records import RecordIdentity, encode_value
+from verifier.rundata.waiting import wait_until
 
 #: columns both readers must agree on (reader, batch, observed_at and error text differ)
 COMPARED = ("topic", "partition", "offset", "run", "pid", "ses", "p", "seq", "txn", "abort",

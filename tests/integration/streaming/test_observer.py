@@ -13,7 +13,6 @@ from types import SimpleNamespace
 import pytest
 from kafka import KafkaProducer
 
-from producers.records import RecordIdentity, encode_value
 from streaming.observations import read_observations
 from streaming.progress import read_progress
 from tests.integration.streaming.conftest import (
@@ -26,9 +25,10 @@ from tests.integration.streaming.conftest import (
     write_plain,
     write_transactions,
 )
-from verifier.drain import DrainIncomplete, drain, drain_to_file, read_drain
-from verifier.topics import create_topics
-from verifier.waiting import wait_until
+from verifier.harness.topics import create_topics
+from verifier.orchestration.drain import DrainIncomplete, drain, drain_to_file, read_drain
+from verifier.rundata.records import RecordIdentity, encode_value
+from verifier.rundata.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 

@@ -31,9 +31,9 @@ from tests.integration.streaming.conftest import (
     write_plain,
     write_transactions,
 )
-from verifier.drain import drain
-from verifier.topics import create_topics
-from verifier.waiting import wait_until
+from verifier.harness.topics import create_topics
+from verifier.orchestration.drain import drain
+from verifier.rundata.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 

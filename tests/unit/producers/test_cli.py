@@ -6,7 +6,7 @@ import subprocess
 import sys
 
 from verifier.cli import main as verifier_main
-from verifier.jvm import PROJECT_ROOT
+from verifier.rundata.jvm import PROJECT_ROOT
 
 BASE = ["--run-id", "r", "--mode", "idempotent", "--pid", "idempotent-0", "--topic", "t",
         "--bootstrap-servers", "127.0.0.1:1"]

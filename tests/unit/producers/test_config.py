@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from producers import config as cfg
-from verifier.errors import UsageError
+from verifier.rundata.errors import UsageError
 
 
 @pytest.mark.parametrize("mode", cfg.MODES)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from producers.properties import load_properties, map_properties, parse_properties_text
-from verifier.errors import UsageError
+from verifier.rundata.errors import UsageError
 
 FILE = r"""
 # a user's producer.properties

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import datetime as dt
 
-from producers.records import RecordIdentity, encode_value
 from streaming.decode import DECODED_COLUMNS, decode_observations
 from streaming.observations import decode_row
+from verifier.rundata.records import RecordIdentity, encode_value
 
 RUN = "run-1"
 VALUES = [

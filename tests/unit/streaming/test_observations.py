@@ -7,7 +7,6 @@ import json
 import pyarrow as pa
 import pytest
 
-from producers.records import RecordIdentity, encode_value
 from streaming.observations import (
     SCHEMA,
     check_format,
@@ -23,7 +22,8 @@ from streaming.progress import (
     write_progress,
 )
 from streaming.sinks import BatchSink, batch_files, rows_in
-from verifier.errors import UsageError
+from verifier.rundata.errors import UsageError
+from verifier.rundata.records import RecordIdentity, encode_value
 
 RID = RecordIdentity("run-1", "idempotent-0", 2, 1, 7, None, False, 1000)
 

@@ -1,0 +1,39 @@
+"""A real network partition: nftables inside a network namespace this test creates,
+around a separate 3-node cluster whose brokers run as their own Unix users."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from verifier.harness.faults.netns import NetNamespace
+from verifier.rundata.jvm import PROJECT_ROOT
+
+pytestmark = pytest.mark.integration
+
+BASE_PORT = int(os.environ.get("VERIFIER_TEST_BASE_PORT", "19100")) + 600
+
+
+@pytest.mark.skipif(os.geteuid() != 0 or not shutil.which("nft"),
+                    reason="needs root and nftables")
+def test_partition_cuts_one_broker_off_and_heals(tmp_path):
+    state_dir = PROJECT_ROOT / ".state" / f"test-partition-{BASE_PORT}"
+    with NetNamespace(f"verifier-test-{os.getpid()}") as ns:
+        proc = subprocess.run(
+            ns.argv([sys.executable, "-m", "tests.integration.harness.partition_check",
+                     "--base-port", str(BASE_PORT), "--state-dir", str(state_dir)]),
+            capture_output=True, text=True, timeout=400, cwd=PROJECT_ROOT)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    result = json.loads(proc.stdout.strip().splitlines()[-1])
+    node = result["isolated"]
+    assert node in result["before"]["brokers"]
+    assert node not in result["during"]["brokers"]  # fenced by the majority
+    assert all(p["leader"] != node and node not in p["isr"]
+               for p in result["during"]["partitions"].values())
+    assert all(len(p["isr"]) == 3 for p in result["after"]["partitions"].values())
+    assert not state_dir.exists()  # the check stops its cluster

@@ -1,0 +1,65 @@
+"""Pure configuration of the local cluster."""
+
+from __future__ import annotations
+
+import pytest
+
+from verifier.harness.cluster.config import ClusterSpec, broker_properties, render_properties
+
+
+def test_three_node_ports_and_quorum():
+    spec = ClusterSpec(nodes=3, base_port=9100)
+    props = broker_properties(spec, 2, "/d")
+    assert props["node.id"] == "2"
+    assert props["controller.quorum.voters"] == "1@127.0.0.1:9301,2@127.0.0.1:9302,3@127.0.0.1:9303"
+    assert props["listeners"] == (
+        "EXTERNAL://127.0.0.1:9102,INTERNAL://127.0.0.1:9202,CONTROLLER://127.0.0.1:9302"
+    )
+    assert "CONTROLLER" not in props["advertised.listeners"]
+    assert props["inter.broker.listener.name"] == "INTERNAL"
+    assert spec.bootstrap_servers() == "127.0.0.1:9101,127.0.0.1:9102,127.0.0.1:9103"
+
+
+def test_replication_settings_fit_node_count():
+    one = broker_properties(ClusterSpec(nodes=1), 1, "/d")
+    three = broker_properties(ClusterSpec(nodes=3), 1, "/d")
+    # on one broker both RF and min ISR of the transaction log must be 1
+    assert one["transaction.state.log.replication.factor"] == "1"
+    assert one["transaction.state.log.min.isr"] == "1"
+    assert one["min.insync.replicas"] == "1"
+    assert three["transaction.state.log.replication.factor"] == "3"
+    assert three["transaction.state.log.min.isr"] == "2"
+    assert three["min.insync.replicas"] == "2"
+    assert three["default.replication.factor"] == "3"
+    assert three["group.initial.rebalance.delay.ms"] == "0"
+
+
+def test_advertised_port_is_configurable_per_node():
+    spec = ClusterSpec(nodes=3, base_port=9100, advertised_ports={1: 9401, 3: 9403})
+    assert broker_properties(spec, 1, "/d")["advertised.listeners"].startswith(
+        "EXTERNAL://127.0.0.1:9401,"
+    )
+    # node 2 has no proxy: it advertises its own listener
+    assert broker_properties(spec, 2, "/d")["advertised.listeners"].startswith(
+        "EXTERNAL://127.0.0.1:9102,"
+    )
+    assert spec.bootstrap_servers() == "127.0.0.1:9401,127.0.0.1:9102,127.0.0.1:9403"
+    assert spec.direct_bootstrap_servers() == "127.0.0.1:9101,127.0.0.1:9102,127.0.0.1:9103"
+
+
+def test_overrides_win_and_render():
+    spec = ClusterSpec(nodes=1, overrides={"num.io.threads": "4"})
+    text = render_properties(broker_properties(spec, 1, "/d"))
+    assert "num.io.threads=4\n" in text
+    assert "num.io.threads=2" not in text
+
+
+@pytest.mark.parametrize("kwargs", [{"nodes": 2}, {"base_port": 80}, {"advertised_ports": {4: 1}}])
+def test_bad_specs_are_rejected(kwargs):
+    with pytest.raises(ValueError):
+        ClusterSpec(**kwargs)
+
+
+def test_spec_json_round_trip():
+    spec = ClusterSpec(nodes=3, base_port=12000, advertised_ports={2: 12302}, heap_mb=384)
+    assert ClusterSpec.from_json(spec.to_json()) == spec

@@ -1,0 +1,98 @@
+"""The nemesis on real OS processes (no Kafka): history events, identical event lists
+for the same seed, and a heal-all that runs on errors too."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from verifier.harness.faults.actions import FaultEnv
+from verifier.harness.faults.nemesis import Nemesis
+from verifier.harness.faults.spec import build_schedule, parse_spec
+from verifier.harness.faults.targets import ProcessTarget
+from verifier.harness.procs import ManagedProcess
+from verifier.rundata.errors import UsageError
+
+SPECS = [
+    {"kind": "producer-kill", "target": {"process": "gen-0"}, "start": [0, 0.3],
+     "duration": [0.2, 0.4]},
+    {"kind": "observer-kill", "target": {"process": "observer"}, "start": [0, 0.3],
+     "duration": 0.2},
+]
+
+
+def _sleeper(tmp_path, name: str) -> ManagedProcess:
+    return ManagedProcess(name, [sys.executable, "-c", "import time; time.sleep(120)"],
+                          tmp_path / f"{name}.log")
+
+
+@pytest.fixture
+def procs(tmp_path):
+    ps = {n: _sleeper(tmp_path, n) for n in ("gen-0", "observer")}
+    for p in ps.values():
+        p.start()
+    yield ps
+    for p in ps.values():
+        p.terminate(timeout=5)
+
+
+def _events(path):
+    lines = [json.loads(x) for x in path.read_text().splitlines()]
+    return lines[0], [{k: v for k, v in e.items() if k not in ("t", "detail")}
+                      for e in lines[1:]], lines[1:]
+
+
+def _run(tmp_path, procs, seed, name):
+    schedule = build_schedule([parse_spec(s, "s") for s in SPECS], seed=seed, run_seconds=2)
+    path = tmp_path / f"{name}.jsonl"
+    with Nemesis(schedule, FaultEnv("unused:9092", processes=procs), path, "run-1") as n:
+        n.wait_done(timeout=10)
+    return path
+
+
+def test_process_kills_recorded_and_identical_for_the_same_seed(tmp_path, procs):
+    assert all(isinstance(p, ProcessTarget) for p in procs.values())
+    pids = {n: p.pid for n, p in procs.items()}
+    header, first, raw = _events(_run(tmp_path, procs, 7, "a"))
+    assert header == {"type": "header", "format": "nemesis-history", "version": 1,
+                      "run": "run-1", "seed": 7}
+    starts = [e for e in raw if e["f"] == "start" and e["type"] == "ok"]
+    assert {e["detail"]["signal"] for e in starts} == {"SIGKILL"}
+    assert {e["detail"]["exit"] for e in starts} == {-9}  # really killed by the signal
+    assert all(p.alive and p.pid != pids[n] for n, p in procs.items())  # restarted
+    assert [(e["type"], e["f"]) for e in first[-2:]] == [("invoke", "heal"), ("ok", "heal")]
+    _, second, _ = _events(_run(tmp_path, procs, 7, "b"))
+    assert first == second
+    _, other, _ = _events(_run(tmp_path, procs, 8, "c"))
+    assert len(other) == len(first)
+
+
+def test_heal_all_runs_when_the_run_fails(tmp_path, procs):
+    spec = parse_spec({"kind": "producer-kill", "target": {"process": "gen-0"}, "start": 0,
+                       "duration": 30}, "s")
+    schedule = build_schedule([spec], seed=1, run_seconds=60)
+    path = tmp_path / "n.jsonl"
+    with pytest.raises(RuntimeError, match="boom"):
+        with Nemesis(schedule, FaultEnv("unused:9092", processes=procs), path, "r"):
+            from verifier.rundata.waiting import wait_until
+            wait_until(lambda: (not procs["gen-0"].alive, None), timeout=10,
+                       what="the kill", expected="gen-0 dead")
+            raise RuntimeError("boom")
+    assert procs["gen-0"].alive  # restarted by the heal-all
+    _, events, raw = _events(path)
+    assert ("ok", "heal", 1) in [(e["type"], e["f"], e["id"]) for e in events]
+    assert raw[-1]["fault"] == "all" and raw[-1]["type"] == "ok"
+
+
+def test_missing_parts_are_refused_before_anything_starts(tmp_path):
+    spec = parse_spec({"kind": "ack-loss", "target": {"node": 1}, "start": 0, "duration": 1,
+                       "params": {"next": 1}}, "s")
+    with pytest.raises(UsageError, match="need a proxy"):
+        Nemesis(build_schedule([spec], 1, 5), FaultEnv("x:1"), tmp_path / "n.jsonl", "r")
+    spec = parse_spec({"kind": "producer-kill", "target": {"process": "p"}, "start": 0,
+                       "duration": 1}, "s")
+    with pytest.raises(UsageError, match="unknown processes"):
+        Nemesis(build_schedule([spec], 1, 5), FaultEnv("x:1"), tmp_path / "n.jsonl", "r")
+    assert not (tmp_path / "n.jsonl").exists()

@@ -1,0 +1,115 @@
+"""Tiny hand-written runs for the check tests: a few history lines and observation rows.
+
+``RunBuilder.write`` models the common case (a send acknowledged at an offset and seen
+by every reader at both levels); tests then add the one twist that makes an anomaly, or
+the near miss that must not.
+"""
+
+from __future__ import annotations
+
+import pyarrow as pa
+
+from verifier.judge.checks import RunData, run_checks
+from verifier.judge.checks.load import HISTORY_SCHEMA, OBSERVATION_COLUMNS
+from verifier.judge.model import Drain, ProducerSpec, RunConfig
+
+RUN = "r1"
+T0 = 1_795_314_800_000
+ALL = (("spark", "read_committed"), ("spark", "read_uncommitted"),
+       ("plain", "read_committed"), ("plain", "read_uncommitted"))  # fmt: skip
+RC_ONLY = tuple(c for c in ALL if c[1] == "read_committed")
+RU_ONLY = tuple(c for c in ALL if c[1] == "read_uncommitted")
+
+
+class RunBuilder:
+    """Accumulates history events and observation rows, then builds a :class:`RunData`."""
+
+    def __init__(self, spark, mode: str = "at-least-once", topic: str = "t", sink="exactly-once"):
+        self.spark = spark
+        self.producers = {"p1": ProducerSpec("p1", mode, mode, topic)}
+        self.sink = sink
+        self.events: list[dict] = []
+        self.rows: list[dict] = []
+        self.drain = Drain(completed=True)
+        self.ends: list[tuple] = []
+        self.clock = T0
+
+    def _tick(self) -> int:
+        self.clock += 10
+        return self.clock
+
+    def event(self, type_: str, f: str, **kw) -> RunBuilder:
+        self.events.append({"type": type_, "f": f, "pid": "p1", "t": self._tick(), **kw})
+        return self
+
+    def send(self, p, seq, ses=1, txn=None, outcome="ok", offset=None) -> RunBuilder:
+        """An invoke and its completion (``outcome=None``: the process died mid-send)."""
+        ident = {"ses": ses, "p": p, "seq": seq, "txn": txn}
+        self.event("invoke", "send", **ident)
+        if outcome is not None:
+            self.event(outcome, "send", **ident, offset=offset if outcome == "ok" else None)
+        return self
+
+    def txn(self, txn, ses=1, end="commit", outcome="ok", abort=False) -> RunBuilder:
+        """begin ... end: call it after the transaction's sends (order is irrelevant)."""
+        self.event("invoke", "begin", ses=ses, txn=txn, abort=abort)
+        self.event("ok", "begin", ses=ses, txn=txn, abort=abort)
+        self.event("invoke", end, ses=ses, txn=txn)
+        if outcome is not None:
+            self.event(outcome, end, ses=ses, txn=txn)
+        return self
+
+    def see(self, p, seq, offset, ses=1, txn=None, combos=ALL, **over) -> RunBuilder:
+        """Observation rows of one record by the given (reader, isolation) pairs."""
+        for reader, iso in combos:
+            row = {"reader": reader, "isolation": iso, "topic": "t", "partition": p,
+                   "offset": offset, "run": RUN, "pid": "p1", "ses": ses, "p": p, "seq": seq,
+                   "txn": txn, "abort": False, "ts_send": T0 + (seq or 0),
+                   "ts_broker": T0 + (seq or 0) + 1,
+                   "foreign": False, "error": None}  # fmt: skip
+            row.update(over)
+            self.rows.append(row)
+        return self
+
+    def write(self, p, seq, offset, ses=1, txn=None, combos=ALL) -> RunBuilder:
+        """A send acknowledged at ``offset`` and seen there by ``combos``."""
+        return self.send(p, seq, ses, txn, "ok", offset).see(p, seq, offset, ses, txn, combos)
+
+    def end_offsets(self, p, rc, ru) -> RunBuilder:
+        self.ends.append(
+            {"topic": "t", "partition": p, "end_read_committed": rc, "end_read_uncommitted": ru}
+        )
+        return self
+
+    def build(self) -> RunData:
+        from verifier.judge.checks.load import drain_frame
+
+        hist = pa.Table.from_pylist(
+            self.events, HISTORY_SCHEMA.append(pa.field("pid", pa.string()))
+        )
+        obs_schema = ", ".join(f"`{c}` {t}" for c, t in OBSERVATION_COLUMNS.items())
+        obs = self.spark.createDataFrame(
+            [tuple(r[c] for c in OBSERVATION_COLUMNS) for r in self.rows], obs_schema
+        )
+        combos = sorted({(r["reader"], r["isolation"]) for r in self.rows}) or list(ALL)
+        drain = Drain(self.drain.completed, self.ends, self.drain.behind)
+        config = RunConfig(RUN, "unit", self.sink, self.producers)
+        return RunData(
+            config,
+            self.spark.createDataFrame(hist),
+            obs,
+            combos,
+            drain,
+            drain_frame(self.spark, drain),
+            {"p1": True},
+            [],
+        )
+
+    def check(self, name: str) -> dict[str, list[dict]]:
+        """Run one check; kind -> every anomaly sample (cap large enough for tests)."""
+        (out,) = run_checks(self.build(), only={name}, cap=100)
+        assert out.error is None, out.error
+        found: dict[str, list[dict]] = {}
+        for g in out.groups:
+            found.setdefault(g.kind, []).extend(g.sample)
+        return found

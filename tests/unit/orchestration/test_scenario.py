@@ -1,0 +1,73 @@
+"""Scenario files and profiles: parsing, validation, scaling."""
+
+from __future__ import annotations
+
+import pytest
+
+from verifier.orchestration.scenario import (
+    MODES,
+    available,
+    load_profiles,
+    load_scenario,
+    parse_scenario,
+    scaled,
+)
+from verifier.rundata.errors import UsageError
+
+
+def test_every_shipped_scenario_parses():
+    names = available()
+    assert "baseline" in names
+    for name in names:
+        s = load_scenario(name)
+        assert s.name == name and s.workload.modes
+
+
+def test_profiles_name_existing_scenarios():
+    profiles = load_profiles()
+    assert {"quick", "full"} <= set(profiles)
+    for p in profiles.values():
+        for name in p.scenarios:
+            load_scenario(name)
+    assert set(profiles["full"].scenarios) == set(available())
+
+
+def test_defaults_and_modes():
+    s = parse_scenario("", "x")
+    assert s.workload.modes == MODES and s.sink == "exactly-once" and s.faults == ()
+
+
+@pytest.mark.parametrize(
+    "text, fragment",
+    [
+        ("[workload]\nmodes = ['exactly-twice']", "unknown modes"),
+        ("[workload]\nspeed = 3", "unknown keys"),
+        ("bogus = 1", "unknown keys"),
+        ("[options]\nsink = 'maybe'", "sink must be"),
+        ("[workload]\nabort_fraction = 1.5", "abort_fraction"),
+        ("[workload\n", "not valid TOML"),
+        ("faults = 3", "list of tables"),
+    ],
+)
+def test_bad_scenarios_are_usage_errors(text, fragment):
+    with pytest.raises(UsageError, match=fragment):
+        parse_scenario(text, "x")
+
+
+def test_unknown_scenario_lists_available():
+    with pytest.raises(UsageError, match="baseline"):
+        load_scenario("no-such-scenario")
+
+
+def test_scaling_touches_times_and_rates():
+    s = parse_scenario(
+        "[workload]\nduration_s = 20\nrate = 100\n"
+        "[[faults]]\nkind = 'x'\nstart = 5\nduration = [4, 10]\n",
+        "x",
+    )
+    from verifier.orchestration.scenario import Profile
+
+    out = scaled(s, Profile("p", ("x",), time_scale=0.5, rate_scale=2))
+    assert out.workload.duration_s == 10 and out.workload.rate == 200
+    assert out.faults[0]["start"] == 2.5 and out.faults[0]["duration"] == [2, 5]
+    assert s.faults[0]["start"] == 5  # the original is untouched

@@ -1,0 +1,78 @@
+"""The command line: a thin layer over the packages.
+
+Each command group lives in its own module exposing ``register(subparsers)``; this file
+only assembles them and maps errors to exit codes (DESIGN §7): 0 promise kept, 1 a
+forbidden anomaly, 2 could not complete or verify, 64+ usage error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+
+from verifier.rundata.errors import UsageError, VerifierError
+
+EXIT_OK = 0
+EXIT_ANOMALY = 1
+EXIT_INCOMPLETE = 2
+EXIT_USAGE = 64
+
+#: modules that add sub-commands, in the order they appear in --help
+COMMAND_MODULES = [
+    "verifier.cli.setup",
+    "verifier.cli.cluster",
+    "verifier.cli.analyze",
+    "verifier.cli.produce",
+    "verifier.cli.chaos",
+]
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str) -> None:  # argparse exits 2; usage errors are 64 here
+        self.print_usage(sys.stderr)
+        self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = _Parser(
+        prog="verifier",
+        description="Which delivery guarantee does a Kafka producer configuration and a "
+        "Spark Structured Streaming pipeline really give under failure?",
+    )
+    parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)
+    sub.required = True
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    args.argv = list(sys.argv[1:] if argv is None else argv)  # to re-run in a namespace
+    logging.basicConfig(
+        level=logging.DEBUG if args.verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    if not args.verbose:
+        # kafka-python logs every refused connection and slow selector task; during a
+        # chaos run that is expected and would drown the progress display.
+        logging.getLogger("kafka").setLevel(logging.CRITICAL)
+    try:
+        return int(args.func(args) or 0)
+    except UsageError as exc:
+        print(f"verifier: usage error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except VerifierError as exc:
+        print(f"verifier: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("verifier: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,82 @@
+"""`verifier analyze RUN_DIR` and `verifier report RUN_DIR`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from verifier.rundata.errors import UsageError
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "analyze",
+        help="re-run every check offline on a finished run and "
+        "write verdict.json, junit.xml, report.html",
+    )
+    p.add_argument("run_dir", type=Path, help="runs/<scenario>/<timestamp>")
+    p.add_argument(
+        "--spark-master", default=None, help="Spark master URL (default $SPARK_MASTER or local[2])"
+    )
+    p.add_argument(
+        "--spark-conf",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="extra Spark setting, repeatable (e.g. spark.driver.memory=4g)",
+    )
+    p.add_argument("--sample", type=int, default=20, help="anomalies kept per kind and mode")
+    p.add_argument("--out", type=Path, default=None, help="output folder (default RUN_DIR)")
+    p.set_defaults(func=cmd_analyze)
+    q = sub.add_parser(
+        "report",
+        help="re-render junit.xml, report.html and the terminal table from a run's verdict.json",
+    )
+    q.add_argument("run_dir", type=Path)
+    q.add_argument("--out", type=Path, default=None, help="output folder (default RUN_DIR)")
+    q.set_defaults(func=cmd_report)
+
+
+def _conf(pairs: list[str]) -> dict[str, str]:
+    conf = {}
+    for pair in pairs:
+        key, sep, value = pair.partition("=")
+        if not sep or not key:
+            raise UsageError(f"--spark-conf expects KEY=VALUE, got {pair!r}")
+        conf[key] = value
+    return conf
+
+
+def cmd_analyze(args: argparse.Namespace) -> int:
+    from pyspark.sql import SparkSession
+
+    from streaming.session import spark_session
+    from verifier.judge.checks.load import read_run_files
+    from verifier.orchestration.analyze import analyze, write_outputs
+    from verifier.report import render_terminal
+
+    conf = _conf(args.spark_conf)
+    files = read_run_files(args.run_dir)  # bad input fails here, before Spark starts
+    ours = SparkSession.getActiveSession() is None  # inside tests a session is shared
+    spark = spark_session(app_name="verifier-analyze", master=args.spark_master, conf=conf)
+    try:
+        doc = analyze(spark, args.run_dir, cap=args.sample, files=files)
+    finally:
+        if ours:
+            spark.stop()
+    paths = write_outputs(doc, args.out or args.run_dir)
+    print(render_terminal(doc))
+    print("wrote " + ", ".join(str(p) for p in paths), file=sys.stderr)
+    return doc["exit_code"]
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from verifier.report import read_verdict, render_terminal, write_html, write_junit
+
+    doc = read_verdict(args.run_dir / "verdict.json")
+    out = args.out or args.run_dir
+    write_junit([doc], out / "junit.xml")
+    write_html(doc, out / "report.html")
+    print(render_terminal(doc))
+    return doc["exit_code"]

@@ -1,0 +1,130 @@
+"""`verifier chaos`: every delivery mode under every fault of a profile, side by side."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+from verifier.orchestration.scenario import SINKS, load_profiles, load_scenario, scaled
+from verifier.rundata.errors import UsageError
+from verifier.rundata.jvm import PROJECT_ROOT
+
+#: set in the environment of a chaos run re-executed inside its own network namespace
+IN_NETNS = "VERIFIER_CHAOS_NETNS"
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("chaos", help="run the fault scenarios against every delivery mode and "
+                                     "report the verdicts side by side")
+    p.add_argument("--profile", default="full", help="quick (CI) or full (default)")
+    p.add_argument("--scenario", action="append", default=[], metavar="NAME",
+                   help="run only this scenario (repeatable)")
+    p.add_argument("--seed", type=int, default=1, help="seeds fault times and proxy rules")
+    p.add_argument("--producer-config", type=Path, default=None, metavar="FILE",
+                   help="your Java-style producer properties, run as an extra column")
+    p.add_argument("--bootstrap-servers", default=None,
+                   help="an external cluster (default: start the embedded local cluster)")
+    p.add_argument("--spark-master", default=None, help="Spark master (default local[2])")
+    p.add_argument("--sink", choices=SINKS, default=None,
+                   help="the observer's sink (default: each scenario's own)")
+    p.add_argument("--out", type=Path, default=Path("runs"), help="output folder")
+    p.add_argument("--base-port", type=int, default=9700,
+                   help="local cluster ports (clients BASE+n, proxy BASE+300+n)")
+    p.set_defaults(func=cmd_chaos)
+
+
+def derive_mode(settings: dict) -> str:
+    """The preset whose promise a user's producer settings claim (DESIGN §4)."""
+    if settings.get("transactional_id"):
+        return "transactional"
+    idem = settings.get("enable_idempotence")
+    acks_all = settings.get("acks", -1) in (-1, "all")
+    retries = settings.get("retries", 1)
+    if idem is True:
+        return "idempotent"
+    if idem is None and acks_all and retries != 0 and \
+            settings.get("max_in_flight_requests_per_connection", 5) <= 5:
+        return "idempotent"  # kafka-python's default since 3.0: idempotence on
+    return "at-least-once" if acks_all and retries != 0 else "at-most-once"
+
+
+def _scenarios(args: argparse.Namespace):
+    profiles = load_profiles()
+    if args.profile not in profiles:
+        raise UsageError(f"unknown profile {args.profile!r}; known: {sorted(profiles)}")
+    profile = profiles[args.profile]
+    names = args.scenario or list(profile.scenarios)
+    return profile, [scaled(load_scenario(n), profile) for n in names]
+
+
+def _partition_capable() -> str | None:
+    """Why this run cannot do network partitions, or None if it can."""
+    if os.geteuid() != 0:
+        return "needs root (network namespaces, nftables, per-broker users)"
+    missing = [t for t in ("ip", "nft", "setpriv") if shutil.which(t) is None]
+    return f"needs {', '.join(missing)}" if missing else None
+
+
+def _rerun_in_namespace(args: argparse.Namespace) -> int:
+    """Run this very command inside a fresh network namespace (loopback only).
+
+    Everything of the run (cluster, proxy, generators, observer) then lives in the
+    namespace, where nftables rules cannot touch the host; the namespace and whatever
+    still runs in it are removed afterwards, also on Ctrl-C.
+    """
+    from verifier.harness.faults.netns import NetNamespace
+
+    with NetNamespace(f"verifier-chaos-{os.getpid()}") as ns:
+        env = {**os.environ, IN_NETNS: "1"}
+        argv = ns.argv([sys.executable, "-m", "verifier", *args.argv])
+        try:
+            return subprocess.run(argv, env=env, check=False).returncode
+        except KeyboardInterrupt:
+            return 130
+
+
+def cmd_chaos(args: argparse.Namespace) -> int:
+    from producers.properties import load_properties
+    from streaming.session import spark_session
+    from verifier.harness.environment import ExternalEnvironment, LocalEnvironment
+    from verifier.orchestration.chaos import run_matrix
+    from verifier.orchestration.orchestrator import RunOptions, spark_env
+
+    profile, scenarios = _scenarios(args)  # bad input fails before anything starts
+    user_mode = None
+    client_config: dict = {}
+    if args.producer_config is not None:
+        settings = load_properties(args.producer_config)
+        user_mode = derive_mode(settings)
+        print(f"your producer config {args.producer_config} claims: {user_mode}")
+        client_config = {k: v for k, v in settings.items()
+                         if k.startswith(("security_", "sasl_", "ssl_"))}
+    wants_partition = any(f.get("kind") == "network-partition"
+                          for s in scenarios for f in s.faults)
+    in_netns = os.environ.get(IN_NETNS) == "1"
+    if wants_partition and not args.bootstrap_servers and not in_netns:
+        why_not = _partition_capable()
+        if why_not is None:
+            return _rerun_in_namespace(args)
+        print(f"network-partition faults are skipped: {why_not}")
+    if args.bootstrap_servers:
+        env = ExternalEnvironment(args.bootstrap_servers, client_config)
+        print(f"external cluster {args.bootstrap_servers}: proxy and broker faults are "
+              "skipped (they need the local cluster); process faults still run")
+    else:
+        env = LocalEnvironment(PROJECT_ROOT / ".state" / "chaos", base_port=args.base_port,
+                               partitions=in_netns)
+    opts = RunOptions(out=args.out, seed=args.seed, sink=args.sink,
+                      spark_master=args.spark_master, user_config=args.producer_config,
+                      user_mode=user_mode, profile=profile.name, extra_env=spark_env())
+    print(f"profile {profile.name}: {', '.join(s.name for s in scenarios)} "
+          f"(seed {args.seed}, output {args.out})", flush=True)
+    spark = spark_session(app_name="verifier-chaos", master=args.spark_master)
+    try:
+        return run_matrix(env, scenarios, opts, spark)
+    finally:
+        spark.stop()

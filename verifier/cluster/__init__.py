@@ -1,9 +1,0 @@
-"""The local Kafka cluster: configuration, processes and control."""
-
-from verifier.cluster.config import ClusterSpec, broker_properties
-from verifier.cluster.folder import default_state_dir
-from verifier.cluster.local import LocalCluster, NodeStatus, up
-
-__all__ = [
-    "ClusterSpec", "LocalCluster", "NodeStatus", "broker_properties", "default_state_dir", "up",
-]

@@ -1,0 +1,185 @@
+"""Pure configuration of a local KRaft cluster: ports and broker properties.
+
+Port plan for node n (1-based) with base port B (default 9100):
+
+    client listener (EXTERNAL)     B + n        what clients reach, possibly via a proxy
+    replication (INTERNAL)         B + 100 + n  broker to broker, never proxied
+    controller (CONTROLLER)        B + 200 + n  KRaft quorum, never proxied
+    fault proxy (suggested)        B + 300 + n  see verifier.harness.faults
+
+A broker answers Metadata with the endpoints of the listener the request arrived on, so
+advertising the proxy port on EXTERNAL makes every client connection pass the proxy while
+replication and the quorum go direct.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+HOST = "127.0.0.1"
+
+
+@dataclass(frozen=True)
+class ClusterSpec:
+    nodes: int = 3
+    base_port: int = 9100
+    #: node id -> port advertised on the client listener; default: the listener itself
+    advertised_ports: dict[int, int] = field(default_factory=dict)
+    heap_mb: int = 512
+    #: extra broker properties applied to every node, after the defaults
+    overrides: dict[str, str] = field(default_factory=dict)
+    #: if set, node n runs as Unix uid ``node_uid_base + n`` (as root only): on one
+    #: loopback every connection's source is 127.0.0.1, so a network partition can
+    #: tell brokers apart only by socket owner (nftables ``meta skuid``)
+    node_uid_base: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.nodes not in (1, 3):
+            raise ValueError(f"nodes must be 1 or 3, not {self.nodes}")
+        if not 1024 <= self.base_port <= 65535 - 400:
+            raise ValueError(f"base port {self.base_port} leaves no room for the port plan")
+        unknown = set(self.advertised_ports) - set(self.node_ids)
+        if unknown:
+            raise ValueError(f"advertised ports given for unknown node ids {sorted(unknown)}")
+
+    @property
+    def node_ids(self) -> list[int]:
+        return list(range(1, self.nodes + 1))
+
+    def client_port(self, node: int) -> int:
+        return self.base_port + node
+
+    def internal_port(self, node: int) -> int:
+        return self.base_port + 100 + node
+
+    def controller_port(self, node: int) -> int:
+        return self.base_port + 200 + node
+
+    def proxy_port(self, node: int) -> int:
+        return self.base_port + 300 + node
+
+    def node_uid(self, node: int) -> int | None:
+        return None if self.node_uid_base is None else self.node_uid_base + node
+
+    def advertised_port(self, node: int) -> int:
+        return self.advertised_ports.get(node, self.client_port(node))
+
+    def ports(self, node: int) -> list[int]:
+        """Ports node ``node`` binds (the proxy port belongs to the proxy)."""
+        return [self.client_port(node), self.internal_port(node), self.controller_port(node)]
+
+    def bootstrap_servers(self) -> str:
+        """What clients use: the advertised (possibly proxied) client endpoints."""
+        return ",".join(f"{HOST}:{self.advertised_port(n)}" for n in self.node_ids)
+
+    def direct_bootstrap_servers(self) -> str:
+        """The brokers' own client listeners, bypassing any proxy."""
+        return ",".join(f"{HOST}:{self.client_port(n)}" for n in self.node_ids)
+
+    def quorum_voters(self) -> str:
+        return ",".join(f"{n}@{HOST}:{self.controller_port(n)}" for n in self.node_ids)
+
+    @property
+    def replication_factor(self) -> int:
+        return min(3, self.nodes)
+
+    @property
+    def min_insync_replicas(self) -> int:
+        # RF 3 with min ISR 2: acks=all keeps working with one node down.
+        return 2 if self.nodes >= 3 else 1
+
+    def to_json(self) -> dict:
+        return {
+            "nodes": self.nodes,
+            "base_port": self.base_port,
+            "advertised_ports": {str(k): v for k, v in self.advertised_ports.items()},
+            "heap_mb": self.heap_mb,
+            "overrides": dict(self.overrides),
+            "node_uid_base": self.node_uid_base,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict) -> ClusterSpec:
+        return cls(
+            nodes=int(data["nodes"]),
+            base_port=int(data["base_port"]),
+            advertised_ports={int(k): int(v) for k, v in data.get("advertised_ports", {}).items()},
+            heap_mb=int(data.get("heap_mb", 512)),
+            overrides=dict(data.get("overrides", {})),
+            node_uid_base=data.get("node_uid_base"),
+        )
+
+
+def broker_properties(spec: ClusterSpec, node: int, data_dir: str) -> dict[str, str]:
+    """The ``server.properties`` of one combined broker+controller node."""
+    if node not in spec.node_ids:
+        raise ValueError(f"node {node} is not in a {spec.nodes}-node cluster")
+    rf = str(spec.replication_factor)
+    min_isr = str(spec.min_insync_replicas)
+    props = {
+        "process.roles": "broker,controller",
+        "node.id": str(node),
+        # Static quorum: simplest for 1-3 test nodes; format needs no quorum flags.
+        "controller.quorum.voters": spec.quorum_voters(),
+        "listeners": (
+            f"EXTERNAL://{HOST}:{spec.client_port(node)},"
+            f"INTERNAL://{HOST}:{spec.internal_port(node)},"
+            f"CONTROLLER://{HOST}:{spec.controller_port(node)}"
+        ),
+        # No CONTROLLER entry with a static quorum.
+        "advertised.listeners": (
+            f"EXTERNAL://{HOST}:{spec.advertised_port(node)},"
+            f"INTERNAL://{HOST}:{spec.internal_port(node)}"
+        ),
+        "listener.security.protocol.map": (
+            "EXTERNAL:PLAINTEXT,INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT"
+        ),
+        "inter.broker.listener.name": "INTERNAL",
+        "controller.listener.names": "CONTROLLER",
+        "log.dirs": data_dir,
+        "num.partitions": "1",
+        "default.replication.factor": rf,
+        "min.insync.replicas": min_isr,
+        # Topics are created explicitly by the tool; a typo must not create one.
+        "auto.create.topics.enable": "false",
+        "offsets.topic.replication.factor": rf,
+        "offsets.topic.num.partitions": "4",
+        # Both RF *and* min ISR must fit the node count, else init_transactions() times out.
+        "transaction.state.log.replication.factor": rf,
+        "transaction.state.log.min.isr": min_isr,
+        "transaction.state.log.num.partitions": "4",
+        "share.coordinator.state.topic.replication.factor": rf,
+        "share.coordinator.state.topic.min.isr": min_isr,
+        # A killed transactional producer holds read_committed readers back until its
+        # transaction times out; scan for expired ones every second, not every 10 s.
+        "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000",
+        "group.initial.rebalance.delay.ms": "0",
+        # Followers that fall behind leave the ISR after 5 s (default 30 s), so faults
+        # show ISR shrink and recovery within a short run.
+        "replica.lag.time.max.ms": "5000",
+        "unclean.leader.election.enable": "false",
+        "num.network.threads": "2",
+        "num.io.threads": "2",
+        "num.recovery.threads.per.data.dir": "1",
+        "log.segment.bytes": str(64 * 1024 * 1024),
+    }
+    props.update(spec.overrides)
+    return props
+
+
+def render_properties(props: dict[str, str]) -> str:
+    return "".join(f"{k}={v}\n" for k, v in props.items())
+
+
+def jvm_options(spec: ClusterSpec, log_dir: str, log4j_config: str) -> list[str]:
+    heap = f"{spec.heap_mb}m"
+    return [
+        f"-Xms{min(spec.heap_mb, 256)}m",
+        f"-Xmx{heap}",
+        "-XX:+UseG1GC",
+        "-XX:MaxGCPauseMillis=20",
+        "-XX:+ExitOnOutOfMemoryError",
+        "-Djava.awt.headless=true",
+        f"-Dkafka.logs.dir={log_dir}",
+        f"-Dlog4j2.configurationFile={log4j_config}",
+    ]

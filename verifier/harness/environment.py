@@ -1,0 +1,133 @@
+"""Where a chaos run happens: the embedded local cluster, or a user's external one.
+
+The local environment starts the fault proxy first and then a 3-node KRaft cluster whose
+brokers advertise the proxy's ports, so every client connection passes the proxy while
+replication and the quorum go direct. An external environment only knows bootstrap
+servers: the tool creates its own topics there, and faults that need the local side
+(proxy rules, broker signals) are skipped, which the run says.
+"""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from verifier.harness.cluster import ClusterSpec, LocalCluster, up
+from verifier.harness.faults.actions import FaultEnv
+from verifier.harness.faults.proxy_process import ProxyProcess, proxied
+from verifier.harness.faults.spec import BROKER_KINDS, PROXY_KINDS
+from verifier.harness.topics import admin, wait_in_sync
+
+log = logging.getLogger(__name__)
+
+
+class LocalEnvironment:
+    """A proxied local cluster for the duration of a ``with`` block."""
+
+    name = "local"
+
+    def __init__(self, state_dir: Path, base_port: int = 9700, nodes: int = 3,
+                 partitions: bool = False) -> None:
+        # Network partitions match brokers by socket owner, so each broker then runs as
+        # its own Unix user (uid 61000 + n); only possible inside a private namespace.
+        self.partitions = partitions
+        uid_base = 61000 if partitions else None
+        self.spec = proxied(ClusterSpec(nodes=nodes, base_port=base_port,
+                                        node_uid_base=uid_base))
+        self.state_dir = Path(state_dir)
+        self.proxy_process = ProxyProcess(self.spec, self.state_dir.parent / "chaos-proxy")
+        self.cluster: LocalCluster | None = None
+        self.client_config: dict = {}
+
+    @property
+    def connection_log(self) -> Path | None:
+        """The proxy's connection log (appended to across runs; see docs/faults.md)."""
+        return self.proxy_process.connection_log
+
+    def __enter__(self) -> LocalEnvironment:
+        existing = LocalCluster.load(self.state_dir)
+        if existing is not None:  # a previous run was killed: start clean
+            existing.down()
+        self.proxy_process.start()
+        try:
+            self.cluster, _ = up(self.state_dir, self.spec)
+        except BaseException:
+            self.proxy_process.stop()
+            raise
+        return self
+
+    def __exit__(self, *exc) -> None:
+        try:
+            if self.cluster is not None:
+                self.cluster.down()
+        finally:
+            self.proxy_process.stop()
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return self.spec.bootstrap_servers()
+
+    @property
+    def replication_factor(self) -> int:
+        return self.spec.replication_factor
+
+    def skipped_kinds(self) -> set[str]:
+        return set() if self.partitions else {"network-partition"}
+
+    def fault_env(self, processes: dict) -> FaultEnv:
+        from verifier.harness.faults.netns import Partition
+
+        return FaultEnv(bootstrap_servers=self.bootstrap_servers, cluster=self.cluster,
+                        proxy=self.proxy_process.client, processes=processes,
+                        partition=Partition(self.spec) if self.partitions else None)
+
+    def recover(self, topics: list[str], timeout: float = 180) -> None:
+        """Every node running and ready, every partition of ``topics`` fully in sync."""
+        assert self.cluster is not None
+        for n in self.spec.node_ids:
+            state = self.cluster.node_state(n)
+            if state == "paused":
+                self.cluster.resume_node(n)
+            elif state in ("dead", "stopped"):
+                log.warning("node %s was %s after heal; starting it", n, state)
+                self.cluster.start_node(n)
+        self.cluster.wait_ready(timeout=timeout)
+        self.proxy_process.client.clear_rules()
+        wait_in_sync(self.bootstrap_servers, topics, timeout=timeout)
+
+
+class ExternalEnvironment:
+    """A cluster the user runs; only client-side faults apply."""
+
+    name = "external"
+
+    def __init__(self, bootstrap_servers: str, client_config: dict | None = None) -> None:
+        self._bootstrap = bootstrap_servers
+        self.client_config = dict(client_config or {})
+        self._brokers = 0
+        self.connection_log = None  # no proxy in front of a user's cluster
+
+    def __enter__(self) -> ExternalEnvironment:
+        with admin(self._bootstrap, **self.client_config) as a:
+            self._brokers = len(a.describe_cluster()["brokers"])
+        return self
+
+    def __exit__(self, *exc) -> None:
+        pass
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return self._bootstrap
+
+    @property
+    def replication_factor(self) -> int:
+        return min(3, self._brokers)
+
+    def skipped_kinds(self) -> set[str]:
+        return set(PROXY_KINDS) | set(BROKER_KINDS)
+
+    def fault_env(self, processes: dict) -> FaultEnv:
+        return FaultEnv(bootstrap_servers=self._bootstrap, processes=processes)
+
+    def recover(self, topics: list[str], timeout: float = 180) -> None:
+        wait_in_sync(self._bootstrap, topics, timeout=timeout, **self.client_config)

@@ -1,0 +1,204 @@
+"""How each fault kind starts and heals, against one run's environment.
+
+Each handler returns a ``detail`` dict for the nemesis history (docs/formats.md §3).
+A start that raises :class:`NotApplied` did nothing (history ``fail``); any other error
+leaves the outcome open (history ``info``) and the fault is still healed.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from verifier.harness.faults.spec import PROXY_KINDS, ScheduledFault
+from verifier.harness.faults.targets import ProcessTarget, TargetError, resolve_broker
+from verifier.rundata.errors import UsageError, VerifierError
+
+
+class NotApplied(VerifierError):
+    """The fault was not applied at all (its target did not exist or was not running)."""
+
+
+@dataclass
+class FaultEnv:
+    """Everything a fault can act on in one run; absent parts disable their faults."""
+
+    bootstrap_servers: str
+    cluster: object | None = None  # verifier.harness.cluster.LocalCluster
+    proxy: object | None = None  # verifier.harness.faults.control.ProxyClient
+    processes: dict[str, ProcessTarget] = field(default_factory=dict)
+    partition: object | None = None  # verifier.harness.faults.netns.Partition
+    ready_timeout: float = 180.0
+
+    def require(self, part: str, kind: str):
+        value = getattr(self, part)
+        if value is None:
+            raise NotApplied(f"{kind} needs a {part}, and this run has none")
+        return value
+
+
+def _broker(fault: ScheduledFault, env: FaultEnv) -> int | None:
+    try:
+        return resolve_broker(fault.target, env.bootstrap_servers)
+    except TargetError as exc:
+        raise NotApplied(str(exc)) from exc
+
+
+# ----- proxy rules ---------------------------------------------------------------------
+
+def start_proxy_rule(fault: ScheduledFault, env: FaultEnv, state: dict) -> dict:
+    proxy = env.require("proxy", fault.kind)
+    broker = _broker(fault, env)
+    rule = proxy.add_rule(kind=PROXY_KINDS[fault.kind], broker=broker, **fault.params)
+    state["rule"] = rule["id"]
+    return {"node": broker, "rule": rule}
+
+
+def heal_proxy_rule(fault: ScheduledFault, env: FaultEnv, state: dict) -> dict:
+    rule = env.proxy.remove_rule(state["rule"])
+    # the rule's final counters: how many responses it dropped, frames it delayed, ...
+    return {"rule": rule["id"], "matched": rule["matched"], "hits": rule["hits"]}
+
+
+# ----- broker processes ----------------------------------------------------------------
+
+def _running(env: FaultEnv, node: int, kind: str):
+    cluster = env.require("cluster", kind)
+    if cluster.node_state(node) != "running":
+        raise NotApplied(f"node {node} is {cluster.node_state(node)}, not running")
+    return cluster
+
+
+def start_broker_kill(fault: ScheduledFault, env: FaultEnv, state: dict) -> dict:
+    node = _broker(fault, env)
+    cluster = _running(env, node, fault.kind)
+    pid = cluster.pids[node]
+    state["node"] = node
+    cluster.kill_node(node)
+    return {"node": node, "pid": pid, "signal": "SIGKILL"}
+
+
+def heal_broker_kill(fault: ScheduledFault, env: FaultEnv, state: dict) -> dict:
+    cluster, node = env.cluster, state["node"]
+    t0 = time.monotonic()
+    if cluster.node_state(node) not in ("running", "paused"):
+        cluster.start_node(node)
+    cluster.wait_ready(timeout=env.ready_timeout)
+    return {"node": node, "pid": cluster.pids[node],
+            "ready_seconds": round(time.monotonic() - t0, 3)}
+
+
+def start_broker_pause(fault: ScheduledFault, env: FaultEnv, state: dict) -> dict:
+    node = _broker(fault, env)
+    cluster = _running(env, node, fault.kind)
+    state["node"] = node
+    cluster.pause_node(node)
+    return {"node": node, "pid": cluster.pids[node], "signal": "SIGSTOP"}
+
+
+def heal_broker_pause(fault: ScheduledFault, env: FaultEnv, state: dict) -> dict:
+    cluster, node = env.cluster, state["node"]
+    if cluster.node_state(node) == "paused":
+        cluster.resume_node(node)
+    return {"node": node, "signal": "SIGCONT"}
+
+
+def start_partition(fault: ScheduledFault, env: FaultEnv, state: dict) -> dict:
+    partition = env.require("partition", fault.kind)
+    node = _broker(fault, env)
+    state["node"] = node
+    return {"node": node, **partition.cut(node)}
+
+
+def heal_partition(fault: ScheduledFault, env: FaultEnv, state: dict) -> dict:
+    return {"node": state["node"], **env.partition.heal(state["node"])}
+
+
+# ----- generator and observer processes ------------------------------------------------
+
+def start_process_kill(fault: ScheduledFault, env: FaultEnv, state: dict) -> dict:
+    name = fault.target["process"]
+    proc = env.processes.get(name)
+    if proc is None:
+        raise NotApplied(f"no process {name!r} in this run")
+    if not proc.alive:
+        raise NotApplied(f"process {name!r} is not running")
+    pid = getattr(proc, "pid", None)
+    state["process"] = name
+    exit_code = proc.kill()
+    return {"process": name, "pid": pid, "signal": "SIGKILL", "exit": exit_code}
+
+
+def heal_process_kill(fault: ScheduledFault, env: FaultEnv, state: dict) -> dict:
+    name = state["process"]
+    proc = env.processes[name]
+    if not proc.alive:
+        proc.restart()
+    return {"process": name, "pid": getattr(proc, "pid", None)}
+
+
+Handler = Callable[[ScheduledFault, FaultEnv, dict], dict]
+
+HANDLERS: dict[str, tuple[Handler, Handler]] = {
+    **{k: (start_proxy_rule, heal_proxy_rule) for k in PROXY_KINDS},
+    "broker-kill": (start_broker_kill, heal_broker_kill),
+    "broker-pause": (start_broker_pause, heal_broker_pause),
+    "network-partition": (start_partition, heal_partition),
+    "producer-kill": (start_process_kill, heal_process_kill),
+    "observer-kill": (start_process_kill, heal_process_kill),
+    "process-kill": (start_process_kill, heal_process_kill),
+}
+
+
+def check_env(kinds: set[str], env: FaultEnv) -> None:
+    """Before anything starts: every fault kind has the part of the run it acts on."""
+    needs = {"cluster": set(HANDLERS) & {"broker-kill", "broker-pause"},
+             "proxy": set(PROXY_KINDS), "partition": {"network-partition"}}
+    for part, needing in needs.items():
+        missing = kinds & needing
+        if missing and getattr(env, part) is None:
+            raise UsageError(f"fault kinds {sorted(missing)} need a {part}, and this run "
+                             "has none")
+
+
+def heal_everything(env: FaultEnv, killed: set[str]) -> dict:
+    """Undo every fault this environment can have, whatever the nemesis recorded:
+    clear proxy rules, remove partitions, continue paused and start dead brokers, and
+    restart the processes in ``killed``. Each step runs even if an earlier one failed."""
+    detail: dict = {}
+    errors = []
+
+    def step(name: str, fn: Callable[[], object]) -> None:
+        try:
+            detail[name] = fn()
+        except Exception as exc:  # noqa: BLE001 - the remaining steps must still run
+            errors.append(f"{name}: {type(exc).__name__}: {exc}")
+
+    if env.proxy is not None:
+        step("proxy_rules_cleared", lambda: len(env.proxy.clear_rules()))
+    if env.partition is not None:
+        step("partition", env.partition.heal_all)
+    if env.cluster is not None:
+        step("brokers", lambda: _heal_brokers(env))
+    for name in sorted(killed):
+        proc = env.processes[name]
+        step(f"process:{name}", lambda p=proc: None if p.alive else p.restart())
+    if errors:
+        detail["errors"] = errors
+    return detail
+
+
+def _heal_brokers(env: FaultEnv) -> dict:
+    cluster, healed = env.cluster, {}
+    for node in cluster.spec.node_ids:
+        state = cluster.node_state(node)
+        if state == "paused":
+            cluster.resume_node(node)
+            healed[node] = "resumed"
+        elif state in ("dead", "stopped"):
+            cluster.start_node(node)
+            healed[node] = "started"
+    if healed:
+        cluster.wait_ready(timeout=env.ready_timeout)
+    return healed

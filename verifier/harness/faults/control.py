@@ -1,0 +1,185 @@
+"""The proxy's control interface: a tiny HTTP/JSON API on 127.0.0.1, like toxiproxy's.
+
+    GET    /status              counters per broker, totals, active rules
+    GET    /drops               the most recent dropped/closed responses
+    POST   /rules   {rule}      set a rule (verifier.harness.faults.rules); returns it with its id
+    DELETE /rules/<id>          remove one rule; returns it with its final counters
+    DELETE /rules               remove every rule (heal); returns them
+    POST   /reset   {"broker"}  RST the open connections (of one broker, or all)
+
+Also the proxy process's ``main`` and :class:`ProxyClient`, the caller's side
+(standard library only, so a human can use ``curl`` just as well).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import signal
+import urllib.error
+import urllib.request
+from pathlib import Path
+
+from verifier.harness.faults.proxy import Proxy
+from verifier.harness.faults.rules import RuleError
+from verifier.harness.kafka_wire import MAX_FRAME
+from verifier.rundata.errors import VerifierError
+
+log = logging.getLogger(__name__)
+
+MAX_BODY = 1024 * 1024
+
+
+class ProxyControlError(VerifierError):
+    """The proxy's control interface refused a call or cannot be reached."""
+
+
+class _HttpError(Exception):
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+
+
+def route(proxy: Proxy, method: str, path: str, body: dict | None) -> tuple[int, object]:
+    """Dispatch one API call; returns (HTTP status, JSON body)."""
+    parts = [p for p in path.split("?")[0].split("/") if p]
+    if method == "GET" and parts == ["status"]:
+        return 200, proxy.status()
+    if method == "GET" and parts == ["drops"]:
+        return 200, list(proxy.drops)
+    if method == "POST" and parts == ["rules"]:
+        try:
+            return 201, proxy.add_rule(body or {}).to_json()
+        except RuleError as exc:
+            raise _HttpError(400, str(exc)) from exc
+    if method == "DELETE" and parts == ["rules"]:
+        return 200, [r.to_json() for r in proxy.rules.clear()]
+    if method == "DELETE" and len(parts) == 2 and parts[0] == "rules" and parts[1].isdigit():
+        rule = proxy.rules.remove(int(parts[1]))
+        if rule is None:
+            raise _HttpError(404, f"no rule {parts[1]}")
+        return 200, rule.to_json()
+    if method == "POST" and parts == ["reset"]:
+        broker = (body or {}).get("broker")
+        return 200, {"reset": proxy.reset_connections(None if broker is None else int(broker))}
+    raise _HttpError(404, f"no route {method} {path}")
+
+
+async def _handle_http(proxy: Proxy, reader: asyncio.StreamReader,
+                       writer: asyncio.StreamWriter) -> None:
+    status, payload = 500, {"error": "internal error"}
+    try:
+        request_line = (await reader.readline()).decode("latin-1").split()
+        if len(request_line) < 2:
+            raise _HttpError(400, "bad request line")
+        method, path = request_line[0].upper(), request_line[1]
+        length = 0
+        while (line := (await reader.readline()).decode("latin-1").strip()):
+            name, _, value = line.partition(":")
+            if name.strip().lower() == "content-length":
+                length = int(value.strip())
+        if length > MAX_BODY:
+            raise _HttpError(413, "body too large")
+        raw = await reader.readexactly(length) if length else b""
+        try:
+            body = json.loads(raw) if raw else None
+        except ValueError as exc:
+            raise _HttpError(400, f"body is not JSON: {exc}") from exc
+        status, payload = route(proxy, method, path, body)
+    except _HttpError as exc:
+        status, payload = exc.status, {"error": str(exc)}
+    except Exception as exc:  # noqa: BLE001 - a control call must never kill the proxy
+        log.exception("control call failed")
+        payload = {"error": f"{type(exc).__name__}: {exc}"}
+    data = json.dumps(payload).encode()
+    writer.write(f"HTTP/1.1 {status} X\r\nContent-Type: application/json\r\n"
+                 f"Content-Length: {len(data)}\r\nConnection: close\r\n\r\n".encode() + data)
+    try:
+        await writer.drain()
+    finally:
+        writer.close()
+
+
+async def serve(proxy: Proxy, control_port: int, host: str = "127.0.0.1") -> None:
+    """Run the proxy and its control interface until SIGTERM or SIGINT."""
+    await proxy.start()
+    server = await asyncio.start_server(lambda r, w: _handle_http(proxy, r, w), host,
+                                        control_port, reuse_address=True)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    log.warning("proxy ready: control on %s:%s, routes %s", host, control_port, proxy.routes)
+    await stop.wait()
+    server.close()
+    await proxy.close()
+
+
+def _route_arg(text: str) -> tuple[int, tuple[int, int]]:
+    try:
+        broker, ports = text.split("=")
+        listen, upstream = ports.split(":")
+        return int(broker), (int(listen), int(upstream))
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(f"expected BROKER=LISTEN:UPSTREAM, got {text!r}") from exc
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m verifier.harness.faults.proxy --control-port P --route 1=LISTEN:UPSTREAM ...``"""
+    p = argparse.ArgumentParser(prog="python -m verifier.harness.faults.proxy",
+                                description="Kafka-aware fault proxy")
+    p.add_argument("--control-port", type=int, required=True)
+    p.add_argument("--route", type=_route_arg, action="append", required=True,
+                   help="BROKER=LISTEN_PORT:BROKER_PORT, once per broker")
+    p.add_argument("--connection-log", type=Path, default=None)
+    p.add_argument("--max-frame", type=int, default=MAX_FRAME)
+    args = p.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    proxy = Proxy(dict(args.route), conn_log=args.connection_log, max_frame=args.max_frame)
+    asyncio.run(serve(proxy, args.control_port))
+    return 0
+
+
+class ProxyClient:
+    """The caller's side of the control interface."""
+
+    def __init__(self, port: int, host: str = "127.0.0.1", timeout: float = 5.0) -> None:
+        self.base = f"http://{host}:{port}"
+        self.timeout = timeout
+
+    def _call(self, method: str, path: str, body: dict | None = None):
+        data = None if body is None else json.dumps(body).encode()
+        req = urllib.request.Request(self.base + path, data=data, method=method,
+                                     headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=self.timeout) as resp:
+                return json.loads(resp.read())
+        except urllib.error.HTTPError as exc:
+            detail = exc.read().decode(errors="replace")
+            raise ProxyControlError(f"{method} {path} -> {exc.code}: {detail}") from exc
+        except OSError as exc:
+            raise ProxyControlError(f"proxy control {self.base} unreachable: {exc}") from exc
+
+    def status(self) -> dict:
+        return self._call("GET", "/status")
+
+    def totals(self) -> dict:
+        return self.status()["totals"]
+
+    def drops(self) -> list[dict]:
+        return self._call("GET", "/drops")
+
+    def add_rule(self, **rule) -> dict:
+        return self._call("POST", "/rules", rule)
+
+    def remove_rule(self, rule_id: int) -> dict:
+        return self._call("DELETE", f"/rules/{rule_id}")
+
+    def clear_rules(self) -> list[dict]:
+        return self._call("DELETE", "/rules")
+
+    def reset(self, broker: int | None = None) -> int:
+        return self._call("POST", "/reset", {"broker": broker})["reset"]

@@ -1,0 +1,197 @@
+"""The nemesis: runs a fault schedule in a thread and records it as history.
+
+    with Nemesis(schedule, env, run_dir / "nemesis.jsonl", run_id) as nemesis:
+        ... run the load ...
+        nemesis.wait_done(timeout)        # every scheduled heal has run
+    # leaving the block always heals everything, also on Ctrl-C, SIGTERM or an error
+
+Each fault action is an ``invoke`` line and one completion line (docs/formats.md §3):
+``ok`` with a ``detail``, ``fail`` (not applied) or ``info`` (unknown: it may have been
+applied). The final heal-all is recorded as ``fault: "all"`` with ``id: 0``.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import signal
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from verifier.harness.faults.actions import (
+    HANDLERS,
+    FaultEnv,
+    NotApplied,
+    check_env,
+    heal_everything,
+)
+from verifier.harness.faults.spec import Schedule, ScheduledFault
+from verifier.rundata.errors import UsageError
+from verifier.rundata.waiting import wait_until
+
+log = logging.getLogger(__name__)
+
+HISTORY_FORMAT = "nemesis-history"
+HISTORY_VERSION = 1
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class NemesisHistory:
+    """``nemesis.jsonl``: a header, then invoke/completion pairs, flushed line by line."""
+
+    def __init__(self, path: Path, run_id: str, seed: int) -> None:
+        Path(path).parent.mkdir(parents=True, exist_ok=True)
+        self.path = Path(path)
+        self._file = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed by close()
+        self._lock = threading.Lock()
+        self.write({"type": "header", "format": HISTORY_FORMAT, "version": HISTORY_VERSION,
+                    "run": run_id, "seed": seed})
+
+    def write(self, record: dict) -> None:
+        with self._lock:
+            self._file.write(json.dumps(record, separators=(",", ":"), default=str) + "\n")
+            self._file.flush()
+
+    def close(self) -> None:
+        self._file.close()
+
+
+@contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """Turn SIGTERM into KeyboardInterrupt while the block runs, so ``with`` blocks
+    (the heal-all) unwind on ``kill`` as they do on Ctrl-C. Main thread only."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def raise_interrupt(signum, frame):
+        raise KeyboardInterrupt(f"signal {signum}")
+
+    previous = signal.signal(signal.SIGTERM, raise_interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+class Nemesis:
+    """Runs one schedule against one environment; see the module docstring."""
+
+    def __init__(self, schedule: Schedule, env: FaultEnv, history_path: Path, run_id: str,
+                 processes_known: bool = True) -> None:
+        check_env({f.kind for f in schedule.faults}, env)
+        if processes_known:
+            missing = {f.target["process"] for f in schedule.faults
+                       if "process" in f.target} - set(env.processes)
+            if missing:
+                raise UsageError(f"schedule names unknown processes {sorted(missing)}")
+        self.schedule = schedule
+        self.env = env
+        self.history_path = Path(history_path)
+        self.run_id = run_id
+        self.history: NemesisHistory | None = None
+        self.active: dict[int, tuple[ScheduledFault, dict]] = {}
+        self.killed: set[str] = set()
+        self.errors: list[str] = []
+        self._stop = threading.Event()
+        self._lock = threading.Lock()  # one fault action at a time, also during heal-all
+        self._thread: threading.Thread | None = None
+        self._signals = sigterm_as_interrupt()
+
+    # ----- lifecycle ---------------------------------------------------------------------
+
+    def __enter__(self) -> Nemesis:
+        self.history = NemesisHistory(self.history_path, self.run_id, self.schedule.seed)
+        self._signals.__enter__()
+        self._thread = threading.Thread(target=self._run, name="nemesis", daemon=True)
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        try:
+            self.stop()
+            self.heal_all()
+        finally:
+            self._signals.__exit__(None, None, None)
+            if self.history is not None:
+                self.history.close()
+
+    def stop(self, timeout: float = 300) -> None:
+        """Stop starting faults; wait for the action in progress (a broker restart can
+        take a while) so heal-all does not race it."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout)
+
+    def wait_done(self, timeout: float) -> None:
+        """Wait until the whole schedule (every heal) has run."""
+        wait_until(lambda: (self._thread is not None and not self._thread.is_alive(), None),
+                   timeout=timeout, what="the fault schedule to finish",
+                   expected="every scheduled fault started and healed")
+
+    # ----- the schedule ------------------------------------------------------------------
+
+    def _run(self) -> None:
+        t0 = time.monotonic()
+        for at, action, fault in self.schedule.timeline():
+            # Waiting on the stop event paces the schedule and lets stop() cut it short.
+            if self._stop.wait(max(0.0, t0 + at - time.monotonic())):
+                return
+            with self._lock:
+                if action == "start":
+                    self._start(fault)
+                elif fault.id in self.active:
+                    self._heal(fault)
+
+    def _record(self, f: str, fault: ScheduledFault | None, fn) -> str:
+        """Write invoke, run ``fn``, write ok / fail / info; return that outcome."""
+        base = {"f": f, "fault": fault.kind if fault else "all",
+                "target": fault.target if fault else {}, "id": fault.id if fault else 0}
+        self.history.write({"type": "invoke", **base, "t": now_ms()})
+        try:
+            detail = fn()
+        except NotApplied as exc:
+            self.history.write({"type": "fail", **base, "t": now_ms(), "error": str(exc)})
+            return "fail"
+        except Exception as exc:  # noqa: BLE001 - recorded; the run goes on and heals
+            log.exception("nemesis: %s %s failed", f, base["fault"])
+            error = f"{type(exc).__name__}: {exc}"
+            self.errors.append(f"{f} {base['fault']} #{base['id']}: {error}")
+            self.history.write({"type": "info", **base, "t": now_ms(), "error": error})
+            return "info"
+        self.history.write({"type": "ok", **base, "t": now_ms(), "detail": detail})
+        return "ok"
+
+    def _start(self, fault: ScheduledFault) -> None:
+        start, _ = HANDLERS[fault.kind]
+        state: dict = {}
+        if self._record("start", fault, lambda: start(fault, self.env, state)) != "fail":
+            self.active[fault.id] = (fault, state)  # ok or info: it must be healed
+            if "process" in state:
+                self.killed.add(state["process"])
+
+    def _heal(self, fault: ScheduledFault) -> None:
+        _, heal = HANDLERS[fault.kind]
+        _, state = self.active[fault.id]
+        if not state:  # the start failed before it resolved a target: heal-all covers it
+            self.active.pop(fault.id)
+            return
+        # A heal that failed stays active; heal-all's catch-all covers it at the end.
+        if self._record("heal", fault, lambda: heal(fault, self.env, state)) == "ok":
+            self.active.pop(fault.id, None)
+            self.killed.discard(state.get("process", ""))
+
+    def heal_all(self) -> None:
+        """Heal what is still active (newest first), then undo anything left over."""
+        with self._lock:
+            for fault, _ in sorted(self.active.values(), key=lambda a: -a[0].id):
+                self._heal(fault)
+            self._record( "heal", None, lambda: heal_everything(self.env, self.killed))
+            self.active.clear()
+            self.killed.clear()

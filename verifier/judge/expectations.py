@@ -1,0 +1,100 @@
+"""The expectation table: what each delivery mode may show, as data (DESIGN §6).
+
+Keyed by (mode, isolation level); each anomaly kind is forbidden, tolerated, expected, or
+n/a (the mode cannot produce it). ``docs/expectations.md`` prints this table and says why
+each entry is what it is; change both together.
+"""
+
+from __future__ import annotations
+
+from verifier.judge.model import (
+    ABORTED_READ,
+    DUP_CROSS,
+    DUP_DELIVERY,
+    DUP_SAME,
+    FOREIGN,
+    HANGING,
+    INCONSISTENT,
+    KINDS,
+    LOST,
+    PRESET_MODES,
+    READ_COMMITTED,
+    READ_UNCOMMITTED,
+    REORDER,
+    TORN,
+    UNSEEN,
+)  # fmt: skip
+from verifier.rundata.vocab import SINKS as VOCAB_SINKS
+
+FORBIDDEN = "forbidden"  # any occurrence fails the mode
+TOLERATED = "tolerated"  # may occur; reported, never fails the mode
+EXPECTED = "expected"  # should occur under the named conditions; reported, never fails
+INCONCLUSIVE = "inconclusive"  # any occurrence makes the verdict UNKNOWN
+NA = "n/a"  # the mode cannot produce it (no transactions)
+
+PRESETS = PRESET_MODES
+SINKS = VOCAB_SINKS
+RC, RU = READ_COMMITTED, READ_UNCOMMITTED
+F, T, E, N = FORBIDDEN, TOLERATED, EXPECTED, NA
+
+#: columns of the table in DESIGN §6, in order
+COLUMNS: tuple[tuple[str, str], ...] = (
+    ("at-most-once", RC), ("at-least-once", RC), ("idempotent", RC),
+    ("transactional", RC), ("transactional", RU),
+)  # fmt: skip
+
+#: anomaly -> one entry per column of COLUMNS (DESIGN §6, row by row)
+_ROWS: dict[str, tuple[str, ...]] = {
+    LOST:         (T, F, F, F, F),  # transactional: committed records only
+    DUP_SAME:     (F, T, F, F, T),
+    DUP_CROSS:    (F, T, T, F, E),  # expected at read_uncommitted under producer kill
+    REORDER:      (F, T, F, F, T),
+    ABORTED_READ: (N, N, N, F, E),
+    TORN:         (N, N, N, F, T),
+    HANGING:      (F, F, F, F, F),
+    INCONSISTENT: (F, F, F, F, F),
+    FOREIGN:      (F, F, F, F, F),
+}  # fmt: skip
+
+#: an unseen record (drain incomplete) could be lost or late: where loss is forbidden it
+#: leaves the verdict open; where loss is tolerated it is tolerated too
+_UNSEEN_IF_LOST = {F: INCONCLUSIVE, T: T}
+
+#: duplicate (delivery) depends on the observer's sink, not on the producer mode
+DELIVERY_BY_SINK = {"exactly-once": FORBIDDEN, "at-least-once": TOLERATED}
+
+#: conditions under which an EXPECTED entry is expected (else it is only tolerated)
+CONDITIONS: dict[tuple[str, str, str], str] = {
+    ("transactional", RU, DUP_CROSS): "producer-kill",
+}
+
+#: (mode, isolation) -> anomaly -> entry; non-transactional modes read the same at both
+#: levels (read_committed only hides transactional records), so their RU entry is RC's
+TABLE: dict[tuple[str, str], dict[str, str]] = {}
+for _i, (_mode, _iso) in enumerate(COLUMNS):
+    TABLE[(_mode, _iso)] = {k: row[_i] for k, row in _ROWS.items()}
+for _mode in PRESETS:
+    if (_mode, RU) not in TABLE:
+        TABLE[(_mode, RU)] = dict(TABLE[(_mode, RC)])
+
+
+def expectation(mode: str, isolation: str, kind: str, sink: str = "exactly-once") -> str:
+    """The table entry for ``kind`` under ``mode`` (a preset) read at ``isolation``."""
+    if kind == DUP_DELIVERY:
+        return DELIVERY_BY_SINK[sink]
+    if kind == UNSEEN:
+        return _UNSEEN_IF_LOST.get(TABLE[(mode, isolation)][LOST], TOLERATED)
+    return TABLE[(mode, isolation)][kind]
+
+
+#: strictness order used to merge the entries of the levels one report column covers
+_RANK = {FORBIDDEN: 4, INCONCLUSIVE: 3, TOLERATED: 2, EXPECTED: 1, NA: 0}
+
+
+def strictest(entries: list[str]) -> str:
+    return max(entries, key=_RANK.__getitem__)
+
+
+def as_rows(sink: str = "exactly-once") -> list[tuple[str, list[str]]]:
+    """The whole table for printing: (anomaly, one entry per COLUMNS column)."""
+    return [(k, [expectation(m, i, k, sink) for m, i in COLUMNS]) for k in KINDS]

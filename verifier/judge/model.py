@@ -1,0 +1,157 @@
+"""The vocabulary of the checks: anomaly kinds, the anomaly record schema, run data.
+
+Every check returns a Spark DataFrame with exactly :data:`ANOMALY_COLUMNS`, one row per
+anomaly, so the runner can count, sample and attribute them the same way whatever the
+check. ``evidence`` is a JSON object (text) whose keys depend on the kind.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    import pyarrow as pa
+    from pyspark.sql import Column, DataFrame
+
+from verifier.rundata.vocab import (  # noqa: F401 - re-exported for the checks
+    ABORTED_READ,
+    DUP_CROSS,
+    DUP_DELIVERY,
+    DUP_SAME,
+    FOREIGN,
+    HANGING,
+    INCONSISTENT,
+    ISOLATIONS,
+    KINDS,
+    LOST,
+    READ_COMMITTED,
+    READ_UNCOMMITTED,
+    REORDER,
+    TORN,
+    UNSEEN,
+)
+from verifier.rundata.vocab import MODES as PRESET_MODES
+
+#: (name, Spark type) of an anomaly row; offsets holds every offset involved
+ANOMALY_COLUMNS: tuple[tuple[str, str], ...] = (
+    ("kind", "string"),
+    ("topic", "string"),
+    ("partition", "int"),
+    ("isolation", "string"),
+    ("reader", "string"),
+    ("pid", "string"),
+    ("ses", "int"),
+    ("seq", "bigint"),
+    ("txn", "bigint"),
+    ("offset", "bigint"),
+    ("offsets", "array<bigint>"),
+    ("t", "bigint"),  # ms: when the record was sent (for the fault timeline)
+    ("evidence", "string"),
+)
+
+
+
+def anomaly_frame(
+    df: DataFrame, kind: str | Column, evidence: dict[str, Column], **cols: Column
+) -> DataFrame:
+    """Project ``df`` onto the anomaly schema; absent columns are typed nulls."""
+    from pyspark.sql import functions as F
+
+    kind_col = F.lit(kind) if isinstance(kind, str) else kind
+    ev = (
+        F.to_json(F.struct(*[c.alias(k) for k, c in evidence.items()])) if evidence else F.lit("{}")
+    )
+    given = {"kind": kind_col, "evidence": ev, **cols}
+    out = []
+    for name, typ in ANOMALY_COLUMNS:
+        col = given.get(name)
+        out.append((F.lit(None) if col is None else col).cast(typ).alias(name))
+    return df.select(*out)
+
+
+@dataclass(frozen=True)
+class ProducerSpec:
+    """One logical producer as config.json declares it."""
+
+    pid: str
+    mode: str  # column label: a preset name or a user label such as "user:my.properties"
+    expect: str  # the preset whose expectations apply
+    topic: str
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """The fields of config.json the verifier reads (docs/formats.md §5)."""
+
+    run: str
+    scenario: str
+    sink: str  # "exactly-once" or "at-least-once": the observer's sink
+    producers: dict[str, ProducerSpec]
+    seed: int | None = None
+
+    def modes(self) -> list[str]:
+        """Mode labels, presets first in their canonical order, then user labels."""
+        labels = {p.mode for p in self.producers.values()}
+        presets = [m for m in PRESET_MODES if m in labels]
+        return presets + sorted(labels - set(presets))
+
+    def expect_of(self, mode: str) -> str:
+        return next(p.expect for p in self.producers.values() if p.mode == mode)
+
+    def topics_of(self, mode: str) -> set[str]:
+        return {p.topic for p in self.producers.values() if p.mode == mode}
+
+
+@dataclass(frozen=True)
+class Drain:
+    """drain.json: did every partition reach its end offsets at both isolation levels?"""
+
+    completed: bool
+    partitions: list[dict] = field(default_factory=list)
+    behind: list[dict] = field(default_factory=list)
+    deadline_s: float | None = None
+
+    def behind_keys(self) -> set[tuple[str, int]]:
+        return {(b["topic"], int(b["partition"])) for b in self.behind}
+
+
+@dataclass
+class RunData:
+    """A run's data as the checks see it. Built by :func:`verifier.judge.checks.load_run`
+    from a run folder, or by hand in tests."""
+
+    config: RunConfig
+    events: DataFrame | None  # history operations (invoke/ok/fail/info), all pids; None
+    # when ``history`` holds them (load_run: no need to ship raw lines to Spark)
+    observations: DataFrame  # observation format 1 rows
+    combos: list[tuple[str, str]]  # (reader, isolation) pairs that have observations
+    drain: Drain
+    drain_partitions: DataFrame  # one row per partition of drain.json
+    started: dict[str, bool] = field(default_factory=dict)  # pid -> a session began
+    nemesis: list[dict] = field(default_factory=list)  # raw nemesis operations
+    history: pa.Table | None = None  # the operations as Arrow (load.HISTORY_SCHEMA + pid)
+
+
+@dataclass
+class Group:
+    """Anomalies of one kind attributed to one mode at one isolation level (or None)."""
+
+    kind: str
+    mode: str
+    isolation: str | None
+    count: int
+    sample: list[dict]
+    timeline: list[tuple[int, int]] = field(default_factory=list)  # (bucket start ms, n)
+
+
+@dataclass
+class CheckOutcome:
+    """What one check produced: groups, or the traceback of its crash."""
+
+    name: str
+    kinds: tuple[str, ...]
+    groups: list[Group] = field(default_factory=list)
+    error: str | None = None  # traceback text when the check crashed
+    summary: str | None = None  # one line: exception class and first line of its message
+    seconds: float = 0.0

@@ -1,0 +1,194 @@
+"""Verdicts: check outcomes + the expectation table -> PASS / FAIL / UNKNOWN per column.
+
+A column is one mode read at the isolation levels its expectations distinguish: one
+column for a non-transactional mode (both levels read the same), two for a
+transactional one. The result is the ``verdict.json`` document (schema in
+docs/expectations.md), a plain dict so ``verifier report`` can re-render it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from verifier.judge import expectations as X
+from verifier.judge.model import ISOLATIONS, KINDS, CheckOutcome, RunData
+
+VERDICT_FORMAT = "verdict"
+VERDICT_VERSION = 1
+PASS, FAIL, UNKNOWN = "PASS", "FAIL", "UNKNOWN"
+EXIT_OK, EXIT_ANOMALY, EXIT_INCOMPLETE = 0, 1, 2  # DESIGN §7, same as verifier.cli
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    mode: str  # label in config.json (a preset or a user's)
+    expect: str  # preset whose expectations apply
+    isolations: tuple[str, ...]
+
+
+def columns_of(run: RunData) -> list[Column]:
+    """Report columns: a transactional expectation gets one column per isolation level."""
+    out = []
+    for mode in run.config.modes():
+        expect = run.config.expect_of(mode)
+        if expect == "transactional":
+            out += [Column(f"{mode}@{iso}", mode, expect, (iso,)) for iso in ISOLATIONS]
+        else:
+            out.append(Column(mode, mode, expect, ISOLATIONS))
+    return out
+
+
+def _entry(col: Column, kind: str, sink: str, faults: set[str]) -> str:
+    entries = [X.expectation(col.expect, iso, kind, sink) for iso in col.isolations]
+    entry = X.strictest(entries)
+    cond = next((X.CONDITIONS.get((col.expect, i, kind)) for i in col.isolations), None)
+    if entry == X.EXPECTED and cond and cond not in faults:
+        return X.TOLERATED  # expected only under its condition
+    return entry
+
+
+def _anomalies(col: Column, outcomes: list[CheckOutcome], sink: str, faults: set[str],
+               cap: int) -> dict[str, dict]:  # fmt: skip
+    out = {k: {"count": 0, "expectation": _entry(col, k, sink, faults), "sample": [],
+               "timeline": {}} for k in KINDS}  # fmt: skip
+    for o in outcomes:
+        for g in o.groups:
+            if g.mode != col.mode or (
+                g.isolation is not None and g.isolation not in col.isolations
+            ):
+                continue
+            a = out[g.kind]
+            a["count"] += g.count
+            a["sample"] = (a["sample"] + g.sample)[:cap]
+            for b, n in g.timeline:
+                a["timeline"][b] = a["timeline"].get(b, 0) + n
+    for a in out.values():
+        a["timeline"] = sorted(a["timeline"].items())
+    return out
+
+
+def _reasons_unknown(col: Column, run: RunData, outcomes, anomalies, topics) -> list[str]:
+    reasons = []
+    for o in outcomes:
+        if o.error and any(anomalies[k]["expectation"] in (X.FORBIDDEN, X.INCONCLUSIVE)
+                           for k in o.kinds):  # fmt: skip
+            reasons.append(f"check {o.name} crashed: {o.summary}")
+    drain = run.drain
+    if not drain.completed and (not drain.behind or {t for t, _ in drain.behind_keys()} & topics):
+        reasons.append("drain incomplete: records not seen may be lost or late")
+    for pid, spec in run.config.producers.items():
+        if spec.mode == col.mode and not run.started.get(pid, False):
+            reasons.append(f"producer {pid} never started")
+    for k, a in anomalies.items():
+        if a["count"] and a["expectation"] == X.INCONCLUSIVE:
+            reasons.append(f"{a['count']} {k}: lost or late, the drain did not finish")
+    return reasons
+
+
+def column_verdict(col, run, outcomes, counts, faults, cap) -> dict:
+    """One column of verdict.json: counts, anomalies with their expectation, verdict."""
+    anomalies = _anomalies(col, outcomes, run.config.sink, faults, cap)
+    forbidden = [k for k, a in anomalies.items() if a["count"] and a["expectation"] == X.FORBIDDEN]
+    pids = sorted(p for p, s in run.config.producers.items() if s.mode == col.mode)
+    topics = run.config.topics_of(col.mode)
+    unknown = _reasons_unknown(col, run, outcomes, anomalies, topics)
+    verdict = FAIL if forbidden else UNKNOWN if unknown else PASS
+    total = {k: 0 for k in ("sent", "acknowledged", "indeterminate", "failed", "committed")}
+    observed = 0
+    for pid in pids:
+        c = counts.get(pid, {})
+        for k in total:
+            total[k] += c.get(k, 0)
+        observed += c.get(
+            "observed" if len(col.isolations) > 1 else f"observed_{col.isolations[0]}", 0
+        )
+    return {
+        "name": col.name, "mode": col.mode, "expect": col.expect,
+        "isolations": list(col.isolations), "pids": pids, "topics": sorted(topics),
+        "verdict": verdict, "forbidden": forbidden, "reasons": unknown,
+        "counts": {**total, "observed": observed}, "anomalies": anomalies,
+    }  # fmt: skip
+
+
+def fault_kinds(nemesis: list[dict]) -> set[str]:
+    return {op.get("fault") for op in nemesis if op.get("f") == "start" and op.get("type") == "ok"}
+
+
+def build(
+    run: RunData,
+    outcomes: list[CheckOutcome],
+    counts: dict,
+    extras: dict | None = None,
+    cap: int = 20,
+) -> dict:
+    """The verdict.json document of one run."""
+    faults = fault_kinds(run.nemesis)
+    cols = [column_verdict(c, run, outcomes, counts, faults, cap) for c in columns_of(run)]
+    unattributed = [{"kind": g.kind, "count": g.count, "sample": g.sample}
+                    for o in outcomes for g in o.groups if g.mode == "(unattributed)"]  # fmt: skip
+    doc = {
+        "format": VERDICT_FORMAT, "version": VERDICT_VERSION, "run": run.config.run,
+        "scenario": run.config.scenario, "sink": run.config.sink,
+        "drain": {"completed": run.drain.completed, "behind": run.drain.behind},
+        "faults": fault_windows(run.nemesis),
+        "checks": {o.name: _check_entry(o) for o in outcomes},
+        "columns": cols, "unattributed": unattributed, **(extras or {}),
+    }  # fmt: skip
+    doc["exit_code"] = exit_code([c["verdict"] for c in cols])
+    return doc
+
+
+def _check_entry(o: CheckOutcome) -> dict:
+    return {"status": "crashed" if o.error else "ok", "seconds": round(o.seconds, 3),
+            "summary": o.summary, "traceback": o.error}  # fmt: skip
+
+
+def exit_code(verdicts: list[str]) -> int:
+    """DESIGN §7: 1 if any mode broke its promise, else 2 if any is unknown, else 0."""
+    if FAIL in verdicts:
+        return EXIT_ANOMALY
+    return EXIT_INCOMPLETE if UNKNOWN in verdicts or not verdicts else EXIT_OK
+
+
+def fault_windows(nemesis: list[dict]) -> list[dict]:
+    """One window per fault id: from its start to its heal (None if never healed)."""
+    wins: dict = {}
+    for op in nemesis:
+        if op.get("type") == "invoke" or "id" not in op:
+            continue
+        w = wins.setdefault(
+            op["id"],
+            {
+                "id": op["id"],
+                "fault": op.get("fault"),
+                "target": op.get("target"),
+                "start": None,
+                "end": None,
+            },
+        )
+        if op.get("f") == "start":
+            w["start"], w["start_outcome"] = op.get("t"), op.get("type")
+        elif op.get("f") == "heal":
+            w["end"], w["heal_outcome"] = op.get("t"), op.get("type")
+    return [w for w in wins.values() if w["start"] is not None]
+
+
+def combine(docs: list[dict]) -> dict:
+    """Several runs' verdicts as one scenario x column grid (for the chaos orchestrator)."""
+    names: list[str] = []
+    grid: dict[str, dict[str, str]] = {}
+    for doc in docs:
+        row = grid.setdefault(doc["scenario"], {})
+        for c in doc["columns"]:
+            if c["name"] not in names:
+                names.append(c["name"])
+            # a scenario run twice keeps its worst verdict
+            row[c["name"]] = _worst(row.get(c["name"]), c["verdict"])
+    all_v = [v for row in grid.values() for v in row.values()]
+    return {"columns": names, "scenarios": list(grid), "grid": grid, "exit_code": exit_code(all_v)}
+
+
+def _worst(a: str | None, b: str) -> str:
+    order = {PASS: 0, UNKNOWN: 1, FAIL: 2}
+    return b if a is None or order[b] > order[a] else a

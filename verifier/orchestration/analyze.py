@@ -1,0 +1,68 @@
+"""`verifier analyze`: load a finished run, run every check, write the verdict and reports.
+
+Offline: needs the run folder and Spark (local, or a cluster via ``--spark-master``),
+never Kafka.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from verifier.judge import verdict as V
+from verifier.judge.checks import Derived, load_run, run_checks
+from verifier.judge.checks.runner import DEFAULT_SAMPLE
+from verifier.judge.checks.stats import counts_by_pid, partition_points, throughput
+
+MAX_PLOTS = 4  # anomalous partitions plotted in report.html
+
+
+def analyze(spark, run_dir: Path | str, cap: int = DEFAULT_SAMPLE, files=None) -> dict:
+    """The verdict.json document of a run (does not write anything)."""
+    run = load_run(spark, run_dir, files)
+    d = Derived(run)
+    try:
+        outcomes = run_checks(run, d, cap=cap)
+        counts = counts_by_pid(d)
+        by_pid = throughput(d)
+        modes = {p: s.mode for p, s in run.config.producers.items()}
+        thr: dict[str, dict[int, int]] = {}
+        for pid, series in by_pid.items():
+            acc = thr.setdefault(modes[pid], {})
+            for b, n in series:
+                acc[b] = acc.get(b, 0) + n
+        extras = {
+            "timeline": {
+                "bucket_ms": 1000,
+                "throughput": {m: sorted(s.items()) for m, s in thr.items()},
+            }
+        }
+        doc = V.build(run, outcomes, counts, extras, cap=cap)
+        doc["partition_plots"] = _plots(d, doc)
+    finally:
+        d.release()
+    return doc
+
+
+def _plots(d: Derived, doc: dict) -> list[dict]:
+    """Offsets around the sampled anomalies of the first few anomalous partitions."""
+    where: dict[tuple[str, int], list[int]] = {}
+    for col in doc["columns"]:
+        for a in col["anomalies"].values():
+            for s in a["sample"]:
+                offs = [o for o in (s.get("offsets") or [s.get("offset")]) if o is not None]
+                if s.get("topic") is not None and s.get("partition") is not None and offs:
+                    where.setdefault((s["topic"], s["partition"]), []).extend(offs)
+    plots = []
+    for (topic, part), offs in sorted(where.items())[:MAX_PLOTS]:
+        plots.append({"topic": topic, "partition": part, "anomalous_offsets": sorted(set(offs)),
+                      "points": partition_points(d, topic, part, offs)})  # fmt: skip
+    return plots
+
+
+def write_outputs(doc: dict, out_dir: Path | str) -> list[Path]:
+    """verdict.json, junit.xml and report.html into ``out_dir``."""
+    from verifier.report import write_html, write_junit, write_verdict
+
+    out = Path(out_dir)
+    return [write_verdict(doc, out / "verdict.json"), write_junit([doc], out / "junit.xml"),
+            write_html(doc, out / "report.html")]  # fmt: skip

@@ -1,0 +1,339 @@
+"""One scenario run: setup -> load + faults -> heal -> recover -> drain -> verify -> report.
+
+All four delivery modes run at once, each on its own topic, under the same fault
+schedule, read by the same observer: a true side-by-side comparison. Every wait is a
+condition with a deadline; the one timed wait is the load phase itself, whose length is
+the scenario's definition.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from streaming.observations import write_json_atomic
+from verifier.harness.faults.nemesis import Nemesis
+from verifier.harness.faults.spec import build_schedule, parse_spec
+from verifier.harness.procs import ManagedProcess
+from verifier.harness.topics import create_topics
+from verifier.orchestration.drain import DrainIncomplete, drain_to_file
+from verifier.orchestration.phases import PhaseClock
+from verifier.orchestration.progress import HistoryTail, ProgressDisplay
+from verifier.orchestration.scenario import Scenario
+from verifier.rundata.errors import VerifierError
+from verifier.rundata.waiting import GiveUp, wait_until
+
+log = logging.getLogger(__name__)
+
+RUN_CONFIG_VERSION = 1
+OBSERVER_START_TIMEOUT = 180.0  # Spark JVM start + first batch on a loaded 2-core machine
+GENERATOR_STOP_TIMEOUT = 90.0  # a clean stop may wait for a commit or abort to finish
+GENERATOR_START_TIMEOUT = 120.0  # connect + init_transactions on a loaded machine
+
+
+@dataclass(frozen=True)
+class ProducerPlan:
+    pid: str
+    mode: str  # column label
+    expect: str  # preset whose expectations apply
+    topic: str
+    config_file: Path | None = None
+
+    @property
+    def process_name(self) -> str:
+        return f"producer:{self.mode}"
+
+
+@dataclass
+class RunOptions:
+    out: Path
+    seed: int = 0
+    sink: str | None = None  # overrides the scenario's sink
+    spark_master: str | None = None
+    user_config: Path | None = None
+    user_mode: str | None = None  # derived mode of the user's config
+    profile: str = "custom"
+    extra_env: dict = field(default_factory=dict)
+
+
+def plan_producers(scenario: Scenario, run_id: str, opts: RunOptions) -> list[ProducerPlan]:
+    plans = [ProducerPlan(f"{m}-0", m, m, f"{run_id}.{m}") for m in scenario.workload.modes]
+    if opts.user_config is not None:
+        label = f"user:{opts.user_config.name}"
+        plans.append(ProducerPlan("user-0", label, opts.user_mode or "at-least-once",
+                                  f"{run_id}.user", opts.user_config))
+    return plans
+
+
+def _substitute(value, plans: list[ProducerPlan], run_id: str):
+    """Fault targets name topics and transactional ids by mode: "@idempotent"."""
+    if isinstance(value, dict):
+        return {k: _substitute(v, plans, run_id) for k, v in value.items()}
+    if isinstance(value, str) and value.startswith("@"):
+        mode = value[1:]
+        for p in plans:
+            if p.mode == mode:
+                return p.topic
+        raise VerifierError(f"fault target {value!r}: no producer of mode {mode!r} in this run")
+    return value
+
+
+def _resolve_faults(scenario: Scenario, plans, run_id: str, env, processes) -> tuple[list, list]:
+    """Fault specs with @mode references replaced; skipped kinds reported, not run."""
+    specs, skipped = [], []
+    node_ids = list(env.spec.node_ids) if hasattr(env, "spec") else None
+    for i, raw in enumerate(scenario.faults, 1):
+        if raw.get("kind") in env.skipped_kinds():
+            skipped.append(raw)
+            continue
+        entry = dict(raw)
+        target = entry.get("target", {})
+        if "coordinator" in target:  # the transactional id is "<run id>.<pid>"
+            tid = target["coordinator"]["transactional_id"]
+            plan = next((p for p in plans if "@" + p.mode == tid), None)
+            if plan is not None:
+                target = {"coordinator": {"transactional_id": f"{run_id}.{plan.pid}"}}
+        entry["target"] = _substitute(target, plans, run_id)
+        specs.append(parse_spec(entry, f"{scenario.source} fault {i}", node_ids,
+                                set(processes)))
+    return specs, skipped
+
+
+class ScenarioRun:
+    """Everything of one scenario run; :meth:`execute` drives the phases."""
+
+    def __init__(self, env, scenario: Scenario, opts: RunOptions, spark) -> None:
+        self.env = env
+        self.scenario = scenario
+        self.opts = opts
+        self.spark = spark
+        stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        self.run_id = f"{scenario.name}-{stamp}-s{opts.seed}"
+        self.run_dir = Path(opts.out) / scenario.name / stamp
+        self.logs = self.run_dir / "logs"
+        self.sink = opts.sink or scenario.sink
+        self.plans = plan_producers(scenario, self.run_id, opts)
+        self.clock = PhaseClock()
+        self.nemesis: Nemesis | None = None
+        self.processes: dict[str, ManagedProcess] = {}
+        self.tails = {p.pid: HistoryTail(self.run_dir / "histories" / f"{p.pid}.jsonl")
+                      for p in self.plans}
+        self.notes: list[str] = []
+
+    # ----- processes ----------------------------------------------------------------
+
+    def _python(self) -> list[str]:
+        return [sys.executable, "-u"]
+
+    def _generator(self, plan: ProducerPlan) -> ManagedProcess:
+        w = self.scenario.workload
+        argv = [*self._python(), "-m", "producers", "--run-dir", str(self.run_dir),
+                "--run-id", self.run_id, "--mode", plan.expect, "--pid", plan.pid,
+                "--topic", plan.topic, "--bootstrap-servers", self.env.bootstrap_servers,
+                "--rate", str(w.rate), "--record-size", str(w.record_size),
+                "--txn-size", str(w.txn_size), "--abort-fraction", str(w.abort_fraction),
+                "--seed", str(self.opts.seed)]
+        if plan.config_file is not None:
+            argv += ["--producer-config", str(plan.config_file)]
+        return ManagedProcess(plan.process_name, argv, self.logs / f"{plan.pid}.log",
+                              env=self.opts.extra_env)
+
+    def _observer(self) -> ManagedProcess:
+        argv = [*self._python(), "-m", "streaming.observer", "--run-dir", str(self.run_dir),
+                "--bootstrap-servers", self.env.bootstrap_servers,
+                "--topics", ",".join(p.topic for p in self.plans), "--run-id", self.run_id,
+                "--sink", self.sink]
+        if self.opts.spark_master:
+            argv += ["--spark-master", self.opts.spark_master]
+        return ManagedProcess("observer", argv, self.logs / "observer.log",
+                              env=self.opts.extra_env)
+
+    # ----- phases -------------------------------------------------------------------
+
+    def _setup(self) -> list:
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.logs.mkdir(exist_ok=True)
+        topics = {p.topic: self.scenario.workload.partitions for p in self.plans}
+        create_topics(self.env.bootstrap_servers, topics, self.env.replication_factor,
+                      **self.env.client_config)
+        for p in self.plans:
+            self.processes[p.process_name] = self._generator(p)
+        self.processes["observer"] = self._observer()
+        specs, skipped = _resolve_faults(self.scenario, self.plans, self.run_id, self.env,
+                                         self.processes)
+        for s in skipped:
+            self.notes.append(f"skipped fault {s.get('kind')}: needs the local cluster")
+        schedule = build_schedule(specs, self.opts.seed, self.scenario.workload.duration_s)
+        self._write_config(schedule)
+        return schedule
+
+    def _write_config(self, schedule) -> None:
+        write_json_atomic(self.run_dir / "config.json", {
+            "format": "run-config", "version": RUN_CONFIG_VERSION, "run": self.run_id,
+            "scenario": self.scenario.name, "profile": self.opts.profile,
+            "seed": self.opts.seed, "sink": self.sink,
+            "environment": self.env.name, "bootstrap_servers": self.env.bootstrap_servers,
+            "producers": {p.pid: {"mode": p.mode, "expect": p.expect, "topic": p.topic}
+                          for p in self.plans},
+            "scenario_spec": self.scenario.to_json(),
+            "schedule": schedule.to_json(), "notes": self.notes,
+        })
+
+    def _wait_observer_ready(self) -> None:
+        obs = self.processes["observer"]
+        from streaming.progress import read_progress
+
+        def ready():
+            if not obs.alive:
+                raise GiveUp(VerifierError(f"the observer exited ({obs.returncode}):\n"
+                                           f"{obs.log_tail(15)}"))
+            done = all(read_progress(self.run_dir, iso) is not None
+                       for iso in ("read_committed", "read_uncommitted"))
+            return done, "no progress file yet"
+
+        wait_until(ready, timeout=OBSERVER_START_TIMEOUT, what="the observer's first batch",
+                   expected="a progress file per isolation level", interval=0.5)
+
+    def _snapshot(self) -> str:
+        sent = []
+        for p in self.plans:
+            t = self.tails[p.pid].poll()
+            sent.append(f"{p.mode} {t.ok}ok/{t.info}?")
+        from streaming.progress import read_progress
+
+        seen = []
+        for iso, short in (("read_committed", "rc"), ("read_uncommitted", "ru")):
+            pr = read_progress(self.run_dir, iso)
+            seen.append(f"{short} {pr.rows if pr else 0}")
+        faults = ",".join(f.kind for f, _ in (self.nemesis.active.values()
+                                              if self.nemesis else [])) or "none"
+        return (f"[{self.scenario.name}] {self.clock.current or '-'} | fault: {faults} | "
+                f"sent {' '.join(sent)} | observed {' '.join(seen)}")
+
+    def _wait_generators_producing(self) -> None:
+        """The fault clock starts once every generator has completed a send: a Python
+        process that connects, and for transactions runs init_transactions, takes a few
+        seconds, and a kill before that would exercise nothing."""
+        def probe():
+            waiting = []
+            for p in self.plans:
+                proc = self.processes[p.process_name]
+                if not proc.alive:
+                    raise GiveUp(VerifierError(
+                        f"generator {p.pid} exited ({proc.returncode}) before producing:\n"
+                        f"{proc.log_tail(10)}"))
+                t = self.tails[p.pid].poll()
+                if t.ok + t.info + t.fail == 0:
+                    waiting.append(p.pid)
+            return not waiting, waiting
+
+        wait_until(probe, timeout=GENERATOR_START_TIMEOUT, what="every generator to produce",
+                   expected="a completed send in every history",
+                   describe=lambda w: f"no completed send yet from {w}", interval=0.2)
+
+    def _load(self, schedule) -> None:
+        for p in self.plans:
+            self.processes[p.process_name].start()
+        self._wait_generators_producing()
+        fault_env = self.env.fault_env(self.processes)
+        self.nemesis = Nemesis(schedule, fault_env, self.run_dir / "nemesis.jsonl",
+                               self.run_id)
+        with self.nemesis:
+            # The load phase lasts the scenario's duration by definition: this is pacing,
+            # not a wait for a condition. The nemesis heals everything on exit.
+            threading.Event().wait(self.scenario.workload.duration_s)
+            with self.clock.phase("heal"):
+                self.nemesis.wait_done(timeout=60)
+
+    def _ensure_observer(self) -> None:
+        """An observer that died on its own (not by a fault, which heal restarts) is
+        restarted from its checkpoint, and the run says so."""
+        obs = self.processes["observer"]
+        if not obs.alive:
+            self.notes.append(f"the observer had exited ({obs.returncode}) and was "
+                              f"restarted: {obs.log_tail(3)}")
+            obs.restart()
+
+    def _stop_generators(self) -> None:
+        for p in self.plans:
+            proc = self.processes[p.process_name]
+            code = proc.terminate(timeout=GENERATOR_STOP_TIMEOUT)
+            if code not in (0, None):
+                self.notes.append(f"{p.pid} exited {code}: {proc.log_tail(3)}")
+
+    def execute(self) -> dict:
+        """Run every phase; return the verdict document."""
+        conn_log = getattr(self.env, "connection_log", None)
+        conn_from = conn_log.stat().st_size if conn_log and conn_log.exists() else 0
+        try:
+            with self.clock.phase("setup"):
+                schedule = self._setup()
+                self.processes["observer"].start()
+                # The observer reads from the earliest offsets, so load may start while
+                # Spark starts (~30 s saved per scenario); a scenario that kills the
+                # observer waits for its first batch so the kill hits a running query.
+                if any(f.kind == "observer-kill" for f in schedule.faults):
+                    self._wait_observer_ready()
+            with ProgressDisplay(self._snapshot):
+                with self.clock.phase("load+faults"):
+                    self._load(schedule)
+                with self.clock.phase("recover"):
+                    self.env.recover([p.topic for p in self.plans])
+                    self._stop_generators()
+                    self._ensure_observer()
+                with self.clock.phase("drain"):
+                    self._drain()
+        finally:
+            for proc in self.processes.values():
+                proc.terminate(timeout=30)
+            if conn_log is not None:
+                save_connections(conn_log, conn_from, self.run_dir / "connections.jsonl")
+        with self.clock.phase("verify"):
+            doc = self._verify()
+        return doc
+
+    def _drain(self) -> None:
+        topics = [p.topic for p in self.plans]
+        try:
+            drain_to_file(self.env.bootstrap_servers, topics, self.run_dir,
+                          timeout=self.scenario.drain_timeout_s, **self.env.client_config)
+        except DrainIncomplete as exc:
+            self.notes.append(f"drain incomplete: {exc}")
+        from streaming.plain_reader import read_all
+
+        read_all(self.env.bootstrap_servers, topics, self.run_id, self.run_dir,
+                 **self.env.client_config)
+
+    def _verify(self) -> dict:
+        from verifier.orchestration.analyze import analyze
+
+        doc = analyze(self.spark, self.run_dir)
+        doc.setdefault("run", {})
+        doc["phases"] = self.clock.to_json()
+        doc["notes"] = list(self.notes)
+        return doc
+
+
+def save_connections(log: Path, offset: int, dest: Path) -> None:
+    """This run's part of the proxy's connection log (written since ``offset``) into the
+    run folder, with the log's header, whole lines only."""
+    try:
+        with open(log, "rb") as f:
+            header = f.readline()
+            f.seek(max(offset, len(header)))
+            body = f.read()
+    except OSError as exc:
+        logging.getLogger(__name__).warning("connection log %s not copied: %s", log, exc)
+        return
+    body = body[: body.rfind(b"\n") + 1]  # a line being written is left out
+    dest.write_bytes(header + body)
+
+
+def spark_env() -> dict:
+    """Child processes inherit the loopback binding Spark needs on this machine."""
+    return {"SPARK_LOCAL_IP": os.environ.get("SPARK_LOCAL_IP", "127.0.0.1")}

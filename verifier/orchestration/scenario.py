@@ -1,0 +1,160 @@
+"""Scenarios and profiles as plain data.
+
+A scenario is composed, not subclassed: a workload (modes, partitions, sizes, rates), a
+fault schedule (declarative fault specs, see verifier.harness.faults) and options, read
+from one TOML file in ``verifier/orchestration/scenarios/``. A profile
+(``quick``, ``full``) picks scenarios and
+scales their workload; the result is one plain frozen value per scenario run.
+"""
+
+from __future__ import annotations
+
+import tomllib
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from verifier.rundata.errors import UsageError
+
+SCENARIO_DIR = Path(__file__).resolve().parent / "scenarios"
+from verifier.rundata.vocab import MODES, SINKS  # noqa: E402
+
+
+@dataclass(frozen=True)
+class Workload:
+    modes: tuple[str, ...] = MODES
+    partitions: int = 3
+    record_size: int = 100
+    rate: float = 200.0  # records/s per generator
+    duration_s: float = 30.0  # load phase
+    txn_size: int = 10
+    abort_fraction: float = 0.2
+
+
+@dataclass(frozen=True)
+class Scenario:
+    name: str
+    description: str
+    workload: Workload
+    faults: tuple[dict, ...] = ()
+    sink: str = "exactly-once"
+    nodes: int = 3
+    #: deadline for the drain phase, seconds (transaction timeout + abort scan + slack)
+    drain_timeout_s: float = 120.0
+    source: str = ""
+
+    def to_json(self) -> dict:
+        return {
+            "name": self.name,
+            "description": self.description,
+            "workload": {**self.workload.__dict__, "modes": list(self.workload.modes)},
+            "faults": [dict(f) for f in self.faults],
+            "sink": self.sink,
+            "nodes": self.nodes,
+            "drain_timeout_s": self.drain_timeout_s,
+        }
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    scenarios: tuple[str, ...]
+    #: multiplies every scenario's load duration and fault times
+    time_scale: float = 1.0
+    rate_scale: float = 1.0
+    extra: dict = field(default_factory=dict)
+
+
+def _check_keys(where: str, data: dict, allowed: set[str]) -> None:
+    unknown = set(data) - allowed
+    if unknown:
+        raise UsageError(f"{where}: unknown keys {sorted(unknown)} (allowed: {sorted(allowed)})")
+
+
+def parse_workload(where: str, data: dict) -> Workload:
+    _check_keys(where, data, set(Workload.__dataclass_fields__))
+    try:
+        w = Workload(**{**data, "modes": tuple(data.get("modes", MODES))})
+    except TypeError as exc:
+        raise UsageError(f"{where}: {exc}") from exc
+    bad = [m for m in w.modes if m not in MODES]
+    if bad:
+        raise UsageError(f"{where}: unknown modes {bad} (known: {list(MODES)})")
+    if w.partitions < 1 or w.duration_s <= 0 or w.rate <= 0 or w.txn_size < 1:
+        raise UsageError(f"{where}: partitions, duration_s, rate, txn_size must be positive")
+    if not 0 <= w.abort_fraction < 1:
+        raise UsageError(f"{where}: abort_fraction must be in [0, 1)")
+    return w
+
+
+def parse_scenario(text: str, name: str, source: str = "<string>") -> Scenario:
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"{source}: not valid TOML: {exc}") from exc
+    _check_keys(source, data, {"description", "workload", "faults", "options"})
+    options = data.get("options", {})
+    _check_keys(f"{source} [options]", options, {"sink", "nodes", "drain_timeout_s"})
+    sink = options.get("sink", "exactly-once")
+    if sink not in SINKS:
+        raise UsageError(f"{source}: sink must be one of {list(SINKS)}, not {sink!r}")
+    faults = data.get("faults", [])
+    if not isinstance(faults, list) or not all(isinstance(f, dict) for f in faults):
+        raise UsageError(f"{source}: [[faults]] must be a list of tables")
+    return Scenario(
+        name=name,
+        description=str(data.get("description", "")),
+        workload=parse_workload(f"{source} [workload]", data.get("workload", {})),
+        faults=tuple(faults),
+        sink=sink,
+        nodes=int(options.get("nodes", 3)),
+        drain_timeout_s=float(options.get("drain_timeout_s", 120.0)),
+        source=source,
+    )
+
+
+def available() -> list[str]:
+    return sorted(p.stem for p in SCENARIO_DIR.glob("*.toml") if not p.stem.startswith("_"))
+
+
+def load_scenario(name: str) -> Scenario:
+    path = SCENARIO_DIR / f"{name}.toml"
+    if not path.exists():
+        raise UsageError(f"unknown scenario {name!r}; available: {', '.join(available())}")
+    return parse_scenario(path.read_text(), name, str(path))
+
+
+def load_profiles() -> dict[str, Profile]:
+    path = SCENARIO_DIR / "_profiles.toml"
+    data = tomllib.loads(path.read_text())
+    profiles = {}
+    for name, p in data.items():
+        profiles[name] = Profile(
+            name=name,
+            scenarios=tuple(p.get("scenarios") or available()),
+            time_scale=float(p.get("time_scale", 1.0)),
+            rate_scale=float(p.get("rate_scale", 1.0)),
+        )
+    return profiles
+
+
+def _scale_time(value, k: float):
+    if isinstance(value, list):  # a [low, high] range the seed picks from
+        return [round(float(v) * k, 3) for v in value]
+    return round(float(value) * k, 3)
+
+
+def _scale_fault(fault: dict, k: float) -> dict:
+    out = dict(fault)
+    for key in ("start", "duration"):
+        if key in out:
+            out[key] = _scale_time(out[key], k)
+    return out
+
+
+def scaled(scenario: Scenario, profile: Profile) -> Scenario:
+    """The scenario as the profile runs it: durations, fault times and rates scaled."""
+    w = scenario.workload
+    workload = replace(w, duration_s=round(w.duration_s * profile.time_scale, 3),
+                       rate=w.rate * profile.rate_scale)
+    faults = tuple(_scale_fault(f, profile.time_scale) for f in scenario.faults)
+    return replace(scenario, workload=workload, faults=faults)

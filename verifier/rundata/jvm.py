@@ -1,0 +1,155 @@
+"""The JVM side of the local environment: Java, Maven and the resolved jars.
+
+Three jar sets are resolved by Maven from Maven Central (``compose/pom.xml``, one profile
+each) into ``.jars/<set>-<version>/``. A set counts as present only once its folder holds
+a ``.complete`` marker, so an interrupted download is redone, and resolution is skipped
+when the marker is there.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import subprocess
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import metadata
+from pathlib import Path
+
+from verifier.rundata.errors import CommandFailed, EnvironmentProblem
+
+PROJECT_ROOT = Path(__file__).resolve().parents[2]
+POM = PROJECT_ROOT / "compose" / "pom.xml"
+MAVEN_SETTINGS = PROJECT_ROOT / "compose" / "maven-settings.xml"
+LOG4J_CONFIG = PROJECT_ROOT / "compose" / "log4j2.properties"
+
+#: Kafka broker and tools version; 4.1.x is the newest line covered by our notes
+#: (KRaft-only, Java 17). Overridable with KAFKA_VERSION (the Makefile passes it).
+DEFAULT_KAFKA_VERSION = "4.1.1"
+MIN_JAVA = 17
+
+
+def jars_root() -> Path:
+    return Path(os.environ.get("VERIFIER_JARS_DIR", PROJECT_ROOT / ".jars"))
+
+
+def kafka_version() -> str:
+    return os.environ.get("KAFKA_VERSION", DEFAULT_KAFKA_VERSION)
+
+
+def spark_version() -> str:
+    """The connector must match the installed PySpark exactly."""
+    try:
+        return metadata.version("pyspark")
+    except metadata.PackageNotFoundError as exc:
+        raise EnvironmentProblem("pyspark is not installed: run `make setup`") from exc
+
+
+@dataclass(frozen=True)
+class JarSet:
+    profile: str  # profile name in compose/pom.xml
+    version: str
+
+    @property
+    def folder(self) -> Path:
+        return jars_root() / f"{self.profile}-{self.version}"
+
+    @property
+    def present(self) -> bool:
+        return (self.folder / ".complete").exists()
+
+    def classpath(self) -> str:
+        return str(self.folder / "*")
+
+    def jars(self) -> list[Path]:
+        return sorted(self.folder.glob("*.jar"))
+
+
+def broker_jars() -> JarSet:
+    return JarSet("broker", kafka_version())
+
+
+def tools_jars() -> JarSet:
+    return JarSet("kafka-tools", kafka_version())
+
+
+def spark_kafka_jars() -> JarSet:
+    return JarSet("spark-kafka", spark_version())
+
+
+@lru_cache(maxsize=1)
+def java_major_version(java: str = "java") -> int:
+    """Return the major version of ``java`` on PATH, or raise a clear error."""
+    exe = shutil.which(java)
+    if exe is None:
+        raise EnvironmentProblem(
+            f"Java {MIN_JAVA}+ is required to run Kafka and Spark, but `{java}` is not on PATH. "
+            "Install a JDK 17 (for example `apt-get install openjdk-17-jdk-headless`)."
+        )
+    out = subprocess.run([exe, "-version"], capture_output=True, text=True, check=False)
+    text = out.stderr + out.stdout
+    m = re.search(r'version "(\d+)(?:\.(\d+))?', text)
+    if not m:
+        raise EnvironmentProblem(f"cannot parse the output of `{exe} -version`: {text.strip()!r}")
+    major = int(m.group(1))
+    if major == 1 and m.group(2):  # "1.8.0_392" style
+        major = int(m.group(2))
+    return major
+
+
+def require_java() -> None:
+    major = java_major_version()
+    if major < MIN_JAVA:
+        raise EnvironmentProblem(
+            f"Java {MIN_JAVA}+ is required (Kafka 4.x brokers and Spark 4.x), "
+            f"but `java -version` reports {major}. Put a JDK 17 first on PATH."
+        )
+
+
+def resolve(jarset: JarSet, *, quiet: bool = True) -> Path:
+    """Resolve one jar set with Maven unless it is already complete; return its folder."""
+    if jarset.present:
+        return jarset.folder
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise EnvironmentProblem(
+            "Maven (`mvn`) is required once, to download the Kafka and Spark connector jars "
+            "from Maven Central, but it is not on PATH. Install it (`apt-get install maven`) "
+            "and run `make setup` again."
+        )
+    folder = jarset.folder
+    if folder.exists():
+        shutil.rmtree(folder)  # an interrupted earlier attempt
+    version_prop = "spark.version" if jarset.profile == "spark-kafka" else "kafka.version"
+    cmd = [
+        mvn, "-B", *(["-q"] if quiet else []),
+        "-gs", str(MAVEN_SETTINGS), "-f", str(POM), "-P", jarset.profile,
+        f"-D{version_prop}={jarset.version}",
+        "org.apache.maven.plugins:maven-dependency-plugin:3.6.1:copy-dependencies",
+        "-DincludeScope=runtime", f"-DoutputDirectory={folder}",
+    ]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    if proc.returncode != 0 or not any(folder.glob("*.jar")):
+        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
+        raise CommandFailed(
+            command=cmd,
+            returncode=proc.returncode,
+            output_tail=tail,
+            hint=(
+                "Maven could not resolve the jars from Maven Central. Check the network or "
+                "your ~/.m2/settings.xml mirrors, then retry with `make setup` "
+                "(a partial download is discarded and redone)."
+            ),
+        )
+    (folder / ".complete").write_text(" ".join(cmd) + "\n")
+    return folder
+
+
+def resolve_all(*, include_spark: bool = True, include_tools: bool = True) -> list[Path]:
+    sets = [broker_jars()]
+    if include_spark:
+        sets.append(spark_kafka_jars())
+    if include_tools:
+        sets.append(tools_jars())
+    return [resolve(s) for s in sets]
