@@ -33,8 +33,8 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from producers.history import history_path, read_history  # noqa: E402
 from verifier.harness.topics import create_topics  # noqa: E402
+from verifier.rundata.history import history_path, read_history  # noqa: E402
 
 # per mode: (generator --set items, kafka-python benchmark -c items, Java producer props)
 MODES = {

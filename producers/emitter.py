@@ -24,7 +24,7 @@ import orjson
 from kafka import KafkaProducer
 
 from producers import outcomes
-from producers.history import HistoryWriter, now_ms
+from verifier.rundata.history import HistoryWriter, now_ms
 from verifier.rundata.records import RecordIdentity, encode_value
 
 _dumps = orjson.dumps

@@ -23,9 +23,9 @@ from kafka import KafkaProducer
 
 from producers import config as cfg
 from producers.emitter import Emitter, Pacer
-from producers.history import HistoryWriter, history_path, now_ms, read_history
 from producers.resume import ResumeState, resume_state
 from verifier.rundata.errors import UsageError, VerifierError
+from verifier.rundata.history import HistoryWriter, history_path, now_ms, read_history
 
 #: records announced by one history write and then sent (see producers.emitter)
 CHUNK = 64

@@ -1,6 +1,6 @@
 """What a restarted generator learns from its previous history (DESIGN §4).
 
-Pure functions over a parsed :class:`~producers.history.History`: the next session
+Pure functions over a parsed :class:`~verifier.rundata.history.History`: the next session
 number, where each partition's sequence continues, which records were never shown as
 acknowledged, and which transactions were never shown as committed.
 """
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from producers.history import History
+from verifier.rundata.history import History
 
 
 @dataclass(frozen=True)

@@ -28,9 +28,9 @@ from kafka import KafkaProducer
 from producers import outcomes
 from producers.emitter import Emitter
 from producers.generator import CHUNK, Planner, Session
-from producers.history import now_ms
 from producers.readback import commit_visible
 from producers.resume import PlannedTxn
+from verifier.rundata.history import now_ms
 
 
 class TxnResult(Enum):

@@ -8,7 +8,6 @@ sees half a file. Temporary names start with ``.``, which Parquet readers skip.
 
 from __future__ import annotations
 
-import json
 import os
 import uuid
 from pathlib import Path
@@ -17,13 +16,19 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 
 from verifier.rundata.errors import UsageError
+from verifier.rundata.formats import (  # noqa: F401 - write_json_atomic: re-exported
+    FORMATS,
+    read_json,
+    write_json,
+    write_json_atomic,
+)
+from verifier.rundata.layout import layout
 from verifier.rundata.records import UndecodableRecord, decode_value
+from verifier.rundata.vocab import ISOLATIONS as ISOLATION_LEVELS
+from verifier.rundata.vocab import READERS
 
 OBSERVATIONS_FORMAT = "observations"
-OBSERVATIONS_VERSION = 1
-from verifier.rundata.vocab import ISOLATIONS as ISOLATION_LEVELS  # noqa: E402
-
-READERS = ("spark", "plain")
+OBSERVATIONS_VERSION = FORMATS[OBSERVATIONS_FORMAT]
 
 #: The observation schema. Types are part of the contract: int32 for partition/ses/p,
 #: int64 for offsets, sequence numbers, transaction numbers and times (ms).
@@ -53,46 +58,24 @@ IDENTITY_COLUMNS = ("run", "pid", "ses", "p", "seq", "txn", "abort", "ts_send")
 
 
 def observations_dir(run_dir: Path) -> Path:
-    return Path(run_dir) / "observations"
+    return layout(run_dir).observations
 
 
 def output_dir(run_dir: Path, reader: str, isolation: str) -> Path:
     """Where ``reader`` writes its rows for ``isolation``."""
     if reader not in READERS or isolation not in ISOLATION_LEVELS:
         raise UsageError(f"unknown reader/isolation {reader!r}/{isolation!r}")
-    return observations_dir(run_dir) / reader / isolation
+    return layout(run_dir).observations_of(reader, isolation)
 
 
 def write_format_file(run_dir: Path) -> Path:
     """Write ``RUN/observations/_format.json`` (idempotent)."""
-    path = observations_dir(run_dir) / "_format.json"
-    write_json_atomic(path, {"format": OBSERVATIONS_FORMAT, "version": OBSERVATIONS_VERSION})
-    return path
+    return write_json(layout(run_dir).observations_format, OBSERVATIONS_FORMAT, {})
 
 
 def check_format(run_dir: Path) -> None:
     """Reject observations of an unknown format or version, naming the file."""
-    path = observations_dir(run_dir) / "_format.json"
-    try:
-        found = json.loads(path.read_text())
-    except FileNotFoundError:
-        raise UsageError(f"{path}: missing; not an observations directory") from None
-    except ValueError as exc:
-        raise UsageError(f"{path}: not JSON ({exc})") from None
-    if (found.get("format"), found.get("version")) != (OBSERVATIONS_FORMAT, OBSERVATIONS_VERSION):
-        raise UsageError(
-            f"{path}: format {found.get('format')!r} version {found.get('version')!r}; "
-            f"this tool reads {OBSERVATIONS_FORMAT!r} version {OBSERVATIONS_VERSION}"
-        )
-
-
-def write_json_atomic(path: Path, data: dict) -> None:
-    """Write JSON so a concurrent reader sees the old file or the new one, never a mix."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.{uuid.uuid4().hex[:8]}.tmp")
-    tmp.write_text(json.dumps(data, sort_keys=True))
-    os.replace(tmp, path)
+    read_json(layout(run_dir).observations_format, OBSERVATIONS_FORMAT)
 
 
 def write_table_atomic(table: pa.Table, path: Path) -> None:

@@ -20,23 +20,23 @@ import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from streaming.observations import observations_dir, write_json_atomic
 from verifier.rundata.errors import UsageError
+from verifier.rundata.formats import check_header, header, read_json, write_json_atomic
+from verifier.rundata.layout import layout
 
 PROGRESS_FORMAT = "observer-progress"
-PROGRESS_VERSION = 1
 
 #: {(topic, partition): offset}
 Offsets = dict[tuple[str, int], int]
 
 
 def progress_path(run_dir: Path, isolation: str) -> Path:
-    return observations_dir(run_dir) / "progress" / f"{isolation}.json"
+    return layout(run_dir).progress(isolation)
 
 
 def checkpoint_dir(run_dir: Path, isolation: str) -> Path:
     """Each isolation level has its own checkpoint (notes/spark-kafka.md §4.5)."""
-    return Path(run_dir) / "checkpoints" / isolation
+    return layout(run_dir).checkpoint(isolation)
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ class Progress:
 
     def to_json(self) -> dict:
         return {
-            "format": PROGRESS_FORMAT, "version": PROGRESS_VERSION,
+            **header(PROGRESS_FORMAT),
             "isolation": self.isolation, "sink": self.sink, "batch": self.batch,
             "position": _nest(self.position), "written": _nest(self.written),
             "rows": self.rows, "t": self.t,
@@ -61,10 +61,7 @@ class Progress:
 
     @classmethod
     def from_json(cls, data: dict, source: Path) -> Progress:
-        if (data.get("format"), data.get("version")) != (PROGRESS_FORMAT, PROGRESS_VERSION):
-            raise UsageError(f"{source}: format {data.get('format')!r} version "
-                             f"{data.get('version')!r}; expected {PROGRESS_FORMAT!r} "
-                             f"version {PROGRESS_VERSION}")
+        check_header(source, data, PROGRESS_FORMAT)
         return cls(isolation=data["isolation"], sink=data["sink"], batch=int(data["batch"]),
                    position=_flatten(data["position"]), written=_flatten(data["written"]),
                    rows=int(data["rows"]), t=int(data["t"]))
@@ -77,10 +74,9 @@ def write_progress(run_dir: Path, progress: Progress) -> None:
 def read_progress(run_dir: Path, isolation: str) -> Progress | None:
     """The last progress the observer wrote at ``isolation``, or None before its first batch."""
     path = progress_path(run_dir, isolation)
-    try:
-        return Progress.from_json(json.loads(path.read_text()), path)
-    except FileNotFoundError:
+    if not path.is_file():
         return None
+    return Progress.from_json(read_json(path, PROGRESS_FORMAT), path)
 
 
 def now_ms() -> int:

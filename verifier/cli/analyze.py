@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from verifier.rundata.errors import UsageError
+from verifier.rundata.layout import RunLayout
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -74,9 +75,9 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 def cmd_report(args: argparse.Namespace) -> int:
     from verifier.report import read_verdict, render_terminal, write_html, write_junit
 
-    doc = read_verdict(args.run_dir / "verdict.json")
+    doc = read_verdict(RunLayout(args.run_dir).verdict)
     out = args.out or args.run_dir
-    write_junit([doc], out / "junit.xml")
-    write_html(doc, out / "report.html")
+    write_junit([doc], RunLayout(out).junit)
+    write_html(doc, RunLayout(out).report)
     print(render_terminal(doc))
     return doc["exit_code"]

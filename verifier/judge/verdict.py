@@ -12,9 +12,10 @@ from dataclasses import dataclass
 
 from verifier.judge import expectations as X
 from verifier.judge.model import ISOLATIONS, KINDS, CheckOutcome, RunData
+from verifier.rundata.formats import FORMATS
 
 VERDICT_FORMAT = "verdict"
-VERDICT_VERSION = 1
+VERDICT_VERSION = FORMATS[VERDICT_FORMAT]
 PASS, FAIL, UNKNOWN = "PASS", "FAIL", "UNKNOWN"
 EXIT_OK, EXIT_ANOMALY, EXIT_INCOMPLETE = 0, 1, 2  # DESIGN §7, same as verifier.cli
 

@@ -12,6 +12,7 @@ from verifier.judge import verdict as V
 from verifier.judge.checks import Derived, load_run, run_checks
 from verifier.judge.checks.runner import DEFAULT_SAMPLE
 from verifier.judge.checks.stats import counts_by_pid, partition_points, throughput
+from verifier.rundata.layout import RunLayout
 
 MAX_PLOTS = 4  # anomalous partitions plotted in report.html
 
@@ -64,5 +65,6 @@ def write_outputs(doc: dict, out_dir: Path | str) -> list[Path]:
     from verifier.report import write_html, write_junit, write_verdict
 
     out = Path(out_dir)
-    return [write_verdict(doc, out / "verdict.json"), write_junit([doc], out / "junit.xml"),
-            write_html(doc, out / "report.html")]  # fmt: skip
+    where = RunLayout(out)
+    return [write_verdict(doc, where.verdict), write_junit([doc], where.junit),
+            write_html(doc, where.report)]

@@ -11,70 +11,16 @@ from __future__ import annotations
 import sys
 import time
 import traceback
-from html import escape
 from pathlib import Path
 
-import orjson
-
-from producers.history import HistoryError, history_path, read_history
-from verifier.judge.checks.load import RunFormatError, load_nemesis
 from verifier.judge.model import ISOLATIONS, KINDS
 from verifier.judge.verdict import VERDICT_FORMAT, VERDICT_VERSION
 from verifier.orchestration.orchestrator import RunOptions, ScenarioRun
 from verifier.orchestration.scenario import Scenario
-
-MATRIX_FORMAT = "chaos-matrix"
-MATRIX_VERSION = 1
-
-
-def fault_summary(run_dir: Path) -> list[str]:
-    """One line per scheduled fault from the nemesis history: did it fire, what it did.
-    A killed producer's line also shows its broker identity before and after the restart
-    (the ``producer-id`` lines of its history): a transactional restart bumps the epoch of
-    the same producer id, which fences the killed session."""
-    try:
-        ops = load_nemesis(Path(run_dir) / "nemesis.jsonl", "")
-    except RunFormatError:
-        return []  # the run's own checks report a missing or damaged nemesis history
-    starts: dict[int, dict] = {}
-    heals: dict[int, dict] = {}
-    for ev in ops:
-        if ev.get("type") in ("ok", "fail", "info") and ev.get("id"):
-            (starts if ev.get("f") == "start" else heals)[ev["id"]] = ev
-    idents = producer_identities(Path(run_dir))
-    lines = []
-    for fid, ev in sorted(starts.items()):
-        what = "fired" if ev["type"] == "ok" else f"did not fire ({ev['type']}: " \
-            f"{ev.get('error') or ev.get('detail')})"
-        detail = ev.get("detail") or {}
-        target = detail.get("node") or detail.get("process") or ev.get("target")
-        heal = (heals.get(fid) or {}).get("detail") or {}
-        extra = f", {heal['hits']} of {heal['matched']} responses hit" if "hits" in heal else ""
-        if ev["type"] == "ok" and isinstance(target, str) and target in idents:
-            extra += f"; {idents[target]}"
-        lines.append(f"{ev['fault']} on {target}: {what}{extra}")
-    return lines
-
-
-def producer_identities(run_dir: Path) -> dict[str, str]:
-    """Process name -> "producer id P epoch E (session 1) -> ..." for each generator whose
-    history records a broker-assigned identity in more than one session."""
-    try:
-        producers = orjson.loads((run_dir / "config.json").read_bytes())["producers"]
-    except (OSError, orjson.JSONDecodeError, KeyError, TypeError):
-        return {}
-    out = {}
-    for pid, plan in producers.items():
-        try:
-            events = read_history(history_path(run_dir, pid)).events
-        except HistoryError:
-            continue  # never started, or damaged: the checks say so
-        seen = [(e.get("ses"), e.get("producer_id"), e.get("epoch")) for e in events
-                if e.get("type") == "producer-id"]
-        if len({s for s, _, _ in seen}) > 1:
-            out[f"producer:{plan.get('mode')}"] = " -> ".join(
-                f"producer id {p} epoch {e} (session {s})" for s, p, e in seen)
-    return out
+from verifier.report.faults import fault_summary
+from verifier.report.files import write_verdict
+from verifier.report.matrix import write_matrix
+from verifier.rundata.layout import RunLayout
 
 
 def crashed_doc(run: ScenarioRun, exc: BaseException) -> dict:
@@ -114,6 +60,8 @@ def run_one(env, scenario: Scenario, opts: RunOptions, spark, out=sys.stdout) ->
         print(f"scenario {scenario.name} could not complete: {exc}", file=out)
         doc = crashed_doc(run, exc)
     run.run_dir.mkdir(parents=True, exist_ok=True)
+    doc["run_dir"] = str(run.run_dir)
+    doc["fault_summary"] = fault_summary(run.run_dir)
     with run.clock.phase("report"):
         write_outputs(doc, run.run_dir)
         try:
@@ -121,54 +69,14 @@ def run_one(env, scenario: Scenario, opts: RunOptions, spark, out=sys.stdout) ->
         except (KeyError, TypeError) as exc:  # a crashed doc lacks some fields
             print(f"(no table: {exc})", file=out)
     doc["phases"] = run.clock.to_json()
-    doc["run_dir"] = str(run.run_dir)
-    doc["fault_summary"] = fault_summary(run.run_dir)
+    # the run's verdict.json is the very document the matrix holds (phases included)
+    write_verdict(doc, RunLayout(run.run_dir).verdict)
     for line in doc["fault_summary"]:
         print(f"fault: {line}", file=out)
     print(f"run folder {run.run_dir}  |  {run.clock.summary()}", file=out, flush=True)
     for note in run.notes:
         print(f"note: {note}", file=out)
     return doc
-
-
-def matrix_html(grid: dict, docs: list[dict], out_dir: Path) -> str:
-    head = "".join(f"<th>{escape(c)}</th>" for c in grid["columns"])
-    rows = []
-    for doc in docs:
-        link = Path(doc["run_dir"]) / "report.html"
-        try:
-            href = link.relative_to(out_dir)
-        except ValueError:
-            href = link
-        cells = "".join(
-            f"<td class='{grid['grid'][doc['scenario']].get(c, '')}'>"
-            f"{grid['grid'][doc['scenario']].get(c, '-')}</td>" for c in grid["columns"])
-        wall = doc.get("phases", {}).get("total_s", 0)
-        fired = "<br>".join(escape(x) for x in doc.get("fault_summary", [])) or "none"
-        rows.append(f"<tr><td><a href='{escape(str(href))}'>{escape(doc['scenario'])}</a></td>"
-                    f"{cells}<td>{wall:.0f}s</td><td class='f'>{fired}</td></tr>")
-    css = ("body{font-family:sans-serif;margin:2em}td,th{border:1px solid #ccc;padding:4px 8px}"
-           "table{border-collapse:collapse}.PASS{background:#cfc}.FAIL{background:#fcc}"
-           ".UNKNOWN{background:#ffc}.f{font-size:85%}")
-    return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>chaos matrix</title>"
-            f"<style>{css}</style></head><body><h1>Delivery guarantees under faults</h1>"
-            f"<p>exit code {grid['exit_code']}; each scenario links to its own report.</p>"
-            f"<table><tr><th>scenario</th>{head}<th>wall time</th><th>faults</th></tr>"
-            f"{''.join(rows)}"
-            f"</table></body></html>")
-
-
-def write_matrix(docs: list[dict], out_dir: Path, meta: dict) -> dict:
-    from verifier.report import combine, write_junit
-
-    out_dir.mkdir(parents=True, exist_ok=True)
-    grid = combine(docs)
-    doc = {"format": MATRIX_FORMAT, "version": MATRIX_VERSION, **meta, "grid": grid,
-           "runs": docs, "exit_code": grid["exit_code"]}
-    (out_dir / "verdict.json").write_bytes(orjson.dumps(doc, option=orjson.OPT_INDENT_2))
-    write_junit(docs, out_dir / "junit.xml")
-    (out_dir / "report.html").write_text(matrix_html(grid, docs, out_dir), encoding="utf-8")
-    return grid
 
 
 def run_matrix(env, scenarios: list[Scenario], opts: RunOptions, spark,

@@ -18,19 +18,19 @@ still behind.
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from streaming.observations import ISOLATION_LEVELS, write_json_atomic
 from streaming.progress import Offsets, read_progress
 from verifier.harness.topics import end_offsets
 from verifier.rundata.errors import WaitTimeout
+from verifier.rundata.formats import header, read_json, write_json_atomic
+from verifier.rundata.layout import layout
+from verifier.rundata.vocab import ISOLATIONS as ISOLATION_LEVELS
 from verifier.rundata.waiting import wait_until
 
 DRAIN_FORMAT = "drain"
-DRAIN_VERSION = 1
 
 
 @dataclass
@@ -52,7 +52,7 @@ class DrainResult:
             return {f"{t}-{p}": o for (t, p), o in sorted(offsets.items())}
 
         return {
-            "format": DRAIN_FORMAT, "version": DRAIN_VERSION,
+            **header(DRAIN_FORMAT),
             "completed": self.completed, "phase": self.phase,
             "deadline_s": self.deadline_s, "elapsed_s": round(self.elapsed_s, 3),
             "end_offsets": {iso: nest(o) for iso, o in self.end_offsets.items()},
@@ -129,13 +129,11 @@ def drain_to_file(bootstrap_servers: str, topics: list[str], run_dir: Path, time
 
 
 def write_drain(run_dir: Path, result: DrainResult) -> Path:
-    path = Path(run_dir) / "drain.json"
-    write_json_atomic(path, result.to_json())
-    return path
+    return write_json_atomic(layout(run_dir).drain, result.to_json())
 
 
 def read_drain(run_dir: Path) -> dict:
-    return json.loads((Path(run_dir) / "drain.json").read_text())
+    return read_json(layout(run_dir).drain, DRAIN_FORMAT)
 
 
 def _open_transactions(ends: dict[str, Offsets]) -> list[dict]:

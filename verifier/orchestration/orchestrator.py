@@ -16,7 +16,6 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from streaming.observations import write_json_atomic
 from verifier.harness.faults.nemesis import Nemesis
 from verifier.harness.faults.spec import build_schedule, parse_spec
 from verifier.harness.procs import ManagedProcess
@@ -26,11 +25,12 @@ from verifier.orchestration.phases import PhaseClock
 from verifier.orchestration.progress import HistoryTail, ProgressDisplay
 from verifier.orchestration.scenario import Scenario
 from verifier.rundata.errors import VerifierError
+from verifier.rundata.formats import write_json
+from verifier.rundata.layout import RunLayout
 from verifier.rundata.waiting import GiveUp, wait_until
 
 log = logging.getLogger(__name__)
 
-RUN_CONFIG_VERSION = 1
 OBSERVER_START_TIMEOUT = 180.0  # Spark JVM start + first batch on a loaded 2-core machine
 GENERATOR_STOP_TIMEOUT = 90.0  # a clean stop may wait for a commit or abort to finish
 GENERATOR_START_TIMEOUT = 120.0  # connect + init_transactions on a loaded machine
@@ -115,13 +115,14 @@ class ScenarioRun:
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
         self.run_id = f"{scenario.name}-{stamp}-s{opts.seed}"
         self.run_dir = Path(opts.out) / scenario.name / stamp
-        self.logs = self.run_dir / "logs"
+        self.layout = RunLayout(self.run_dir)
+        self.logs = self.layout.logs
         self.sink = opts.sink or scenario.sink
         self.plans = plan_producers(scenario, self.run_id, opts)
         self.clock = PhaseClock()
         self.nemesis: Nemesis | None = None
         self.processes: dict[str, ManagedProcess] = {}
-        self.tails = {p.pid: HistoryTail(self.run_dir / "histories" / f"{p.pid}.jsonl")
+        self.tails = {p.pid: HistoryTail(self.layout.history(p.pid))
                       for p in self.plans}
         self.notes: list[str] = []
 
@@ -140,7 +141,7 @@ class ScenarioRun:
                 "--seed", str(self.opts.seed)]
         if plan.config_file is not None:
             argv += ["--producer-config", str(plan.config_file)]
-        return ManagedProcess(plan.process_name, argv, self.logs / f"{plan.pid}.log",
+        return ManagedProcess(plan.process_name, argv, self.layout.log(plan.pid),
                               env=self.opts.extra_env)
 
     def _observer(self) -> ManagedProcess:
@@ -150,7 +151,7 @@ class ScenarioRun:
                 "--sink", self.sink]
         if self.opts.spark_master:
             argv += ["--spark-master", self.opts.spark_master]
-        return ManagedProcess("observer", argv, self.logs / "observer.log",
+        return ManagedProcess("observer", argv, self.layout.log("observer"),
                               env=self.opts.extra_env)
 
     # ----- phases -------------------------------------------------------------------
@@ -173,8 +174,8 @@ class ScenarioRun:
         return schedule
 
     def _write_config(self, schedule) -> None:
-        write_json_atomic(self.run_dir / "config.json", {
-            "format": "run-config", "version": RUN_CONFIG_VERSION, "run": self.run_id,
+        write_json(self.layout.config, "run-config", {
+            "run": self.run_id,
             "scenario": self.scenario.name, "profile": self.opts.profile,
             "seed": self.opts.seed, "sink": self.sink,
             "environment": self.env.name, "bootstrap_servers": self.env.bootstrap_servers,
@@ -241,7 +242,7 @@ class ScenarioRun:
             self.processes[p.process_name].start()
         self._wait_generators_producing()
         fault_env = self.env.fault_env(self.processes)
-        self.nemesis = Nemesis(schedule, fault_env, self.run_dir / "nemesis.jsonl",
+        self.nemesis = Nemesis(schedule, fault_env, self.layout.nemesis,
                                self.run_id)
         with self.nemesis:
             # The load phase lasts the scenario's duration by definition: this is pacing,
@@ -292,7 +293,7 @@ class ScenarioRun:
             for proc in self.processes.values():
                 proc.terminate(timeout=30)
             if conn_log is not None:
-                save_connections(conn_log, conn_from, self.run_dir / "connections.jsonl")
+                save_connections(conn_log, conn_from, self.layout.connections)
         with self.clock.phase("verify"):
             doc = self._verify()
         return doc

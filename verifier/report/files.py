@@ -6,8 +6,8 @@ from pathlib import Path
 
 import orjson
 
-from verifier.judge.checks.load import RunFormatError
-from verifier.judge.verdict import VERDICT_FORMAT, VERDICT_VERSION
+from verifier.judge.verdict import VERDICT_FORMAT
+from verifier.rundata.formats import RunFormatError, check_header
 
 
 def write_verdict(doc: dict, path: Path | str) -> Path:
@@ -28,14 +28,7 @@ def read_verdict(path: Path | str) -> dict:
         doc = orjson.loads(path.read_bytes())
     except orjson.JSONDecodeError as exc:
         raise RunFormatError(path, f"not valid JSON ({exc})") from None
-    if not isinstance(doc, dict) or doc.get("format") != VERDICT_FORMAT:
-        raise RunFormatError(path, "not a verdict document")
-    if doc.get("version") != VERDICT_VERSION:
-        raise RunFormatError(
-            path,
-            f"unknown verdict version {doc.get('version')!r} "
-            f"(this verifier reads {VERDICT_VERSION})",
-        )
+    check_header(path, doc, VERDICT_FORMAT)
     if not isinstance(doc.get("columns"), list) or "exit_code" not in doc:
         raise RunFormatError(path, "verdict document lacks columns or exit_code")
     return doc

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from kafka import KafkaConsumer, TopicPartition
 
-from producers.history import History, history_path, read_history
 from verifier.harness.procs import ManagedProcess
+from verifier.rundata.history import History, history_path, read_history
 from verifier.rundata.jvm import PROJECT_ROOT
 from verifier.rundata.records import RecordIdentity, decode_value
 from verifier.rundata.waiting import wait_until

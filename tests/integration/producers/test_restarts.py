@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from producers.history import history_path, read_history
 from tests.integration.producers.helpers import copies, generator, history, read_log, run_to_end
 from verifier.harness.topics import admin, create_topics, partition_states
+from verifier.rundata.history import history_path, read_history
 from verifier.rundata.waiting import wait_until
 
 pytestmark = pytest.mark.integration

@@ -10,8 +10,9 @@ from __future__ import annotations
 import pyarrow as pa
 
 from verifier.judge.checks import RunData, run_checks
-from verifier.judge.checks.load import HISTORY_SCHEMA, OBSERVATION_COLUMNS
+from verifier.judge.checks.load import OBSERVATION_COLUMNS
 from verifier.judge.model import Drain, ProducerSpec, RunConfig
+from verifier.rundata.history import HISTORY_SCHEMA
 
 RUN = "r1"
 T0 = 1_795_314_800_000

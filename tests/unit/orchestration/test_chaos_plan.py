@@ -45,7 +45,7 @@ def test_plans_and_substitution():
 
 
 def test_fault_summary_says_what_fired(tmp_path):
-    from verifier.orchestration.chaos import fault_summary
+    from verifier.report.faults import fault_summary
 
     (tmp_path / "nemesis.jsonl").write_text("\n".join([
         '{"type":"header","format":"nemesis-history","version":1,"run":"r","seed":1}',
@@ -65,10 +65,11 @@ def test_fault_summary_says_what_fired(tmp_path):
 
 
 def test_fault_summary_shows_the_killed_producers_epoch_bump(tmp_path):
-    from verifier.orchestration.chaos import fault_summary
+    from verifier.report.faults import fault_summary
 
     (tmp_path / "config.json").write_text(
-        '{"producers": {"transactional-0": {"mode": "transactional"},'
+        '{"format": "run-config", "version": 1,'
+        ' "producers": {"transactional-0": {"mode": "transactional"},'
         ' "idempotent-0": {"mode": "idempotent"}}}')
     (tmp_path / "histories").mkdir()
     (tmp_path / "histories" / "transactional-0.jsonl").write_text("\n".join([

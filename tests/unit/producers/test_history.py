@@ -5,8 +5,8 @@ from __future__ import annotations
 import orjson
 import pytest
 
-from producers.history import HistoryError, HistoryWriter, read_history
 from producers.resume import resume_state
+from verifier.rundata.history import HistoryError, HistoryWriter, read_history
 
 HEADER = {"run": "r1", "pid": "idempotent-0", "mode": "idempotent", "topic": "t",
           "partitions": [0, 1]}
@@ -70,7 +70,8 @@ def test_torn_line_in_the_middle_is_an_error(tmp_path):
 
 
 @pytest.mark.parametrize("header, message", [
-    ({"type": "header", "format": "producer-history", "version": 2}, "version 2 is not supported"),
+    ({"type": "header", "format": "producer-history", "version": 2},
+     "unknown producer-history version 2"),
     ({"type": "header", "format": "nemesis-history", "version": 1}, "not a producer history"),
     ({"type": "invoke"}, "not a producer history"),
 ])

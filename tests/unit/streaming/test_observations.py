@@ -22,7 +22,7 @@ from streaming.progress import (
     write_progress,
 )
 from streaming.sinks import BatchSink, batch_files, rows_in
-from verifier.rundata.errors import UsageError
+from verifier.rundata.formats import RunFormatError
 from verifier.rundata.records import RecordIdentity, encode_value
 
 RID = RecordIdentity("run-1", "idempotent-0", 2, 1, 7, None, False, 1000)
@@ -50,12 +50,12 @@ def test_decode_row_flags_foreign(value, reason):
 
 
 def test_format_file_is_checked(tmp_path):
-    with pytest.raises(UsageError, match="missing"):
+    with pytest.raises(RunFormatError, match="missing"):
         check_format(tmp_path)
     write_format_file(tmp_path)
     check_format(tmp_path)
     (tmp_path / "observations" / "_format.json").write_text('{"format":"observations","version":9}')
-    with pytest.raises(UsageError, match="version 9"):
+    with pytest.raises(RunFormatError, match="unknown observations version 9"):
         check_format(tmp_path)
 
 

@@ -30,12 +30,12 @@ from verifier.harness.faults.actions import (
 )
 from verifier.harness.faults.spec import Schedule, ScheduledFault
 from verifier.rundata.errors import UsageError
+from verifier.rundata.formats import header
+from verifier.rundata.nemesis import NEMESIS_FORMAT
 from verifier.rundata.waiting import wait_until
 
 log = logging.getLogger(__name__)
 
-HISTORY_FORMAT = "nemesis-history"
-HISTORY_VERSION = 1
 
 
 def now_ms() -> int:
@@ -50,8 +50,7 @@ class NemesisHistory:
         self.path = Path(path)
         self._file = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed by close()
         self._lock = threading.Lock()
-        self.write({"type": "header", "format": HISTORY_FORMAT, "version": HISTORY_VERSION,
-                    "run": run_id, "seed": seed})
+        self.write({"type": "header", **header(NEMESIS_FORMAT, run=run_id, seed=seed)})
 
     def write(self, record: dict) -> None:
         with self._lock:

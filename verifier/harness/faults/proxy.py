@@ -34,6 +34,7 @@ from verifier.harness.kafka_wire import (
     produce_acks,
     response_correlation_id,
 )
+from verifier.rundata.formats import header
 
 log = logging.getLogger(__name__)
 
@@ -56,7 +57,7 @@ class ConnectionLog:
             path.parent.mkdir(parents=True, exist_ok=True)
             self._file = open(path, "a", encoding="utf-8")  # noqa: SIM115 - lives with the proxy
             if path.stat().st_size == 0:
-                self.write({"type": "header", "format": "proxy-connections", "version": 1})
+                self.write({"type": "header", **header("proxy-connections")})
 
     def write(self, record: dict) -> None:
         if self._file is not None:

@@ -11,7 +11,7 @@ turns a crashing check into an outcome with its traceback.
 """
 
 from verifier.judge.checks.derive import Derived
-from verifier.judge.checks.load import RunFormatError, load_run
+from verifier.judge.checks.load import load_run
 from verifier.judge.checks.runner import CHECKS, run_checks
 from verifier.judge.model import (
     ANOMALY_COLUMNS,
@@ -24,6 +24,7 @@ from verifier.judge.model import (
     RunConfig,
     RunData,
 )  # fmt: skip
+from verifier.rundata.formats import RunFormatError
 
 __all__ = [
     "ANOMALY_COLUMNS",

@@ -1,0 +1,61 @@
+"""The fault summary: one line per scheduled fault, from the nemesis history, with the
+evidence that it fired (the proxy's hits, a killed producer's epoch bump)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from verifier.rundata.formats import RunFormatError, read_json
+from verifier.rundata.history import HistoryError, history_path, read_history
+from verifier.rundata.layout import RunLayout
+from verifier.rundata.nemesis import read_nemesis
+
+
+def fault_summary(run_dir: Path) -> list[str]:
+    """One line per scheduled fault from the nemesis history: did it fire, what it did.
+    A killed producer's line also shows its broker identity before and after the restart
+    (the ``producer-id`` lines of its history): a transactional restart bumps the epoch of
+    the same producer id, which fences the killed session."""
+    try:
+        ops = read_nemesis(RunLayout(run_dir).nemesis)
+    except RunFormatError:
+        return []  # the run's own checks report a missing or damaged nemesis history
+    starts: dict[int, dict] = {}
+    heals: dict[int, dict] = {}
+    for ev in ops:
+        if ev.get("type") in ("ok", "fail", "info") and ev.get("id"):
+            (starts if ev.get("f") == "start" else heals)[ev["id"]] = ev
+    idents = producer_identities(Path(run_dir))
+    lines = []
+    for fid, ev in sorted(starts.items()):
+        what = "fired" if ev["type"] == "ok" else f"did not fire ({ev['type']}: " \
+            f"{ev.get('error') or ev.get('detail')})"
+        detail = ev.get("detail") or {}
+        target = detail.get("node") or detail.get("process") or ev.get("target")
+        heal = (heals.get(fid) or {}).get("detail") or {}
+        extra = f", {heal['hits']} of {heal['matched']} responses hit" if "hits" in heal else ""
+        if ev["type"] == "ok" and isinstance(target, str) and target in idents:
+            extra += f"; {idents[target]}"
+        lines.append(f"{ev['fault']} on {target}: {what}{extra}")
+    return lines
+
+
+def producer_identities(run_dir: Path) -> dict[str, str]:
+    """Process name -> "producer id P epoch E (session 1) -> ..." for each generator whose
+    history records a broker-assigned identity in more than one session."""
+    try:
+        producers = read_json(RunLayout(run_dir).config, "run-config")["producers"]
+    except (RunFormatError, KeyError, TypeError):
+        return {}
+    out = {}
+    for pid, plan in producers.items():
+        try:
+            events = read_history(history_path(run_dir, pid)).events
+        except HistoryError:
+            continue  # never started, or damaged: the checks say so
+        seen = [(e.get("ses"), e.get("producer_id"), e.get("epoch")) for e in events
+                if e.get("type") == "producer-id"]
+        if len({s for s, _, _ in seen}) > 1:
+            out[f"producer:{plan.get('mode')}"] = " -> ".join(
+                f"producer id {p} epoch {e} (session {s})" for s, p, e in seen)
+    return out

@@ -1,0 +1,94 @@
+"""Every path of a run folder, named once (docs/formats.md §1).
+
+    RUN/config.json                       the run's plan (formats.md §5)
+    RUN/histories/<pid>.jsonl             one producer's history (§2)
+    RUN/nemesis.jsonl                     the fault history (§3)
+    RUN/observations/_format.json         observation format marker (§4)
+    RUN/observations/<reader>/<isolation>/*.parquet
+    RUN/observations/progress/<isolation>.json   the observer's sink progress
+    RUN/checkpoints/<isolation>/          Spark checkpoints
+    RUN/drain.json                        the drain's result
+    RUN/connections.jsonl                 the proxy's connection log (this run's part)
+    RUN/verdict.json, junit.xml, report.html
+    RUN/logs/<process>.log                every child process's output
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True)
+class RunLayout:
+    """The paths of one run folder. Building one touches nothing on disk."""
+
+    root: Path
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "root", Path(self.root))
+
+    @property
+    def config(self) -> Path:
+        return self.root / "config.json"
+
+    @property
+    def histories(self) -> Path:
+        return self.root / "histories"
+
+    def history(self, pid: str) -> Path:
+        return self.histories / f"{pid}.jsonl"
+
+    @property
+    def nemesis(self) -> Path:
+        return self.root / "nemesis.jsonl"
+
+    @property
+    def observations(self) -> Path:
+        return self.root / "observations"
+
+    @property
+    def observations_format(self) -> Path:
+        return self.observations / "_format.json"
+
+    def observations_of(self, reader: str, isolation: str) -> Path:
+        return self.observations / reader / isolation
+
+    def progress(self, isolation: str) -> Path:
+        return self.observations / "progress" / f"{isolation}.json"
+
+    def checkpoint(self, isolation: str) -> Path:
+        """Each isolation level has its own checkpoint (notes/spark-kafka.md §4.5)."""
+        return self.root / "checkpoints" / isolation
+
+    @property
+    def drain(self) -> Path:
+        return self.root / "drain.json"
+
+    @property
+    def connections(self) -> Path:
+        return self.root / "connections.jsonl"
+
+    @property
+    def verdict(self) -> Path:
+        return self.root / "verdict.json"
+
+    @property
+    def junit(self) -> Path:
+        return self.root / "junit.xml"
+
+    @property
+    def report(self) -> Path:
+        return self.root / "report.html"
+
+    @property
+    def logs(self) -> Path:
+        return self.root / "logs"
+
+    def log(self, process: str) -> Path:
+        return self.logs / f"{process}.log"
+
+
+def layout(run_dir: Path | str | RunLayout) -> RunLayout:
+    """Accept a run folder path or a layout."""
+    return run_dir if isinstance(run_dir, RunLayout) else RunLayout(Path(run_dir))
