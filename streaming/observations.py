@@ -17,7 +17,6 @@ import pyarrow.parquet as pq
 
 from verifier.rundata.errors import UsageError
 from verifier.rundata.formats import (  # noqa: F401 - write_json_atomic: re-exported
-    FORMATS,
     read_json,
     write_json,
     write_json_atomic,
@@ -28,7 +27,6 @@ from verifier.rundata.vocab import ISOLATIONS as ISOLATION_LEVELS
 from verifier.rundata.vocab import READERS
 
 OBSERVATIONS_FORMAT = "observations"
-OBSERVATIONS_VERSION = FORMATS[OBSERVATIONS_FORMAT]
 
 #: The observation schema. Types are part of the contract: int32 for partition/ses/p,
 #: int64 for offsets, sequence numbers, transaction numbers and times (ms).
@@ -55,10 +53,6 @@ SCHEMA = pa.schema([
 
 #: Identity columns: null on a foreign row.
 IDENTITY_COLUMNS = ("run", "pid", "ses", "p", "seq", "txn", "abort", "ts_send")
-
-
-def observations_dir(run_dir: Path) -> Path:
-    return layout(run_dir).observations
 
 
 def output_dir(run_dir: Path, reader: str, isolation: str) -> Path:

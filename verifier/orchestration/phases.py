@@ -11,8 +11,6 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-PHASES = ("setup", "load+faults", "heal", "recover", "drain", "verify", "report")
-
 
 class PhaseClock:
     def __init__(self, on_phase=None) -> None:

@@ -145,11 +145,3 @@ def resolve(jarset: JarSet, *, quiet: bool = True) -> Path:
     (folder / ".complete").write_text(" ".join(cmd) + "\n")
     return folder
 
-
-def resolve_all(*, include_spark: bool = True, include_tools: bool = True) -> list[Path]:
-    sets = [broker_jars()]
-    if include_spark:
-        sets.append(spark_kafka_jars())
-    if include_tools:
-        sets.append(tools_jars())
-    return [resolve(s) for s in sets]

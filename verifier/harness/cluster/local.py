@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import signal
 import subprocess
-import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -312,12 +311,10 @@ def up(state_dir: Path, spec: ClusterSpec,
             f"port {port} needed by node {n} is already in use by another process; "
             "stop it or choose another base port (--base-port)"
         )
-    started_at = time.monotonic()
     cluster = LocalCluster.create(state_dir, spec)
     try:
         cluster.start(timeout=timeout)
     except BaseException:
         cluster.down(remove_data=False)
         raise
-    cluster.startup_seconds = time.monotonic() - started_at  # type: ignore[attr-defined]
     return cluster, action
