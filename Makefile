@@ -19,7 +19,7 @@ PYTEST_ARGS   ?=
 BIN := $(VENV)/bin
 export KAFKA_VERSION
 
-.PHONY: setup system-deps jars test unit integration chaos chaos-quick cluster-up cluster-down lint clean distclean
+.PHONY: setup system-deps jars test unit integration test-chaos chaos chaos-quick cluster-up cluster-down lint clean distclean
 
 setup: $(VENV)/.installed jars system-deps ## Python packages in .venv, JVM jars in .jars
 
@@ -49,6 +49,11 @@ integration: setup
 	VERIFIER_TEST_BASE_PORT=$(TEST_BASE_PORT) VERIFIER_TEST_STATE_DIR=$(TEST_STATE_DIR) \
 	  $(BIN)/pytest tests/integration $(PYTEST_ARGS); \
 	  rc=$$?; $(BIN)/verifier cluster down --state-dir $(TEST_STATE_DIR) >/dev/null 2>&1; exit $$rc
+
+# The chaos tier (tests/chaos, marker `chaos`): the quick profile end to end, with its
+# outputs checked. Minutes long, so not part of `make test`.
+test-chaos: setup
+	$(BIN)/pytest tests/chaos -m chaos $(PYTEST_ARGS)
 
 chaos: setup ## every mode under every fault, side by side
 	$(BIN)/verifier chaos --profile $(PROFILE) --out $(OUT)
