@@ -10,48 +10,8 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 
-import orjson
-
-
-class HistoryTail:
-    """Counts a producer history's send outcomes incrementally (reads only new bytes)."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = Path(path)
-        self._pos = 0
-        self._rest = b""
-        self.ok = 0
-        self.info = 0
-        self.fail = 0
-
-    def poll(self) -> HistoryTail:
-        try:
-            with open(self.path, "rb") as f:
-                f.seek(self._pos)
-                data = f.read()
-        except FileNotFoundError:
-            return self
-        self._pos += len(data)
-        lines = (self._rest + data).split(b"\n")
-        self._rest = lines.pop()  # a line still being written
-        for line in lines:
-            if b'"send"' not in line:
-                continue
-            try:
-                ev = orjson.loads(line)
-            except orjson.JSONDecodeError:
-                continue
-            if ev.get("f") == "send":
-                kind = ev.get("type")
-                if kind == "ok":
-                    self.ok += 1
-                elif kind == "info":
-                    self.info += 1
-                elif kind == "fail":
-                    self.fail += 1
-        return self
+from verifier.rundata.history import HistoryTail  # noqa: F401 - the orchestrator's
 
 
 class ProgressDisplay:

@@ -229,3 +229,44 @@ def read_histories(folder: Path, run: str, pids) -> tuple[pa.Table, dict[str, bo
     if table.num_rows == 0:
         raise RunFormatError(folder, "empty run: the histories hold no operation")
     return table, started
+
+
+class HistoryTail:
+    """Follows a history while its producer appends to it: each :meth:`poll` reads only the
+    bytes written since the last one and counts the send outcomes of the complete lines
+    (the live progress line). A line still being written waits for the next poll."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self._pos = 0
+        self._rest = b""
+        self.ok = 0
+        self.info = 0
+        self.fail = 0
+
+    def poll(self) -> HistoryTail:
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(self._pos)
+                data = f.read()
+        except FileNotFoundError:
+            return self
+        self._pos += len(data)
+        lines = (self._rest + data).split(b"\n")
+        self._rest = lines.pop()  # a line still being written
+        for line in lines:
+            if b'"send"' not in line:
+                continue
+            try:
+                ev = orjson.loads(line)
+            except orjson.JSONDecodeError:
+                continue
+            if ev.get("f") == "send":
+                kind = ev.get("type")
+                if kind == "ok":
+                    self.ok += 1
+                elif kind == "info":
+                    self.info += 1
+                elif kind == "fail":
+                    self.fail += 1
+        return self
