@@ -103,9 +103,22 @@ class RunConfig:
         return {p.topic for p in self.producers.values() if p.mode == mode}
 
 
+#: the reader the drain waits for (the Spark observer); every other reader (the plain
+#: one) reads after the drain, each partition up to the end offset it looked up itself
+OBSERVER = "spark"
+#: the drain.json reason of a partition whose read_committed end (LSO) stayed below its
+#: read_uncommitted end (docs/formats.md §4.2)
+OPEN_TXN_REASON = "open transaction"
+
+
 @dataclass(frozen=True)
 class Drain:
-    """drain.json: did every partition reach its end offsets at both isolation levels?"""
+    """drain.json: did every partition reach its end offsets at both isolation levels?
+
+    Completeness is decided per (topic, partition, reader, isolation) by
+    :meth:`incomplete` (docs/expectations.md §1, "complete"); the checks say ``unseen``
+    only there, and a report column is UNKNOWN only for its own incomplete parts.
+    """
 
     completed: bool
     partitions: list[dict] = field(default_factory=list)
@@ -114,6 +127,67 @@ class Drain:
 
     def behind_keys(self) -> set[tuple[str, int]]:
         return {(b["topic"], int(b["partition"])) for b in self.behind}
+
+    def _parts(self) -> tuple[set, set, set, bool]:
+        """(observer behind {(t, p, iso)}, open txn {(t, p)}, whole partition {(t, p)},
+        observer never checked)."""
+        obs, open_txn, whole = set(), set(), set()
+        for b in self.behind:
+            key = (str(b["topic"]), int(b["partition"]))
+            if b.get("isolation"):
+                obs.add((*key, str(b["isolation"])))
+            elif str(b.get("reason", "")).startswith(OPEN_TXN_REASON):
+                open_txn.add(key)
+            else:
+                whole.add(key)
+        # the drain waits for a stable log before it looks at the observer: while a
+        # transaction stayed open, the observer's positions were never compared
+        return obs, open_txn, whole, bool(open_txn)
+
+    def incomplete(self, topic: str, partition: int, reader: str, isolation: str) -> bool:
+        """True when ``reader`` may not have read all of (topic, partition) at ``isolation``.
+
+        - a completed drain: every part is complete;
+        - not completed and nothing named in ``behind``: every part is incomplete;
+        - ``{"isolation": ...}`` entries (observer behind): that part, for the observer;
+        - an open transaction on (t, p): every reader at read_committed (nothing past the
+          LSO is visible there), and the observer everywhere (never checked);
+        - any other entry: the whole partition, every reader, both levels.
+        The plain reader reads each partition to the end offset it looks up after the
+        drain, so outside those entries its parts are complete.
+        """
+        if self.completed:
+            return False
+        if not self.behind:
+            return True
+        obs, open_txn, whole, unchecked = self._parts()
+        key = (topic, int(partition))
+        if key in whole:
+            return True
+        if key in open_txn and isolation == READ_COMMITTED:
+            return True
+        return reader == OBSERVER and (unchecked or (*key, isolation) in obs)
+
+    def incomplete_where(self, topics: set[str], isolations, readers) -> list[str]:
+        """Human descriptions of the incomplete parts touching ``topics`` at ``isolations``
+        for ``readers`` (empty: complete there)."""
+        if self.completed:
+            return []
+        if not self.behind:
+            return ["the drain did not complete (no partition named): every partition"]
+        obs, open_txn, whole, unchecked = self._parts()
+        out = [f"{t}-{p} (every reader)" for t, p in sorted(whole) if t in topics]
+        if READ_COMMITTED in isolations:
+            out += [f"{t}-{p} read_committed (open transaction)"
+                    for t, p in sorted(open_txn) if t in topics]  # fmt: skip
+        if OBSERVER in readers:
+            if unchecked:
+                out.append(f"every partition for reader {OBSERVER} (the drain stopped "
+                           "before comparing its positions)")
+            else:
+                out += [f"{t}-{p} {i} for reader {OBSERVER}" for t, p, i in sorted(obs)
+                        if t in topics and i in isolations]  # fmt: skip
+        return out
 
 
 @dataclass

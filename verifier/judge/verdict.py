@@ -11,13 +11,28 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from verifier.judge import expectations as X
-from verifier.judge.model import ISOLATIONS, KINDS, CheckOutcome, RunData
+from verifier.judge.model import (
+    HANGING,
+    ISOLATIONS,
+    KINDS,
+    OBSERVER,
+    CheckOutcome,
+    RunData,
+)  # fmt: skip
 from verifier.rundata.formats import FORMATS
 
 VERDICT_FORMAT = "verdict"
 VERDICT_VERSION = FORMATS[VERDICT_FORMAT]
 PASS, FAIL, UNKNOWN = "PASS", "FAIL", "UNKNOWN"
 EXIT_OK, EXIT_ANOMALY, EXIT_INCOMPLETE = 0, 1, 2  # DESIGN §7, same as verifier.cli
+
+#: what a part a reader has not read to its end can hide: the records still missing there
+#: (unseen: lost or late), that reader's own deliveries of them (duplicate deliveries,
+#: disagreement with the other readers) and, until read, whatever the log holds there.
+#: Only hanging transactions are decided on drain.json's end offsets alone. A column is
+#: UNKNOWN for an incomplete part only if one of these is forbidden (or inconclusive)
+#: for it; a forbidden anomaly found elsewhere FAILs it regardless.
+HIDDEN_BY_INCOMPLETE = tuple(k for k in KINDS if k != HANGING)
 
 
 @dataclass(frozen=True)
@@ -75,9 +90,14 @@ def _reasons_unknown(col: Column, run: RunData, outcomes, anomalies, topics) -> 
         if o.error and any(anomalies[k]["expectation"] in (X.FORBIDDEN, X.INCONCLUSIVE)
                            for k in o.kinds):  # fmt: skip
             reasons.append(f"check {o.name} crashed: {o.summary}")
-    drain = run.drain
-    if not drain.completed and (not drain.behind or {t for t, _ in drain.behind_keys()} & topics):
-        reasons.append("drain incomplete: records not seen may be lost or late")
+    readers = {r for r, i in run.combos if i in col.isolations} or {OBSERVER}
+    parts = run.drain.incomplete_where(topics, col.isolations, readers)
+    hiding = [k for k in HIDDEN_BY_INCOMPLETE
+              if anomalies[k]["expectation"] in (X.FORBIDDEN, X.INCONCLUSIVE)]  # fmt: skip
+    if parts and hiding:
+        more = f" and {len(parts) - 5} more" if len(parts) > 5 else ""
+        reasons.append(f"drain incomplete for {'; '.join(parts[:5])}{more}: records not "
+                       f"read there may be lost or late, or hide {', '.join(hiding)}")
     for pid, spec in run.config.producers.items():
         if spec.mode == col.mode and not run.started.get(pid, False):
             reasons.append(f"producer {pid} never started")

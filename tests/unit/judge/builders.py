@@ -39,32 +39,42 @@ class RunBuilder:
         self.clock += 10
         return self.clock
 
-    def event(self, type_: str, f: str, **kw) -> RunBuilder:
-        self.events.append({"type": type_, "f": f, "pid": "p1", "t": self._tick(), **kw})
+    def producer(self, pid: str, mode: str, topic: str) -> RunBuilder:
+        """A second (third, ...) producer with its own mode and topic."""
+        self.producers[pid] = ProducerSpec(pid, mode, mode, topic)
         return self
 
-    def send(self, p, seq, ses=1, txn=None, outcome="ok", offset=None) -> RunBuilder:
+    def event(self, type_: str, f: str, pid="p1", **kw) -> RunBuilder:
+        self.events.append({"type": type_, "f": f, "pid": pid, "t": self._tick(), **kw})
+        return self
+
+    def send(self, p, seq, ses=1, txn=None, outcome="ok", offset=None, pid="p1") -> RunBuilder:
         """An invoke and its completion (``outcome=None``: the process died mid-send)."""
         ident = {"ses": ses, "p": p, "seq": seq, "txn": txn}
-        self.event("invoke", "send", **ident)
+        self.event("invoke", "send", pid, **ident)
         if outcome is not None:
-            self.event(outcome, "send", **ident, offset=offset if outcome == "ok" else None)
+            self.event(outcome, "send", pid, **ident,
+                       offset=offset if outcome == "ok" else None)  # fmt: skip
         return self
 
-    def txn(self, txn, ses=1, end="commit", outcome="ok", abort=False) -> RunBuilder:
+    def txn(self, txn, ses=1, end="commit", outcome="ok", abort=False, pid="p1") -> RunBuilder:
         """begin ... end: call it after the transaction's sends (order is irrelevant)."""
-        self.event("invoke", "begin", ses=ses, txn=txn, abort=abort)
-        self.event("ok", "begin", ses=ses, txn=txn, abort=abort)
-        self.event("invoke", end, ses=ses, txn=txn)
+        self.event("invoke", "begin", pid, ses=ses, txn=txn, abort=abort)
+        self.event("ok", "begin", pid, ses=ses, txn=txn, abort=abort)
+        self.event("invoke", end, pid, ses=ses, txn=txn)
         if outcome is not None:
-            self.event(outcome, end, ses=ses, txn=txn)
+            self.event(outcome, end, pid, ses=ses, txn=txn)
         return self
 
-    def see(self, p, seq, offset, ses=1, txn=None, combos=ALL, **over) -> RunBuilder:
-        """Observation rows of one record by the given (reader, isolation) pairs."""
+    def see(self, p, seq, offset, ses=1, txn=None, combos=ALL, pid="p1", at=None,
+            **over) -> RunBuilder:  # fmt: skip
+        """Observation rows of one record by the given (reader, isolation) pairs, in its
+        producer's topic at partition ``p`` unless ``at`` = (topic, partition) says where."""
+        spec = self.producers.get(pid)
+        topic, part = at or ((spec.topic if spec else "t"), p)
         for reader, iso in combos:
-            row = {"reader": reader, "isolation": iso, "topic": "t", "partition": p,
-                   "offset": offset, "run": RUN, "pid": "p1", "ses": ses, "p": p, "seq": seq,
+            row = {"reader": reader, "isolation": iso, "topic": topic, "partition": part,
+                   "offset": offset, "run": RUN, "pid": pid, "ses": ses, "p": p, "seq": seq,
                    "txn": txn, "abort": False, "ts_send": T0 + (seq or 0),
                    "ts_broker": T0 + (seq or 0) + 1,
                    "foreign": False, "error": None}  # fmt: skip
@@ -72,13 +82,14 @@ class RunBuilder:
             self.rows.append(row)
         return self
 
-    def write(self, p, seq, offset, ses=1, txn=None, combos=ALL) -> RunBuilder:
+    def write(self, p, seq, offset, ses=1, txn=None, combos=ALL, pid="p1") -> RunBuilder:
         """A send acknowledged at ``offset`` and seen there by ``combos``."""
-        return self.send(p, seq, ses, txn, "ok", offset).see(p, seq, offset, ses, txn, combos)
+        return self.send(p, seq, ses, txn, "ok", offset, pid).see(p, seq, offset, ses, txn,
+                                                                 combos, pid)  # fmt: skip
 
-    def end_offsets(self, p, rc, ru) -> RunBuilder:
+    def end_offsets(self, p, rc, ru, topic="t") -> RunBuilder:
         self.ends.append(
-            {"topic": "t", "partition": p, "end_read_committed": rc, "end_read_uncommitted": ru}
+            {"topic": topic, "partition": p, "end_read_committed": rc, "end_read_uncommitted": ru}
         )
         return self
 
@@ -102,7 +113,7 @@ class RunBuilder:
             combos,
             drain,
             drain_frame(self.spark, drain),
-            {"p1": True},
+            {pid: True for pid in self.producers},
             [],
         )
 
@@ -114,3 +125,10 @@ class RunBuilder:
         for g in out.groups:
             found.setdefault(g.kind, []).extend(g.sample)
         return found
+
+    def verdicts(self) -> dict[str, dict]:
+        """Every check, then the verdict: report column name -> its verdict.json column."""
+        from verifier.judge import verdict as V
+
+        run = self.build()
+        return {c["name"]: c for c in V.build(run, run_checks(run, cap=100), {})["columns"]}

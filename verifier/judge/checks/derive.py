@@ -179,8 +179,7 @@ class Derived:
 
     def _ctx(self) -> Ctx:
         drain = self.run.drain
-        return Ctx(combos=list(self.run.combos), completed=drain.completed,
-                   behind=drain.behind_keys(), status=self.status,
+        return Ctx(combos=list(self.run.combos), drain=drain, status=self.status,
                    pids=sorted(self.run.config.producers))  # fmt: skip
 
     @cached_property

@@ -147,19 +147,23 @@ def lost(i: pa.Table, ctx: K.Ctx, at: dict) -> list[dict]:
     absent = K._any([pc.invert(seen[k]) for iso in isos for k in ctx.iso_combos[iso]])
     out = []
     names = [_combo_col(r, iso) for r, iso in ctx.combos]
+    # sends come to their home partition: this one (at), so completeness is per reader
+    late = ctx.late(at["topic"], at["partition"])
     for r in i.append_column("absent", absent).filter(absent).to_pylist():
         flags = [bool(r[f"s{k}"]) for k in range(nc)]
-        late = not ctx.completed or (at["topic"], r["p"]) in ctx.behind
         seen_by = ",".join(n for n, s in zip(names, flags, strict=True) if s)
         ev = _ev(in_log=any(flags), seen_by=seen_by,
                  acknowledged=r["ok"], transactional=r["transactional"])  # fmt: skip
         for iso in isos:
-            missing = [ctx.combos[k][0] for k in ctx.iso_combos[iso] if not flags[k]]
-            if missing:
-                out.append({**at, "rec": "a", "kind": UNSEEN if late else LOST,
-                            "partition": r["p"], "isolation": iso, "reader": ",".join(missing),
-                            "pid": r["pid"], "seq": r["seq"], "t": r["t_send"],
-                            "evidence": ev})  # fmt: skip
+            missing = [k for k in ctx.iso_combos[iso] if not flags[k]]
+            for kind, who in ((LOST, [k for k in missing if not late[k]]),
+                              (UNSEEN, [k for k in missing if late[k]])):  # fmt: skip
+                if who:
+                    out.append({**at, "rec": "a", "kind": kind, "partition": r["p"],
+                                "isolation": iso,
+                                "reader": ",".join(ctx.combos[k][0] for k in who),
+                                "pid": r["pid"], "seq": r["seq"], "t": r["t_send"],
+                                "evidence": ev})  # fmt: skip
     return out
 
 

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from verifier.judge.model import ISOLATIONS
+from verifier.judge.model import ISOLATIONS, Drain
 
 #: the decoded identity as one comparable value; ts is part of it because a re-send
 #: carries a new send time: two readers seeing different ts at one offset saw two records
@@ -36,8 +36,7 @@ class Ctx:
     """Run-wide facts the pass needs (shipped to the Python workers with the function)."""
 
     combos: list[tuple[str, str]]
-    completed: bool
-    behind: set[tuple[str, int]]
+    drain: Drain  # completeness per (topic, partition, reader, isolation)
     status: pa.Table  # pid, ses, txn, status, abort_intent
     pids: list[str] = field(default_factory=list)  # the run's producer ids (codes shipped)
     iso_combos: dict[str, list[int]] = field(default_factory=dict)
@@ -45,6 +44,10 @@ class Ctx:
     def __post_init__(self):
         self.iso_combos = {i: [c for c, (_, ci) in enumerate(self.combos) if ci == i]
                            for i in ISOLATIONS}  # fmt: skip
+
+    def late(self, topic: str, partition: int) -> list[bool]:
+        """Per (reader, isolation) pair: has it possibly not read this partition to its end?"""
+        return [self.drain.incomplete(topic, partition, r, i) for r, i in self.combos]
 
 
 def _int(col) -> pa.ChunkedArray:
