@@ -12,21 +12,27 @@ kafka-python 3.0.12 traps handled here (shared notes §4, §9):
   ``max.block.ms`` (Java's bound for them, KAFKA-7763); a call that overruns is ``info``
   and the producer is replaced;
 - fenced or fatal: close the producer and build a new one (its ``init_transactions``
-  fences the old epoch and aborts or completes the open transaction).
+  fences the old epoch and aborts or completes the open transaction);
+- back-to-back transactions: the first AddPartitionsToTxn of a transaction is answered
+  CONCURRENT_TRANSACTIONS until the coordinator has written the previous transaction's
+  markers. kafka-python means to retry it after 20 ms (``ADD_PARTITIONS_RETRY_BACKOFF_MS``,
+  as Java does, KAFKA-5482) but its sender sleeps its own ``retry_backoff_ms`` (100 ms)
+  before every transactional retry, on the I/O thread; with markers that take a few
+  round trips (three brokers, acks=all) a 10-record transaction took ~0.5 s. See
+  :func:`fast_txn_retries`.
 """
 
 from __future__ import annotations
 
 import random
 import threading
-import time
 from collections import deque
 from enum import Enum
 
 from kafka import KafkaProducer
 
 from producers import outcomes
-from producers.emitter import Emitter
+from producers.emitter import Emitter, Pacer
 from producers.generator import CHUNK, Planner, Session
 from producers.readback import commit_visible
 from producers.resume import PlannedTxn
@@ -60,6 +66,24 @@ def bounded(fn, timeout_s: float, what: str):
     return box.get("result")
 
 
+#: what kafka-python's transaction manager intends for a retried AddPartitionsToTxn
+TXN_RETRY_BACKOFF_MS = 20
+
+
+def fast_txn_retries(producer: KafkaProducer) -> None:
+    """Let the sender retry transactional requests after 20 ms instead of 100 ms.
+
+    In kafka-python 3.0.12 the sender's own ``retry_backoff_ms`` is used only around
+    transactional requests (the sleep before a retried one, the poll while one is in
+    flight); record batches back off on the accumulator's copy, which stays as
+    configured. Measured on three local brokers, 30 back-to-back transactions of 10
+    records: 1.8 -> 5.1 transactions/s."""
+    sender = getattr(producer, "_sender", None)
+    config = getattr(sender, "config", None)
+    if isinstance(config, dict) and "retry_backoff_ms" in config:
+        config["retry_backoff_ms"] = min(config["retry_backoff_ms"], TXN_RETRY_BACKOFF_MS)
+
+
 class TxnRunner:
     """Runs transactions on one producer, replacing the producer when it must."""
 
@@ -78,6 +102,7 @@ class TxnRunner:
         if self.producer is not None:
             self.session.close_producer(self.producer, 0)
         self.producer = self.session.build_producer()
+        fast_txn_retries(self.producer)
         while True:
             try:
                 self.producer.init_transactions()  # bounded by max.block.ms itself
@@ -203,7 +228,10 @@ def run_transactional(session: Session) -> None:
         rng = random.Random(f"{session.spec.seed}:{session.spec.pid}:{session.ses}")
         redo = deque(session.resume.uncommitted)
         next_txn = session.resume.next_txn
-        pacer_interval = 1.0 / session.spec.rate if session.spec.rate else 0.0
+        # one schedule for the whole session, as the other modes pace: the time a commit
+        # takes is made up by the next records, instead of restarting the clock each
+        # transaction (which capped the rate at txn_size / (txn_size / rate + commit))
+        pacer = Pacer(session.spec.rate, session.stop)
         while redo or session.running():
             if session.stop.is_set():
                 break
@@ -214,7 +242,7 @@ def run_transactional(session: Session) -> None:
             else:
                 txn = _plan(session, planner, rng, next_txn)
                 next_txn += 1
-            result, replace = runner.run(txn, before_send=_pacing(session, pacer_interval))
+            result, replace = runner.run(txn, before_send=_pacing(pacer))
             if result is TxnResult.REDO:
                 redo.appendleft(PlannedTxn(txn.txn, False, txn.recs, runner.unanswered))
                 session.stop.wait(session.spec.settings["retry_backoff_ms"] / 1000)
@@ -241,19 +269,14 @@ def _committed_after_all(session: Session, txn: PlannedTxn) -> bool:
     return True
 
 
-def _pacing(session: Session, interval: float):
-    """A per-send hook spacing records to ``--rate`` (None when unbounded)."""
-    if not interval:
+def _pacing(pacer: Pacer):
+    """A per-send hook holding each record to the session's schedule (None when
+    unbounded)."""
+    if not pacer.interval:
         return None
-    state = {"next": None}
 
     def pace(em: Emitter) -> None:
-        now = time.monotonic()
-        state["next"] = (state["next"] or now) + interval
-        delay = state["next"] - now
-        if delay > 0.001:
-            em.write_completions()
-            session.stop.wait(delay)
+        pacer.pace(em.write_completions)
     return pace
 
 
