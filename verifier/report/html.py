@@ -7,6 +7,7 @@ from html import escape
 from pathlib import Path
 
 from verifier.judge.model import KINDS
+from verifier.report.compare import anchor, load_of, load_text, workload
 from verifier.report.svg import partition_plot, timeline
 from verifier.report.terminal import COUNT_ROWS
 
@@ -20,7 +21,10 @@ th:first-child,td:first-child{text-align:left}
 .PASS{background:#b9e6b9;font-weight:bold}.FAIL{background:#f08080;font-weight:bold}
 .UNKNOWN{background:#d0d0d0;font-weight:bold}
 pre{background:#f4f4f4;padding:8px;overflow-x:auto;font-size:12px}
+table.samples td{text-align:left;font-size:13px}.note{color:#666;font-size:85%;margin:0}
 """
+
+SAMPLE_ROWS = 20
 
 
 def _table(doc: dict) -> str:
@@ -48,19 +52,74 @@ def _table(doc: dict) -> str:
     return "".join(h)
 
 
+def _plot_id(topic, partition) -> str:
+    return "p-" + "".join(ch if ch.isalnum() else "-" for ch in f"{topic}-{partition}")
+
+
+def _ident(s: dict) -> str:
+    """``pid:p:seq``; an identity's partition ``p`` is the one it was judged in."""
+    parts = (s.get("pid"), s.get("p", s.get("partition")), s.get("seq"))
+    return ":".join(str(x) for x in parts if x is not None)
+
+
+def _readers(s: dict) -> str:
+    ev = s.get("evidence") or {}
+    seen = ev.get("seen_by") if isinstance(ev, dict) else None
+    out = s.get("reader") or ""
+    if seen:
+        out += f" (seen by {', '.join(map(str, seen))})" if out else ", ".join(map(str, seen))
+    return out
+
+
+def _sample_table(doc: dict, samples: list[dict], plotted: set) -> str:
+    """Anomaly samples as rows; the partition links to its offset plot when there is one."""
+    rows = []
+    for s in samples:
+        part = f"{s.get('topic')}[{s.get('partition')}]"
+        if (s.get("topic"), s.get("partition")) in plotted:
+            part = f"<a href='#{_plot_id(s.get('topic'), s.get('partition'))}'>{escape(part)}</a>"
+        else:
+            part = escape(part)
+        offs = s.get("offsets") or ([s["offset"]] if s.get("offset") is not None else [])
+        ev = s.get("evidence")
+        ev = {k: v for k, v in ev.items() if k != "seen_by"} if isinstance(ev, dict) else ev
+        cells = [part, ", ".join(map(str, offs)), _ident(s), s.get("ses"), s.get("txn"),
+                 _readers(s), s.get("isolation"), json.dumps(ev, sort_keys=True) if ev else ""]
+        rows.append("<tr>" + "".join(
+            f"<td>{c if i == 0 else escape('' if c is None else str(c))}</td>"
+            for i, c in enumerate(cells)) + "</tr>")
+    head = "".join(f"<th>{h}</th>" for h in ("partition", "offset(s)", "identity (pid:p:seq)",
+                                             "session", "transaction", "readers", "isolation",
+                                             "evidence"))
+    return f"<table class='samples'><tr>{head}</tr>{''.join(rows)}</table>"
+
+
 def _samples(doc: dict) -> str:
+    plotted = {(p["topic"], p["partition"]) for p in doc.get("partition_plots", [])}
     out = []
     for c in doc["columns"]:
         for r in c["reasons"]:
             out.append(f"<p><b>{escape(c['name'])}</b>: UNKNOWN because {escape(r)}</p>")
         for k, a in c["anomalies"].items():
             if a["count"]:
-                lines = "\n".join(json.dumps(s, sort_keys=True) for s in a["sample"][:10])
+                shown = a["sample"][:SAMPLE_ROWS]
                 out.append(
-                    f"<h3>{escape(c['name'])}: {a['count']} {k} ({a['expectation']})</h3>"
-                    f"<pre>{escape(lines)}</pre>"
+                    f"<h3 id='{anchor(c['name'], k)}'>{escape(c['name'])}: {a['count']} {k} "
+                    f"<span class='{a['expectation']}'>({a['expectation']})</span></h3>"
+                    f"<p class='note'>{len(shown)} of {a['count']} shown</p>"
+                    + _sample_table(doc, shown, plotted)
                 )
     return "".join(out) or "<p>No anomalies.</p>"
+
+
+def _load(doc: dict) -> str:
+    """Each mode's achieved rate against the workload's (when config.json is there)."""
+    work = workload(doc)
+    if not work:
+        return ""
+    items = "".join(f"<li>{escape(c['name'])}: {escape(load_text(load_of(doc, c, work)))}</li>"
+                    for c in doc["columns"])
+    return f"<p>Load per mode (achieved against requested):</p><ul>{items}</ul>"
 
 
 def render_html(doc: dict) -> str:
@@ -70,7 +129,8 @@ def render_html(doc: dict) -> str:
         + (f"<tr><td colspan=3><pre>{escape(c['traceback'])}</pre></td></tr>"
            if c["traceback"] else "")
         for n, c in doc["checks"].items())  # fmt: skip
-    plots = "".join(f"<h3>{escape(p['topic'])} partition {p['partition']}</h3>{partition_plot(p)}"
+    plots = "".join(f"<h3 id='{_plot_id(p['topic'], p['partition'])}'>{escape(p['topic'])} "
+                    f"partition {p['partition']}</h3>{partition_plot(p)}"
                     for p in doc.get("partition_plots", []))  # fmt: skip
     drain = "complete" if doc["drain"]["completed"] else "INCOMPLETE"
     return (
@@ -78,7 +138,7 @@ def render_html(doc: dict) -> str:
         f"verdict</title><style>{CSS}</style></head><body>"
         f"<h1>Delivery verdict: {escape(doc['scenario'])}</h1>"
         f"<p>run {escape(doc['run'])} · sink {escape(doc['sink'])} · drain {drain} · "
-        f"exit code {doc['exit_code']}</p><h2>Modes side by side</h2>{_table(doc)}"
+        f"exit code {doc['exit_code']}</p><h2>Modes side by side</h2>{_table(doc)}{_load(doc)}"
         f"<h2>Timeline</h2>{timeline(doc)}<h2>Anomalies</h2>{_samples(doc)}"
         f"<h2>Anomalous partitions</h2>{plots or '<p>None.</p>'}"
         f"<h2>Checks</h2><table><tr><th>check</th><th>status</th><th>seconds</th></tr>{checks}"

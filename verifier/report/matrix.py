@@ -1,40 +1,136 @@
-"""The scenario x mode matrix of a chaos run: OUT/verdict.json, junit.xml, report.html."""
+"""The scenario x mode matrix of a chaos run: OUT/verdict.json, junit.xml, report.html.
+
+report.html: the grid, each cell with its verdict and what was observed, then the
+"delivered guarantees" summary per mode (each count linking to the anomalies in its
+scenario's report, each kind to the mechanism that produces it)."""
 
 from __future__ import annotations
 
 from html import escape
 from pathlib import Path
 
+from verifier.report.compare import (
+    CELL_LEGEND,
+    MARK,
+    MECHANISM,
+    anchor,
+    cells,
+    load_text,
+    summary,
+    workload,
+)
 from verifier.rundata.formats import write_json
 
 MATRIX_FORMAT = "chaos-matrix"
 
+CSS = ("body{font-family:sans-serif;margin:2em;color:#222}td,th{border:1px solid #ccc;"
+       "padding:4px 8px;vertical-align:top}table{border-collapse:collapse;margin:8px 0 16px}"
+       ".PASS{background:#cfc}.FAIL{background:#fcc}.UNKNOWN{background:#ffc}"
+       ".f{font-size:85%}.cell b{display:block}.obs{font-size:90%;white-space:nowrap}"
+       ".forbidden{color:#b00;font-weight:bold}.tolerated{color:#7a5d00}"
+       ".expected{color:#1f5fa8}.inconclusive{color:#555}.none{color:#999}"
+       ".legend{font-size:85%;color:#555;max-width:1100px}dt{font-weight:bold;margin-top:8px}"
+       "dd{margin-left:1.5em;max-width:1000px}")
 
-def matrix_html(grid: dict, docs: list[dict], out_dir: Path) -> str:
+
+def _href(run_dir: str | None, out_dir: Path, frag: str = "") -> str:
+    if not run_dir:
+        return ""
+    link = Path(run_dir) / "report.html"
+    try:
+        link = link.relative_to(out_dir)
+    except ValueError:
+        pass
+    return escape(str(link)) + frag
+
+
+def _grid_html(grid: dict, docs: list[dict], out_dir: Path) -> str:
+    detail = cells(docs)
     head = "".join(f"<th>{escape(c)}</th>" for c in grid["columns"])
     rows = []
     for doc in docs:
-        link = Path(doc["run_dir"]) / "report.html"
-        try:
-            href = link.relative_to(out_dir)
-        except ValueError:
-            href = link
-        cells = "".join(
-            f"<td class='{grid['grid'][doc['scenario']].get(c, '')}'>"
-            f"{grid['grid'][doc['scenario']].get(c, '-')}</td>" for c in grid["columns"])
+        sc = doc["scenario"]
+        if any(r.startswith(f"<tr id='s-{escape(sc)}'") for r in rows):
+            continue  # a scenario run twice: one row, its worst verdict
+        tds = []
+        for c in grid["columns"]:
+            cell = detail.get(sc, {}).get(c)
+            if cell is None:
+                tds.append(f"<td>{grid['grid'][sc].get(c, '-')}</td>")
+                continue
+            run = doc.get("run_dir")
+            obs = "".join(
+                f"<span class='obs {e}'><a href='{_href(run, out_dir, '#' + anchor(c, k))}'>"
+                f"{n} {escape(k)}</a> {MARK[e]}</span><br>" for k, n, e in cell["observed"])
+            tds.append(f"<td class='cell {cell['verdict']}' title='{escape(cell['text'])}'>"
+                       f"<b>{cell['verdict']}</b>{obs}</td>")
         wall = doc.get("phases", {}).get("total_s", 0)
         fired = "<br>".join(escape(x) for x in doc.get("fault_summary", [])) or "none"
-        rows.append(f"<tr><td><a href='{escape(str(href))}'>{escape(doc['scenario'])}</a></td>"
-                    f"{cells}<td>{wall:.0f}s</td><td class='f'>{fired}</td></tr>")
-    css = ("body{font-family:sans-serif;margin:2em}td,th{border:1px solid #ccc;padding:4px 8px}"
-           "table{border-collapse:collapse}.PASS{background:#cfc}.FAIL{background:#fcc}"
-           ".UNKNOWN{background:#ffc}.f{font-size:85%}")
+        href = _href(doc.get("run_dir"), out_dir)
+        rows.append(f"<tr id='s-{escape(sc)}'><td><a href='{href}'>{escape(sc)}</a></td>"
+                    f"{''.join(tds)}<td>{wall:.0f}s</td><td class='f'>{fired}</td></tr>")
+    return (f"<table id='grid'><tr><th>scenario</th>{head}<th>wall time</th><th>faults</th>"
+            f"</tr>{''.join(rows)}</table><p class='legend'>{escape(CELL_LEGEND)}</p>")
+
+
+def summary_html(docs: list[dict], out_dir: Path, workloads: dict | None = None) -> str:
+    """The "delivered guarantees" table and the mechanisms of what was observed."""
+    entries = summary(docs, workloads)
+    if not entries:
+        return ""
+    kinds: list[str] = []
+    for e in entries:
+        kinds += [k for k in e["kinds"] if k not in kinds]
+    head = "".join(f"<th>{escape(e['column'])}</th>" for e in entries)
+    rows = []
+    loads = []
+    for e in entries:
+        base = next((x for x in e["load"] if x["scenario"] == "baseline"), None)
+        others = ", ".join(f"{x['scenario']} {x['rate']:.0f}/s" for x in e["load"]
+                           if x["scenario"] != "baseline")
+        loads.append(f"<td class='f'>{escape(load_text(base)) if base else '-'}"
+                     + (f"<br>{escape(others)}" if others else "") + "</td>")
+    rows.append(f"<tr><td>load (achieved rate)</td>{''.join(loads)}</tr>")
+    seen: list[str] = []
+    for k in kinds:
+        tds = []
+        for e in entries:
+            kind = e["kinds"].get(k)
+            if kind is None or not kind["count"]:
+                na = kind is not None and kind["expectation"] == "n/a"
+                tds.append(f"<td class='none'>{'n/a' if na else 'not observed'}</td>")
+                continue
+            if k not in seen:
+                seen.append(k)
+            where = "<br>".join(
+                f"<a href='{_href(w['run_dir'], out_dir, '#' + anchor(e['column'], k))}'>"
+                f"{w['count']} in {escape(w['scenario'])}</a>"
+                + (f" <span class='f'>({escape(', '.join(w['faults']))})</span>"
+                   if w["faults"] and w["faults"] != [w["scenario"]] else
+                   " <span class='f'>(no fault)</span>" if not w["faults"] else "")
+                for w in kind["where"])
+            exp = kind["expectation"] or ""
+            tds.append(f"<td><span class='{exp}'>{kind['count']} {MARK.get(exp, '')} "
+                       f"{escape(exp)}</span><br>{where}</td>")
+        rows.append(f"<tr><td><a href='#why-{k}'>{escape(k)}</a></td>{''.join(tds)}</tr>")
+    mech = "".join(f"<dt id='why-{k}'>{escape(MECHANISM[k][0])}</dt><dd>"
+                   f"{escape(MECHANISM[k][1])} <i>Source: {escape(MECHANISM[k][2])}.</i></dd>"
+                   for k in seen)  # fmt: skip
+    return (f"<h2 id='summary'>Delivered guarantees, per mode</h2>"
+            f"<p class='legend'>What each mode actually showed across the scenarios: "
+            f"how many, in which scenario and under which faults; each count links to its "
+            f"anomalies, each kind to how it happens.</p>"
+            f"<table id='guarantees'><tr><th></th>{head}</tr>{''.join(rows)}</table>"
+            + (f"<h2>Why these happen</h2><dl>{mech}</dl>" if mech else ""))
+
+
+def matrix_html(grid: dict, docs: list[dict], out_dir: Path,
+                workloads: dict | None = None) -> str:
     return (f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>chaos matrix</title>"
-            f"<style>{css}</style></head><body><h1>Delivery guarantees under faults</h1>"
+            f"<style>{CSS}</style></head><body><h1>Delivery guarantees under faults</h1>"
             f"<p>exit code {grid['exit_code']}; each scenario links to its own report.</p>"
-            f"<table><tr><th>scenario</th>{head}<th>wall time</th><th>faults</th></tr>"
-            f"{''.join(rows)}"
-            f"</table></body></html>")
+            f"{_grid_html(grid, docs, out_dir)}{summary_html(docs, out_dir, workloads)}"
+            f"</body></html>")
 
 
 def write_matrix(docs: list[dict], out_dir: Path, meta: dict) -> dict:
@@ -43,9 +139,12 @@ def write_matrix(docs: list[dict], out_dir: Path, meta: dict) -> dict:
 
     out_dir.mkdir(parents=True, exist_ok=True)
     grid = combine(docs)
+    workloads = {d["run"]: w for d in docs if (w := workload(d))}
     write_json(out_dir / "verdict.json", MATRIX_FORMAT, {**meta, "grid": grid, "runs": docs,
+                                                        "workloads": workloads,
                                                         "exit_code": grid["exit_code"]},
                indent=True)
     write_junit(docs, out_dir / "junit.xml")
-    (out_dir / "report.html").write_text(matrix_html(grid, docs, out_dir), encoding="utf-8")
+    (out_dir / "report.html").write_text(matrix_html(grid, docs, out_dir, workloads),
+                                         encoding="utf-8")
     return grid

@@ -71,10 +71,17 @@ def _where(s: dict) -> str:
     return " ".join(parts)
 
 
-def render_grid(grid: dict) -> str:
-    """The scenario x mode verdict grid of :func:`verifier.judge.verdict.combine`."""
+def render_grid(grid: dict, docs: list[dict] | None = None) -> str:
+    """The scenario x mode grid of :func:`verifier.judge.verdict.combine`; given the runs'
+    documents, each cell also says what was observed (``PASS · 1226 dup ~``)."""
+    from verifier.report.compare import CELL_LEGEND, cells
+
+    detail = cells(docs) if docs else {}
     rows = [["scenario", *grid["columns"]]]
     for sc in grid["scenarios"]:
-        rows.append([sc, *[grid["grid"][sc].get(c, "") for c in grid["columns"]]])
+        rows.append([sc, *[detail.get(sc, {}).get(c, {}).get("text")
+                           or grid["grid"][sc].get(c, "") for c in grid["columns"]]])
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return "\n".join("  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)) for r in rows)
+    text = "\n".join("  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip()
+                     for r in rows)
+    return text + ("\n" + CELL_LEGEND if detail else "")
