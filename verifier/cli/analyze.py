@@ -36,6 +36,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     q.add_argument("run_dir", type=Path)
     q.add_argument("--out", type=Path, default=None, help="output folder (default RUN_DIR)")
+    q.add_argument("--format", choices=("text", "markdown"), default="text",
+                   help="what to print: the terminal table (default) or markdown for a pull "
+                        "request comment; RUN_DIR may also be a chaos output folder (its "
+                        "matrix with the per-mode summary)")
     q.set_defaults(func=cmd_report)
 
 
@@ -74,10 +78,34 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
 def cmd_report(args: argparse.Namespace) -> int:
     from verifier.report import read_verdict, render_terminal, write_html, write_junit
+    from verifier.report.markdown import matrix_md, run_md
+    from verifier.rundata.formats import read_json
 
-    doc = read_verdict(RunLayout(args.run_dir).verdict)
+    path = RunLayout(args.run_dir).verdict
+    matrix = _matrix_doc(path)
+    if matrix is not None:  # a chaos output folder: print its matrix, re-render nothing
+        if args.format == "markdown":
+            print(matrix_md(read_json(path, "chaos-matrix")))
+        else:
+            from verifier.report.compare import render_summary, summary
+            from verifier.report.terminal import render_grid
+            print(render_grid(matrix["grid"], matrix.get("runs")))
+            print(render_summary(summary(matrix.get("runs") or [], matrix.get("workloads"))))
+        return matrix.get("exit_code", 2)
+    doc = read_verdict(path)
     out = args.out or args.run_dir
     write_junit([doc], RunLayout(out).junit)
     write_html(doc, RunLayout(out).report)
-    print(render_terminal(doc))
+    print(run_md(doc) if args.format == "markdown" else render_terminal(doc))
     return doc["exit_code"]
+
+
+def _matrix_doc(path: Path) -> dict | None:
+    """The chaos matrix document at ``path``, or None if it is anything else."""
+    import orjson
+
+    try:
+        doc = orjson.loads(path.read_bytes())
+    except (OSError, orjson.JSONDecodeError):
+        return None
+    return doc if isinstance(doc, dict) and doc.get("format") == "chaos-matrix" else None

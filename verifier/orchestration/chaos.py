@@ -83,6 +83,7 @@ def run_matrix(env, scenarios: list[Scenario], opts: RunOptions, spark,
                out=sys.stdout) -> int:
     """Run every scenario; write the combined outputs; return the exit code."""
     from verifier.report import render_grid
+    from verifier.report.compare import render_summary, summary
 
     t0 = time.monotonic()
     docs = []
@@ -92,7 +93,9 @@ def run_matrix(env, scenarios: list[Scenario], opts: RunOptions, spark,
     grid = write_matrix(docs, Path(opts.out), {"profile": opts.profile, "seed": opts.seed,
                                                "environment": env.name})
     print("\n=== verdicts: scenario x mode", file=out)
-    print(render_grid(grid), file=out)
+    print(render_grid(grid, docs), file=out)
+    print("\n=== delivered guarantees, per mode across the scenarios", file=out)
+    print(render_summary(summary(docs)), file=out)
     walls = ", ".join(f"{d['scenario']} {d['phases']['total_s']:.0f}s" for d in docs)
     print(f"\nwall time {time.monotonic() - t0:.0f}s ({walls})", file=out)
     print(f"outputs: {opts.out}/verdict.json, junit.xml, report.html", file=out, flush=True)
