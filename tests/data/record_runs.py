@@ -4,8 +4,9 @@
 
 Runs `verifier chaos --profile fixtures` (every scenario on the local 3-node cluster at a
 sixth of the usual rate), then copies each run folder without what the judge never reads
-(process logs, Spark checkpoints, the observer's progress files stay: selftest keeps them
-consistent). Re-record when a format version changes.
+(process logs, Spark checkpoints) and without the outputs `verifier analyze` derives again
+(verdict.json, junit.xml, report.html). The observer's progress files stay: selftest keeps
+them consistent. Re-record when a format version changes.
 """
 
 from __future__ import annotations
@@ -17,31 +18,41 @@ import sys
 import tempfile
 from pathlib import Path
 
+import orjson
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-SKIP = ("logs", "checkpoints", "report.html", "junit.xml")
+SKIP = ("logs", "checkpoints", "report.html", "junit.xml", "verdict.json")
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scenario", action="append", default=[])
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--out", type=Path, default=None,
+                    help="keep the whole runs here (default: a temporary folder)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="record-runs-") as tmp:
-        cmd = [str(ROOT / ".venv" / "bin" / "verifier"), "chaos", "--profile", "fixtures",
-               "--seed", str(args.seed), "--out", tmp]
+        out = args.out or Path(tmp)
+        cmd = [sys.executable, "-m", "verifier", "chaos", "--profile", "fixtures",
+               "--seed", str(args.seed), "--out", str(out)]
         for name in args.scenario:
             cmd += ["--scenario", name]
         rc = subprocess.run(cmd, cwd=ROOT).returncode
-        if rc not in (0, 1):
-            print(f"chaos exited {rc}: nothing recorded", file=sys.stderr)
-            return rc
-        for run in sorted(Path(tmp).glob("*/*/config.json")):
+        recorded = 0
+        for run in sorted(out.glob("*/*/config.json")):
             src, dest = run.parent, HERE / "runs" / run.parent.parent.name
+            # a run is worth keeping when its data is complete; its verdict is derived again
+            if not (src / "drain.json").is_file() or not orjson.loads(
+                    (src / "drain.json").read_bytes()).get("completed"):
+                print(f"not recorded (drain incomplete): {src}", file=sys.stderr)
+                continue
             shutil.rmtree(dest, ignore_errors=True)
             shutil.copytree(src, dest, ignore=shutil.ignore_patterns(*SKIP))
+            recorded += 1
             print(f"recorded {dest.relative_to(ROOT)}")
-    return 0
+    print(f"chaos exited {rc}; {recorded} runs recorded")
+    return 0 if recorded else 2
 
 
 if __name__ == "__main__":
