@@ -47,6 +47,8 @@ def test_defaults_and_modes():
         ("[workload]\nabort_fraction = 1.5", "abort_fraction"),
         ("[workload\n", "not valid TOML"),
         ("faults = 3", "list of tables"),
+        # one environment serves every scenario of a matrix: no per-scenario node count
+        ("[options]\nnodes = 1", "unknown keys"),
     ],
 )
 def test_bad_scenarios_are_usage_errors(text, fragment):
