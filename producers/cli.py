@@ -1,6 +1,10 @@
 """Command line of the generator: ``python -m producers ...`` and ``verifier produce``.
 
 Both call :func:`add_arguments` and :func:`run_from_args`, so they accept the same flags.
+Under the orchestrator a generator gets ``--plan RUN/config.json --pid P`` and reads the
+run, its mode, topic, cluster, pacing and security settings from the plan (secrets from
+``$VERIFIER_CLIENT_SECRETS``, see :mod:`verifier.rundata.plan`); standalone, the same
+facts are flags.
 Exit codes (DESIGN §7): 0 a clean stop, 2 could not run (e.g. Kafka unreachable), 64
 usage.
 """
@@ -18,8 +22,14 @@ from producers import config as cfg
 from producers.generator import GeneratorSpec, run
 from producers.properties import load_properties
 from verifier.rundata.errors import UsageError, VerifierError
+from verifier.rundata.plan import read_plan
 
 EXIT_OK, EXIT_CANNOT_RUN, EXIT_USAGE = 0, 2, 64
+TXN_SIZE = 10
+
+#: flags the plan provides: given together with --plan they are a usage error
+PLANNED = ("run_dir", "run_id", "mode", "topic", "bootstrap_servers", "rate", "record_size",
+           "txn_size", "abort_fraction", "seed", "producer_config")
 
 
 def _partitions(text: str) -> tuple[int, ...]:
@@ -35,36 +45,73 @@ def _partitions(text: str) -> tuple[int, ...]:
 
 def add_arguments(p: argparse.ArgumentParser) -> None:
     """The generator's flags."""
-    p.add_argument("--run-dir", type=Path, required=True, help="run folder (histories/ inside)")
-    p.add_argument("--run-id", required=True, help="run id written into every record")
-    p.add_argument("--mode", required=True, choices=cfg.MODES)
+    p.add_argument("--plan", type=Path, default=None, metavar="RUN/config.json",
+                   help="the run's plan: run folder, run id, mode, topic, cluster, pacing "
+                        "and security come from it (flags marked * must then be left out)")
+    p.add_argument("--run-dir", type=Path, help="* run folder (histories/ inside)")
+    p.add_argument("--run-id", help="* run id written into every record")
+    p.add_argument("--mode", choices=cfg.MODES, help="*")
     p.add_argument("--pid", required=True, help="logical producer id, stable across restarts")
-    p.add_argument("--topic", required=True, help="topic to write (the copier's output)")
-    p.add_argument("--bootstrap-servers", required=True)
+    p.add_argument("--topic", help="* topic to write (the copier's output)")
+    p.add_argument("--bootstrap-servers", help="*")
     p.add_argument("--partitions", type=_partitions, default=None,
                    help="partitions to write round robin, e.g. 0,1,2 (default: all)")
     stop = p.add_mutually_exclusive_group()
     stop.add_argument("--count", type=int, help="new records this session, then stop")
     stop.add_argument("--duration", type=float, help="seconds, then stop")
-    p.add_argument("--rate", type=float, default=None, help="records/s (default: unbounded)")
+    p.add_argument("--rate", type=float, default=None,
+                   help="* records/s (default: unbounded)")
     p.add_argument("--record-size", type=int, default=None,
-                   help="record value size in bytes (overrides record.size)")
-    p.add_argument("--txn-size", type=int, default=10, help="records per transaction")
-    p.add_argument("--abort-fraction", type=float, default=0.0,
-                   help="fraction of transactions aborted on purpose (seeded)")
-    p.add_argument("--seed", type=int, default=0)
+                   help="* record value size in bytes (overrides record.size)")
+    p.add_argument("--txn-size", type=int, default=None,
+                   help=f"* records per transaction (default {TXN_SIZE})")
+    p.add_argument("--abort-fraction", type=float, default=None,
+                   help="* fraction of transactions aborted on purpose (seeded; default 0)")
+    p.add_argument("--seed", type=int, default=None, help="* (default 0)")
     p.add_argument("--input-topic", default=None,
                    help="transactional copier variant: read this topic, write --topic")
     p.add_argument("--producer-config", type=Path, default=None,
-                   help="Java-style producer properties file")
+                   help="* Java-style producer properties file")
     p.add_argument("--set", dest="sets", action="append", default=[], metavar="KEY=VALUE",
                    help="one producer property (Java name), applied after the file")
     p.add_argument("--connect-timeout", type=float, default=30.0,
                    help="seconds to reach the cluster before giving up (exit 2)")
 
 
+def _flag(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def apply_plan(args: argparse.Namespace) -> dict:
+    """Fill the planned flags from ``--plan`` (or check the standalone ones are there);
+    return the settings the plan layers on the preset (security, the user's overrides)."""
+    if args.plan is None:
+        missing = [_flag(k) for k in ("run_dir", "run_id", "mode", "topic",
+                                      "bootstrap_servers") if getattr(args, k) is None]
+        if missing:
+            raise UsageError(f"{', '.join(missing)} required (or --plan RUN/config.json)")
+        for key, default in (("txn_size", TXN_SIZE), ("abort_fraction", 0.0), ("seed", 0)):
+            if getattr(args, key) is None:
+                setattr(args, key, default)
+        return {}
+    clash = [_flag(k) for k in PLANNED if getattr(args, k) is not None]
+    if clash:
+        raise UsageError(f"{', '.join(clash)}: given by the plan, leave out with --plan")
+    plan = read_plan(args.plan)
+    producer = plan.producer(args.pid)
+    args.run_dir, args.run_id = args.plan.parent, plan.run
+    args.mode, args.topic = producer.expect, producer.topic
+    args.bootstrap_servers, args.seed = plan.bootstrap_servers, plan.seed
+    args.rate = plan.workload.get("rate")
+    args.record_size = plan.workload.get("record_size")
+    args.txn_size = int(plan.workload.get("txn_size", TXN_SIZE))
+    args.abort_fraction = float(plan.workload.get("abort_fraction", 0.0))
+    return plan.producer_overrides(args.pid)
+
+
 def spec_from_args(args: argparse.Namespace) -> GeneratorSpec:
-    """Validate the flags and resolve the producer settings."""
+    """Validate the flags (or read the plan) and resolve the producer settings."""
+    planned = apply_plan(args)
     problems = []
     if args.count is not None and args.count < 0:
         problems.append("--count must be >= 0")
@@ -78,7 +125,7 @@ def spec_from_args(args: argparse.Namespace) -> GeneratorSpec:
         problems.append("--input-topic (the copier) needs --mode transactional")
     if problems:
         raise UsageError("; ".join(problems))
-    overrides = load_properties(args.producer_config, args.sets)
+    overrides = {**planned, **load_properties(args.producer_config, args.sets)}
     if args.record_size is not None:
         overrides["record_size"] = args.record_size
     settings = cfg.resolve(args.mode, overrides,

@@ -25,14 +25,16 @@ from kafka import KafkaProducer
 
 from producers.properties import java_name
 from verifier.rundata.errors import UsageError
+from verifier.rundata.plan import (  # noqa: F401 - secrets are the plan's, re-exported
+    REDACTED,
+    SECRET_KWARGS,
+    redacted,
+    security_of,
+)
 from verifier.rundata.vocab import MODES  # noqa: E402
 
 #: settings the generator implements itself; never passed to KafkaProducer
 GENERATOR_KEYS = frozenset({"buffer_memory", "record_size"})
-
-#: kafka-python kwargs whose values are secrets: redacted whenever printed or written
-SECRET_KWARGS = frozenset({"sasl_plain_password", "ssl_password", "sasl_oauth_token_provider"})
-REDACTED = "***"
 
 MAX_INT = 2**31 - 1  # Java's Integer.MAX_VALUE: "retry until delivery.timeout.ms"
 
@@ -163,12 +165,6 @@ def resolve(mode: str, overrides: Mapping[str, Any] | None = None, *,
     return MappingProxyType(s)
 
 
-def redacted(settings: Mapping[str, Any]) -> dict[str, Any]:
-    """A copy safe to print and to write into the run: secrets replaced by ``***``."""
-    return {k: (REDACTED if k in SECRET_KWARGS and v is not None else v)
-            for k, v in sorted(settings.items())}
-
-
 def producer_kwargs(settings: Mapping[str, Any]) -> dict[str, Any]:
     """The kafka-python keyword arguments (generator-side knobs removed)."""
     return {k: v for k, v in settings.items() if k not in GENERATOR_KEYS}
@@ -190,7 +186,7 @@ def quiet_kafka_logs() -> Iterator[None]:
 
 def client_security(settings: Mapping[str, Any]) -> dict[str, Any]:
     """The connection settings a consumer next to this producer needs (TLS, SASL)."""
-    return {k: v for k, v in settings.items() if k.startswith(("security_", "sasl_", "ssl_"))}
+    return security_of(settings)
 
 
 def check_effective(settings: Mapping[str, Any], effective: Mapping[str, Any],

@@ -4,6 +4,12 @@ Run as its own OS process (the nemesis SIGKILLs and restarts it)::
 
     python -m streaming.observer --run-dir RUN --bootstrap-servers BS --topics a,b \\
         --run-id ID [--sink exactly-once|at-least-once] [--spark-master M] [--trigger-ms 500]
+    python -m streaming.observer --plan RUN/config.json [--trigger-ms 500]
+
+With ``--plan`` (what the orchestrator uses) the run folder, run id, topics, cluster,
+sink, Spark master and the clients' security settings come from the run's plan; the
+secrets from ``$VERIFIER_CLIENT_SECRETS`` (verifier.rundata.plan), handed to the Kafka
+source as ``kafka.*`` options (streaming.security).
 
 Two queries, one per isolation level, each with its own checkpoint
 (``RUN/checkpoints/<isolation>``: a checkpoint written under one level fails under the
@@ -29,7 +35,10 @@ from typing import TYPE_CHECKING
 from streaming.decode import decode_observations
 from streaming.observations import ISOLATION_LEVELS, write_format_file
 from streaming.progress import checkpoint_dir, read_progress
+from streaming.security import spark_kafka_options
 from streaming.sinks import SINKS, BatchSink
+from verifier.rundata.errors import UsageError, VerifierError
+from verifier.rundata.plan import read_plan
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -55,13 +64,15 @@ EXIT_QUERY_FAILED = 2
 def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m streaming.observer", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--run-dir", type=Path, required=True)
-    p.add_argument("--bootstrap-servers", required=True)
-    p.add_argument("--topics", required=True, help="comma-separated run topics")
-    p.add_argument("--run-id", required=True, help="records of other runs are foreign")
-    p.add_argument("--sink", choices=SINKS, default="exactly-once")
+    p.add_argument("--plan", type=Path, default=None, metavar="RUN/config.json",
+                   help="the run's plan; then leave out the flags marked *")
+    p.add_argument("--run-dir", type=Path, help="*")
+    p.add_argument("--bootstrap-servers", help="*")
+    p.add_argument("--topics", help="* comma-separated run topics")
+    p.add_argument("--run-id", help="* records of other runs are foreign")
+    p.add_argument("--sink", choices=SINKS, default=None, help="* default exactly-once")
     p.add_argument("--spark-master", default=None,
-                   help=f"default: $SPARK_MASTER or {DEFAULT_MASTER}")
+                   help=f"* default: $SPARK_MASTER or {DEFAULT_MASTER}")
     p.add_argument("--trigger-ms", type=int, default=500, help="micro-batch interval")
     p.add_argument("--poll-timeout-ms", type=int, default=DEFAULT_POLL_TIMEOUT_MS)
     p.add_argument("--max-offsets-per-trigger", type=int, default=200_000,
@@ -73,12 +84,38 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="fault injection: pause after each batch is written, before "
                         "Spark commits it, so a kill there forces a replay")
     args = p.parse_args(argv)
-    args.topics = [t for t in args.topics.split(",") if t]
+    try:
+        args.security = _apply_plan(args)
+    except VerifierError as exc:  # a usage error, or a plan that cannot be read
+        p.error(str(exc))
+    if isinstance(args.topics, str):
+        args.topics = [t for t in args.topics.split(",") if t]
     args.isolation_levels = [i for i in args.isolation_levels.split(",") if i]
     bad = set(args.isolation_levels) - set(ISOLATION_LEVELS)
     if bad or not args.topics:
         p.error(f"unknown isolation levels {sorted(bad)}" if bad else "no topics")
     return args
+
+
+PLANNED = ("run_dir", "bootstrap_servers", "topics", "run_id", "sink", "spark_master")
+
+
+def _apply_plan(args: argparse.Namespace) -> dict[str, str]:
+    """Fill the planned flags from ``--plan``; return the Kafka source's security options."""
+    flags = [f"--{k.replace('_', '-')}" for k in PLANNED if getattr(args, k) is not None]
+    if args.plan is None:
+        missing = [f"--{k.replace('_', '-')}" for k in PLANNED[:4] if getattr(args, k) is None]
+        if missing:
+            raise UsageError(f"{', '.join(missing)} required (or --plan RUN/config.json)")
+        args.sink = args.sink or "exactly-once"
+        return {}
+    if flags:
+        raise UsageError(f"{', '.join(flags)}: given by the plan, leave out with --plan")
+    plan = read_plan(args.plan)
+    args.run_dir, args.run_id = args.plan.parent, plan.run
+    args.bootstrap_servers, args.topics = plan.bootstrap_servers, plan.topics
+    args.sink, args.spark_master = plan.sink, plan.spark_master
+    return spark_kafka_options(plan.client_security())
 
 
 def start_query(spark: SparkSession, args: argparse.Namespace, isolation: str) -> StreamingQuery:
@@ -91,6 +128,7 @@ def start_query(spark: SparkSession, args: argparse.Namespace, isolation: str) -
                      hold_after_write_ms=args.hold_after_write_ms)
     source = (
         spark.readStream.format("kafka")
+        .options(**getattr(args, "security", {}))
         .option("kafka.bootstrap.servers", args.bootstrap_servers)
         .option("subscribe", ",".join(args.topics))
         # Reaches the driver's offset listing too: under read_committed "latest" is the

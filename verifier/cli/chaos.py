@@ -12,6 +12,7 @@ from pathlib import Path
 from verifier.orchestration.scenario import SINKS, load_profiles, load_scenario, scaled
 from verifier.rundata.errors import UsageError
 from verifier.rundata.jvm import PROJECT_ROOT
+from verifier.rundata.plan import security_of
 
 #: set in the environment of a chaos run re-executed inside its own network namespace
 IN_NETNS = "VERIFIER_CHAOS_NETNS"
@@ -96,13 +97,13 @@ def cmd_chaos(args: argparse.Namespace) -> int:
 
     profile, scenarios = _scenarios(args)  # bad input fails before anything starts
     user_mode = None
-    client_config: dict = {}
+    settings: dict = {}
     if args.producer_config is not None:
         settings = load_properties(args.producer_config)
         user_mode = derive_mode(settings)
         print(f"your producer config {args.producer_config} claims: {user_mode}")
-        client_config = {k: v for k, v in settings.items()
-                         if k.startswith(("security_", "sasl_", "ssl_"))}
+    # the connection settings every client of the run uses (in the plan, secrets redacted)
+    client_config = security_of(settings)
     wants_partition = any(f.get("kind") == "network-partition"
                           for s in scenarios for f in s.faults)
     in_netns = os.environ.get(IN_NETNS) == "1"
@@ -120,7 +121,8 @@ def cmd_chaos(args: argparse.Namespace) -> int:
                                partitions=in_netns)
     opts = RunOptions(out=args.out, seed=args.seed, sink=args.sink,
                       spark_master=args.spark_master, user_config=args.producer_config,
-                      user_mode=user_mode, profile=profile.name, extra_env=spark_env())
+                      user_mode=user_mode, user_settings=settings, profile=profile.name,
+                      extra_env=spark_env())
     print(f"profile {profile.name}: {', '.join(s.name for s in scenarios)} "
           f"(seed {args.seed}, output {args.out})", flush=True)
     spark = spark_session(app_name="verifier-chaos", master=args.spark_master)

@@ -25,8 +25,8 @@ from verifier.orchestration.phases import PhaseClock
 from verifier.orchestration.progress import HistoryTail, ProgressDisplay
 from verifier.orchestration.scenario import Scenario
 from verifier.rundata.errors import VerifierError
-from verifier.rundata.formats import write_json
 from verifier.rundata.layout import RunLayout
+from verifier.rundata.plan import PlannedProducer, RunPlan
 from verifier.rundata.waiting import GiveUp, wait_until
 
 log = logging.getLogger(__name__)
@@ -36,17 +36,8 @@ GENERATOR_STOP_TIMEOUT = 90.0  # a clean stop may wait for a commit or abort to 
 GENERATOR_START_TIMEOUT = 120.0  # connect + init_transactions on a loaded machine
 
 
-@dataclass(frozen=True)
-class ProducerPlan:
-    pid: str
-    mode: str  # column label
-    expect: str  # preset whose expectations apply
-    topic: str
-    config_file: Path | None = None
-
-    @property
-    def process_name(self) -> str:
-        return f"producer:{self.mode}"
+#: one logical producer of the run, as the plan holds it
+ProducerPlan = PlannedProducer
 
 
 @dataclass
@@ -57,6 +48,8 @@ class RunOptions:
     spark_master: str | None = None
     user_config: Path | None = None
     user_mode: str | None = None  # derived mode of the user's config
+    #: the user's producer settings read from ``user_config`` (kafka-python names)
+    user_settings: dict = field(default_factory=dict)
     profile: str = "custom"
     extra_env: dict = field(default_factory=dict)
 
@@ -66,7 +59,8 @@ def plan_producers(scenario: Scenario, run_id: str, opts: RunOptions) -> list[Pr
     if opts.user_config is not None:
         label = f"user:{opts.user_config.name}"
         plans.append(ProducerPlan("user-0", label, opts.user_mode or "at-least-once",
-                                  f"{run_id}.user", opts.user_config))
+                                  f"{run_id}.user", dict(opts.user_settings),
+                                  str(opts.user_config)))
     return plans
 
 
@@ -125,34 +119,38 @@ class ScenarioRun:
         self.tails = {p.pid: HistoryTail(self.layout.history(p.pid))
                       for p in self.plans}
         self.notes: list[str] = []
+        self.plan = self._plan()
+        # the secrets reach the children through their environment, never argv or files
+        self.child_env = {**opts.extra_env, **self.plan.child_env()}
 
     # ----- processes ----------------------------------------------------------------
 
     def _python(self) -> list[str]:
         return [sys.executable, "-u"]
 
-    def _generator(self, plan: ProducerPlan) -> ManagedProcess:
+    def _plan(self, extra: dict | None = None) -> RunPlan:
+        """The run as one value: what config.json holds and every child reads."""
         w = self.scenario.workload
-        argv = [*self._python(), "-m", "producers", "--run-dir", str(self.run_dir),
-                "--run-id", self.run_id, "--mode", plan.expect, "--pid", plan.pid,
-                "--topic", plan.topic, "--bootstrap-servers", self.env.bootstrap_servers,
-                "--rate", str(w.rate), "--record-size", str(w.record_size),
-                "--txn-size", str(w.txn_size), "--abort-fraction", str(w.abort_fraction),
-                "--seed", str(self.opts.seed)]
-        if plan.config_file is not None:
-            argv += ["--producer-config", str(plan.config_file)]
+        return RunPlan(
+            run=self.run_id, scenario=self.scenario.name, seed=self.opts.seed,
+            sink=self.sink, bootstrap_servers=self.env.bootstrap_servers,
+            producers={p.pid: p for p in self.plans},
+            workload={"rate": w.rate, "record_size": w.record_size, "txn_size": w.txn_size,
+                      "abort_fraction": w.abort_fraction},
+            security=dict(self.env.client_config), spark_master=self.opts.spark_master,
+            environment=self.env.name, profile=self.opts.profile, extra=extra or {},
+        )  # fmt: skip
+
+    def _generator(self, plan: ProducerPlan) -> ManagedProcess:
+        argv = [*self._python(), "-m", "producers", "--plan", str(self.layout.config),
+                "--pid", plan.pid]
         return ManagedProcess(plan.process_name, argv, self.layout.log(plan.pid),
-                              env=self.opts.extra_env)
+                              env=self.child_env)
 
     def _observer(self) -> ManagedProcess:
-        argv = [*self._python(), "-m", "streaming.observer", "--run-dir", str(self.run_dir),
-                "--bootstrap-servers", self.env.bootstrap_servers,
-                "--topics", ",".join(p.topic for p in self.plans), "--run-id", self.run_id,
-                "--sink", self.sink]
-        if self.opts.spark_master:
-            argv += ["--spark-master", self.opts.spark_master]
+        argv = [*self._python(), "-m", "streaming.observer", "--plan", str(self.layout.config)]
         return ManagedProcess("observer", argv, self.layout.log("observer"),
-                              env=self.opts.extra_env)
+                              env=self.child_env)
 
     # ----- phases -------------------------------------------------------------------
 
@@ -161,7 +159,7 @@ class ScenarioRun:
         self.logs.mkdir(exist_ok=True)
         topics = {p.topic: self.scenario.workload.partitions for p in self.plans}
         create_topics(self.env.bootstrap_servers, topics, self.env.replication_factor,
-                      **self.env.client_config)
+                      **self.plan.security)
         for p in self.plans:
             self.processes[p.process_name] = self._generator(p)
         self.processes["observer"] = self._observer()
@@ -174,16 +172,10 @@ class ScenarioRun:
         return schedule
 
     def _write_config(self, schedule) -> None:
-        write_json(self.layout.config, "run-config", {
-            "run": self.run_id,
-            "scenario": self.scenario.name, "profile": self.opts.profile,
-            "seed": self.opts.seed, "sink": self.sink,
-            "environment": self.env.name, "bootstrap_servers": self.env.bootstrap_servers,
-            "producers": {p.pid: {"mode": p.mode, "expect": p.expect, "topic": p.topic}
-                          for p in self.plans},
-            "scenario_spec": self.scenario.to_json(),
-            "schedule": schedule.to_json(), "notes": self.notes,
-        })
+        """config.json, before any child starts: the plan with the resolved faults."""
+        self.plan = self._plan({"scenario_spec": self.scenario.to_json(),
+                                "schedule": schedule.to_json(), "notes": list(self.notes)})
+        self.plan.write(self.layout.config)
 
     def _wait_observer_ready(self) -> None:
         obs = self.processes["observer"]
@@ -302,13 +294,13 @@ class ScenarioRun:
         topics = [p.topic for p in self.plans]
         try:
             drain_to_file(self.env.bootstrap_servers, topics, self.run_dir,
-                          timeout=self.scenario.drain_timeout_s, **self.env.client_config)
+                          timeout=self.scenario.drain_timeout_s, **self.plan.security)
         except DrainIncomplete as exc:
             self.notes.append(f"drain incomplete: {exc}")
         from streaming.plain_reader import read_all
 
         read_all(self.env.bootstrap_servers, topics, self.run_id, self.run_dir,
-                 **self.env.client_config)
+                 **self.plan.security)
 
     def _verify(self) -> dict:
         from verifier.orchestration.analyze import analyze

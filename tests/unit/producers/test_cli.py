@@ -42,3 +42,44 @@ def test_usage_errors_exit_64_and_print_config_redacted(tmp_path):
 def test_verifier_produce_subcommand_shares_the_flags(capsys):
     assert verifier_main(["produce", "--run-dir", "/nonexistent", *BASE, "--set", "foo=1"]) == 64
     assert "unknown producer properties: foo" in capsys.readouterr().err
+
+
+def _plan_file(tmp_path):
+    from verifier.rundata.plan import PlannedProducer, RunPlan
+
+    security = {"security_protocol": "SASL_PLAINTEXT", "sasl_mechanism": "PLAIN",
+                "sasl_plain_username": "u", "sasl_plain_password": "hunter2"}
+    plan = RunPlan(run="r", scenario="s", seed=3, sink="exactly-once",
+                   bootstrap_servers="127.0.0.1:1", security=security,
+                   producers={"idempotent-0": PlannedProducer("idempotent-0", "idempotent",
+                                                              "idempotent", "t")},
+                   workload={"rate": 10.0, "record_size": 50, "txn_size": 5,
+                             "abort_fraction": 0.0})
+    return plan.write(tmp_path / "config.json"), plan.child_env()
+
+
+def test_a_generator_reads_its_run_from_the_plan(tmp_path):
+    import os
+
+    path, env = _plan_file(tmp_path)
+    r = subprocess.run([sys.executable, "-m", "producers", "--plan", str(path), "--pid",
+                        "idempotent-0", "--count", "1", "--connect-timeout", "1"],
+                       capture_output=True, text=True, cwd=PROJECT_ROOT, timeout=60,
+                       env={**os.environ, **env})
+    assert r.returncode == 2, r.stderr
+    assert "cannot reach Kafka at 127.0.0.1:1" in r.stderr
+    assert '"security_protocol":"SASL_PLAINTEXT"' in r.stdout  # the plan's security
+    assert '"sasl_plain_password":"***"' in r.stdout and '"record_size":50' in r.stdout
+    assert "hunter2" not in r.stdout + r.stderr
+
+
+def test_plan_and_planned_flags_do_not_mix(tmp_path, capsys):
+    path, _ = _plan_file(tmp_path)
+    assert verifier_main(["produce", "--plan", str(path), "--pid", "idempotent-0",
+                          "--mode", "idempotent"]) == 64
+    assert "--mode: given by the plan" in capsys.readouterr().err
+    assert verifier_main(["produce", "--plan", str(path), "--pid", "idempotent-0"]) == 64
+    assert "VERIFIER_CLIENT_SECRETS does not carry it" in capsys.readouterr().err
+    assert verifier_main(["produce", "--pid", "p", "--mode", "idempotent"]) == 64
+    assert "--run-dir, --run-id, --topic, --bootstrap-servers required" in \
+        capsys.readouterr().err
