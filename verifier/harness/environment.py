@@ -79,7 +79,8 @@ class LocalEnvironment:
 
         return FaultEnv(bootstrap_servers=self.bootstrap_servers, cluster=self.cluster,
                         proxy=self.proxy_process.client, processes=processes,
-                        partition=Partition(self.spec) if self.partitions else None)
+                        partition=Partition(self.spec) if self.partitions else None,
+                        client_config=self.client_config)
 
     def recover(self, topics: list[str], timeout: float = 180) -> None:
         """Every node running and ready, every partition of ``topics`` fully in sync."""
@@ -93,7 +94,7 @@ class LocalEnvironment:
                 self.cluster.start_node(n)
         self.cluster.wait_ready(timeout=timeout)
         self.proxy_process.client.clear_rules()
-        wait_in_sync(self.bootstrap_servers, topics, timeout=timeout)
+        wait_in_sync(self.bootstrap_servers, topics, timeout=timeout, **self.client_config)
 
 
 class ExternalEnvironment:
@@ -127,7 +128,8 @@ class ExternalEnvironment:
         return set(PROXY_KINDS) | set(BROKER_KINDS)
 
     def fault_env(self, processes: dict) -> FaultEnv:
-        return FaultEnv(bootstrap_servers=self._bootstrap, processes=processes)
+        return FaultEnv(bootstrap_servers=self._bootstrap, processes=processes,
+                        client_config=self.client_config)
 
     def recover(self, topics: list[str], timeout: float = 180) -> None:
         wait_in_sync(self._bootstrap, topics, timeout=timeout, **self.client_config)

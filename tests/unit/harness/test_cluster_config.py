@@ -63,3 +63,18 @@ def test_bad_specs_are_rejected(kwargs):
 def test_spec_json_round_trip():
     spec = ClusterSpec(nodes=3, base_port=12000, advertised_ports={2: 12302}, heap_mb=384)
     assert ClusterSpec.from_json(spec.to_json()) == spec
+
+
+def test_a_sasl_plain_client_listener():
+    spec = ClusterSpec(nodes=1, base_port=29300, sasl_plain_users={"alice": "pw"})
+    props = broker_properties(spec, 1, "/d")
+    assert props["listener.security.protocol.map"] == (
+        "EXTERNAL:SASL_PLAINTEXT,INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT")
+    assert props["sasl.enabled.mechanisms"] == "PLAIN"
+    assert props["listener.name.external.plain.sasl.jaas.config"] == (
+        'org.apache.kafka.common.security.plain.PlainLoginModule required user_alice="pw";')
+    assert spec.probe_port(1) == spec.internal_port(1)  # the tool's probe needs no SASL
+    assert ClusterSpec.from_json(spec.to_json()) == spec
+    plain = ClusterSpec(nodes=1)
+    assert plain.probe_port(1) == plain.client_port(1)
+    assert "sasl.enabled.mechanisms" not in broker_properties(plain, 1, "/d")

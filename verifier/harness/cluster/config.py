@@ -10,6 +10,11 @@ Port plan for node n (1-based) with base port B (default 9100):
 A broker answers Metadata with the endpoints of the listener the request arrived on, so
 advertising the proxy port on EXTERNAL makes every client connection pass the proxy while
 replication and the quorum go direct.
+
+With ``sasl_plain_users`` the client listener is SASL_PLAINTEXT with the PLAIN mechanism
+and those users (an unauthenticated client is refused), as a secured cluster a user
+brings; replication and the quorum stay PLAINTEXT, and the tool's own readiness probe
+asks the replication listener.
 """
 
 from __future__ import annotations
@@ -32,6 +37,8 @@ class ClusterSpec:
     #: loopback every connection's source is 127.0.0.1, so a network partition can
     #: tell brokers apart only by socket owner (nftables ``meta skuid``)
     node_uid_base: int | None = None
+    #: user -> password: the client listener (EXTERNAL) takes SASL_PLAINTEXT with PLAIN
+    sasl_plain_users: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         if self.nodes not in (1, 3):
@@ -60,6 +67,14 @@ class ClusterSpec:
 
     def node_uid(self, node: int) -> int | None:
         return None if self.node_uid_base is None else self.node_uid_base + node
+
+    @property
+    def client_protocol(self) -> str:
+        return "SASL_PLAINTEXT" if self.sasl_plain_users else "PLAINTEXT"
+
+    def probe_port(self, node: int) -> int:
+        """A PLAINTEXT port of ``node`` that answers Metadata (readiness probes)."""
+        return self.internal_port(node) if self.sasl_plain_users else self.client_port(node)
 
     def advertised_port(self, node: int) -> int:
         return self.advertised_ports.get(node, self.client_port(node))
@@ -96,6 +111,7 @@ class ClusterSpec:
             "heap_mb": self.heap_mb,
             "overrides": dict(self.overrides),
             "node_uid_base": self.node_uid_base,
+            "sasl_plain_users": dict(self.sasl_plain_users),
         }
 
     @classmethod
@@ -107,6 +123,7 @@ class ClusterSpec:
             heap_mb=int(data.get("heap_mb", 512)),
             overrides=dict(data.get("overrides", {})),
             node_uid_base=data.get("node_uid_base"),
+            sasl_plain_users=dict(data.get("sasl_plain_users") or {}),
         )
 
 
@@ -132,7 +149,7 @@ def broker_properties(spec: ClusterSpec, node: int, data_dir: str) -> dict[str, 
             f"INTERNAL://{HOST}:{spec.internal_port(node)}"
         ),
         "listener.security.protocol.map": (
-            "EXTERNAL:PLAINTEXT,INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT"
+            f"EXTERNAL:{spec.client_protocol},INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT"
         ),
         "inter.broker.listener.name": "INTERNAL",
         "controller.listener.names": "CONTROLLER",
@@ -163,6 +180,11 @@ def broker_properties(spec: ClusterSpec, node: int, data_dir: str) -> dict[str, 
         "num.recovery.threads.per.data.dir": "1",
         "log.segment.bytes": str(64 * 1024 * 1024),
     }
+    if spec.sasl_plain_users:
+        users = " ".join(f'user_{u}="{pw}"' for u, pw in sorted(spec.sasl_plain_users.items()))
+        props["sasl.enabled.mechanisms"] = "PLAIN"
+        props["listener.name.external.plain.sasl.jaas.config"] = (
+            f"org.apache.kafka.common.security.plain.PlainLoginModule required {users};")
     props.update(spec.overrides)
     return props
 

@@ -227,7 +227,7 @@ class LocalCluster:
         view: dict[int, list[int] | str] = {}
         for n in self.live_nodes():
             try:
-                brokers = metadata_brokers(HOST, self.spec.client_port(n))
+                brokers = metadata_brokers(HOST, self.spec.probe_port(n))
                 view[n] = sorted(b.node_id for b in brokers)
             except OSError as exc:
                 view[n] = f"{type(exc).__name__}: {exc}"
@@ -236,8 +236,9 @@ class LocalCluster:
     def wait_ready(self, timeout: float = READY_TIMEOUT) -> None:
         """Wait until every running node answers Metadata and lists every running node.
 
-        Asks each broker directly on its own client listener, so readiness does not depend
-        on a proxy in front of the advertised port.
+        Asks each broker directly on its own client listener (its replication listener
+        when the client one needs SASL), so readiness does not depend on a proxy in front
+        of the advertised port.
         """
         def probe():
             dead = [n for n in self.spec.node_ids if self.node_state(n) == "dead"]

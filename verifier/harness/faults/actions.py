@@ -30,6 +30,8 @@ class FaultEnv:
     processes: dict[str, ProcessTarget] = field(default_factory=dict)
     partition: object | None = None  # verifier.harness.faults.netns.Partition
     ready_timeout: float = 180.0
+    #: the clients' security settings (kafka-python names) for the tool's own lookups
+    client_config: dict = field(default_factory=dict)
 
     def require(self, part: str, kind: str):
         value = getattr(self, part)
@@ -40,7 +42,7 @@ class FaultEnv:
 
 def _broker(fault: ScheduledFault, env: FaultEnv) -> int | None:
     try:
-        return resolve_broker(fault.target, env.bootstrap_servers)
+        return resolve_broker(fault.target, env.bootstrap_servers, **env.client_config)
     except TargetError as exc:
         raise NotApplied(str(exc)) from exc
 

@@ -65,15 +65,16 @@ def validate_broker_target(target: object, node_ids: list[int] | None,
                          "or process")
 
 
-def resolve_broker(target: dict, bootstrap_servers: str) -> int | None:
-    """The node id a broker target names now; None for ``{"all": true}``."""
+def resolve_broker(target: dict, bootstrap_servers: str, **client_config) -> int | None:
+    """The node id a broker target names now; None for ``{"all": true}``.
+    ``client_config``: the clients' security settings (an external secured cluster)."""
     (key, value), = target.items()
     if key == "all":
         return None
     if key == "node":
         return int(value)
     if key == "leader":
-        states = partition_states(bootstrap_servers, [value["topic"]])
+        states = partition_states(bootstrap_servers, [value["topic"]], **client_config)
         state = states.get((value["topic"], value["partition"]))
         if state is None or state["leader"] < 0:
             raise TargetError(f"partition {value['topic']}-{value['partition']} has no "
@@ -81,7 +82,7 @@ def resolve_broker(target: dict, bootstrap_servers: str) -> int | None:
         return int(state["leader"])
     if key == "coordinator":
         tid = value["transactional_id"]
-        with admin(bootstrap_servers) as a:
+        with admin(bootstrap_servers, **client_config) as a:
             described = a.describe_transactions([tid])
         if tid not in described:
             raise TargetError(f"no transaction coordinator known for {tid!r}")
