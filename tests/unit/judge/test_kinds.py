@@ -200,9 +200,12 @@ def test_undecodable_and_other_run_records_are_foreign(b):
 def test_observed_identity_no_history_sent_is_foreign(b):
     b.write(0, 0, 0).see(0, 1, 1)  # pid p1 of this run, but seq 1 was never invoked
     f = _only(b.check("foreign-record"), "foreign-record")
-    assert [(a["seq"], a["offset"]) for a in f] == [(1, 1)]
+    # one per row read, like an undecodable one: each reader at each level, where read
+    assert sorted((a["seq"], a["offset"], a["reader"], a["isolation"]) for a in f) == sorted(
+        (1, 1, r, i) for r, i in ALL)
 
 
 def test_records_of_this_run_are_not_foreign(b):
     b.write(0, 0, 0).write(1, 0, 0)
     assert b.check("foreign-record") == {}
+

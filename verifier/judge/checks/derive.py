@@ -180,7 +180,8 @@ class Derived:
     def _ctx(self) -> Ctx:
         drain = self.run.drain
         return Ctx(combos=list(self.run.combos), drain=drain, status=self.status,
-                   pids=sorted(self.run.config.producers))  # fmt: skip
+                   pids=sorted(self.run.config.producers),
+                   topics={p.pid: p.topic for p in self.run.config.producers.values()})  # fmt: skip
 
     @cached_property
     def result(self) -> DataFrame:

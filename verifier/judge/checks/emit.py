@@ -52,20 +52,38 @@ def _ev(**kw) -> str:
 
 
 def run_pass(ctx: K.Ctx, topic: str, part: int, obs: pa.Table, sends: pa.Table) -> pa.Table:
-    """Everything the checks report about one partition, as :data:`OUT_SCHEMA` rows."""
+    """Everything the checks report about one partition, as :data:`OUT_SCHEMA` rows.
+
+    ``obs``: the observation rows read in (topic, part); ``sends``: the identities whose
+    home is (topic, part). Every anomaly is placed where its record was read (topic,
+    partition, offset, reader, isolation) and names the identity as evidence; a missing
+    record (lost, unseen) is placed at its home, at the offset its send was acknowledged.
+    """
     out: list[dict] = []
     at = {"topic": topic, "partition": part}
     cells, exact = K.cells(obs, ctx)
-    ids = K.ids(cells, ctx)
+    pl = K.placements(obs, ctx)
+    home = K.at_home(pl, ctx, topic, part)
+    here, away = pl.filter(home), pl.filter(pc.invert(home))
+    sent = K.sent_mask(here, sends)
+    known, unknown = here.filter(sent), here.filter(pc.invert(sent))
+    ids = K.ids(known, ctx)
     ident = K.ident(ids, sends)
-    out += delivery_and_inconsistent(cells, exact, ctx, at)
-    out += duplicates(ids, at) + reorder(ids, at) + lost(ident, ctx, at)
-    out += unsent(ident, at) + aborted(cells, ctx, at) + txn_visible(cells, ctx, at)
+    out += delivery_and_inconsistent(cells, exact, ctx, at, obs)
+    out += duplicates(ids, known, ctx, at) + reorder(ids, known, ctx, at)
+    out += lost(ident, ctx, at)
+    out += misplaced(unknown, ctx, at, "identity in no producer history")
+    out += misplaced(away, ctx, at, "identity names another partition")
+    out += aborted(known, ctx, at) + txn_visible(known, ctx, at)
     out += counts(ident, at)
     return pa.Table.from_pylist(out, OUT_SCHEMA)
 
 
-def delivery_and_inconsistent(c, exact, ctx: K.Ctx, at: dict) -> list[dict]:
+def _names(ctx: K.Ctx) -> list[str]:
+    return [f"{r}/{i}" for r, i in ctx.combos]
+
+
+def delivery_and_inconsistent(c, exact, ctx: K.Ctx, at: dict, obs: pa.Table) -> list[dict]:
     """duplicate-delivery (a reader got one offset twice) and inconsistent-offset."""
     out = []
     idf = ["pid", "ses", "seq", "txn", "offset", "ts_send"]
@@ -76,27 +94,67 @@ def delivery_and_inconsistent(c, exact, ctx: K.Ctx, at: dict) -> list[dict]:
                         "txn": r["txn"], "offset": r["offset"], "offsets": [r["offset"]],
                         "t": r["ts_send"], "evidence": _ev(deliveries=r[f"n{k}"])})  # fmt: skip
     bad = pc.or_(c["differ"], pc.and_(pc.equal(c["fany"], 1), pc.greater(c["ndec"], 0)))
-    for r in c.filter(bad).to_pylist():
+    rows = c.filter(bad).to_pylist()
+    seen = _seen_at(obs, ctx, [r["offset"] for r in rows]) if rows else {}
+    for r in rows:
         one = {f: r[f] for f in K.IDENT_FIELDS}
         one, other = exact.get(r["offset"], (one, one))
         out.append({**at, "rec": "a", "kind": INCONSISTENT, "pid": one["pid"],
                     "seq": one["seq"], "offset": r["offset"], "offsets": [r["offset"]],
                     "t": one["ts_send"],
-                    "evidence": _ev(one=one, other=other,
-                                    foreign_seen=r["fany"] == 1)})  # fmt: skip
+                    "evidence": _ev(one=one, other=other, foreign_seen=r["fany"] == 1,
+                                    seen=seen.get(r["offset"]))})  # fmt: skip
     return out
 
 
-def duplicates(ids: pa.Table, at: dict) -> list[dict]:
-    """One identity at >= 2 offsets: same session (copies > sessions), cross (>= 2)."""
+def _seen_at(obs: pa.Table, ctx: K.Ctx, offsets: list[int]) -> dict[int, dict[str, str]]:
+    """{offset: {"reader/isolation": "pid:p:seq ses s txn t" or "undecodable"}}."""
+    names = _names(ctx)
+    rows = obs.filter(pc.is_in(obs["offset"], pa.array(offsets, pa.int64()))).to_pylist()
+    out: dict[int, dict[str, str]] = {}
+    for r in rows:
+        what = ("undecodable" if r["fgn"] else
+                f"{r['pid']}:{r['p']}:{r['seq']} ses {r['ses']} txn {r['txn']}")  # fmt: skip
+        d = out.setdefault(r["offset"], {})
+        name = names[r["ci"]] if r["ci"] is not None else "?"
+        d[name] = what if name not in d or d[name] == what else d[name] + " | " + what
+    return out
+
+
+def _who(pl: pa.Table, ctx: K.Ctx, iso: str, keys: set[tuple]) -> dict[tuple, dict]:
+    """{(pid, p, seq): {offset: [readers that decoded it there at iso]}} for ``keys``."""
+    if not keys:
+        return {}
+    seqs = pa.array(sorted({k[2] for k in keys}), pa.int64())
+    out: dict[tuple, dict] = {}
+    for r in pl.filter(pc.is_in(pl["seq"], seqs)).to_pylist():
+        key = (r["pid"], r["p"], r["seq"])
+        if key in keys:
+            who = [ctx.combos[k][0] for k in ctx.iso_combos[iso] if r[f"d{k}"] > 0]
+            if who:
+                out.setdefault(key, {})[r["offset"]] = who
+    return out
+
+
+def duplicates(ids: pa.Table, pl: pa.Table, ctx: K.Ctx, at: dict) -> list[dict]:
+    """One identity at >= 2 offsets: same session (copies > sessions), cross (>= 2).
+    Reader: the readers at that level that delivered two or more of the copies (else
+    every reader that delivered one)."""
     out = []
     for iso in ISOLATIONS:
         cp = f"copies_{iso}"
-        for r in ids.filter(pc.fill_null(pc.greater_equal(ids[cp], 2), False)).to_pylist():
+        rows = ids.filter(pc.fill_null(pc.greater_equal(ids[cp], 2), False)).to_pylist()
+        who = _who(pl, ctx, iso, {(r["pid"], r["p"], r["seq"]) for r in rows})
+        for r in rows:
             copies, sessions = r[cp], r[f"sessions_{iso}"]
             first, last = r[f"first_{iso}"], r[f"last_{iso}"]
-            row = {**at, "rec": "a", "isolation": iso, "pid": r["pid"], "ses": r[f"fses_{iso}"],
-                   "seq": r["seq"], "offset": first, "offsets": [first, last], "t": r["t"],
+            by_off = who.get((r["pid"], r["p"], r["seq"]), {})
+            readers = sorted({x for v in by_off.values() for x in v})
+            twice = [x for x in readers if sum(x in v for v in by_off.values()) >= 2]
+            row = {**at, "rec": "a", "isolation": iso, "reader": ",".join(twice or readers),
+                   "pid": r["pid"], "ses": r[f"fses_{iso}"],
+                   "seq": r["seq"], "offset": first, "offsets": sorted(by_off) or [first, last],
+                   "t": r["t"],
                    "evidence": _ev(copies=copies, sessions=sessions, first_offset=first,
                                    last_offset=last)}  # fmt: skip
             if copies > sessions:
@@ -106,28 +164,34 @@ def duplicates(ids: pa.Table, at: dict) -> list[dict]:
     return out
 
 
-def reorder(ids: pa.Table, at: dict) -> list[dict]:
-    """First copies of one session: a sequence lower than one at a lower offset."""
+def reorder(ids: pa.Table, pl: pa.Table, ctx: K.Ctx, at: dict) -> list[dict]:
+    """First copies of one session: a sequence lower than one at a lower offset. Only
+    identities at home here (one producer, this partition); reader: who read it there."""
     out = []
     for iso in ISOLATIONS:
         f = ids.filter(pc.is_valid(ids[f"first_{iso}"]))
-        f = f.select(["pid", f"fses_{iso}", f"first_{iso}", "seq", "t"])
-        f = f.rename_columns(["pid", "ses", "offset", "seq", "t"])
+        f = f.select(["pid", "p", f"fses_{iso}", f"first_{iso}", "seq", "t"])
+        f = f.rename_columns(["pid", "p", "ses", "offset", "seq", "t"])
         f = f.sort_by([("pid", "ascending"), ("ses", "ascending"), ("offset", "ascending")])
         if f.num_rows < 2 or not _maybe_reordered(f):
             continue
-        best, key = None, None
+        best, key, found = None, None, []
         for r in f.to_pylist():
             if (r["pid"], r["ses"]) != key:
                 best, key = None, (r["pid"], r["ses"])
             if best and r["seq"] is not None and best[0] is not None and r["seq"] < best[0]:
-                out.append({**at, "rec": "a", "kind": REORDER, "isolation": iso,
-                            "pid": r["pid"], "ses": r["ses"], "seq": r["seq"],
-                            "offset": r["offset"], "offsets": [best[1], r["offset"]], "t": r["t"],
-                            "evidence": _ev(higher_seq=best[0],
-                                            higher_seq_offset=best[1])})  # fmt: skip
+                found.append((r, best))
             cur = (r["seq"], r["offset"])
             best = cur if best is None or K._spark_key2(cur) > K._spark_key2(best) else best
+        who = _who(pl, ctx, iso, {(r["pid"], r["p"], r["seq"]) for r, _ in found})
+        for r, best in found:
+            readers = who.get((r["pid"], r["p"], r["seq"]), {}).get(r["offset"], [])
+            out.append({**at, "rec": "a", "kind": REORDER, "isolation": iso,
+                        "reader": ",".join(readers) or None,
+                        "pid": r["pid"], "ses": r["ses"], "seq": r["seq"],
+                        "offset": r["offset"], "offsets": [best[1], r["offset"]], "t": r["t"],
+                        "evidence": _ev(higher_seq=best[0],
+                                        higher_seq_offset=best[1])})  # fmt: skip
     return out
 
 
@@ -139,7 +203,9 @@ def _maybe_reordered(f: pa.Table) -> bool:
 
 
 def lost(i: pa.Table, ctx: K.Ctx, at: dict) -> list[dict]:
-    """Must-see identities some reader at some level did not deliver (unseen if late)."""
+    """Must-see identities some reader at some level did not deliver (unseen where that
+    reader's part is incomplete). Placed at home, at the offset its send was
+    acknowledged (if one was)."""
     i = i.filter(pc.fill_null(i["must_see"], False))
     nc = len(ctx.combos)
     seen = [pc.fill_null(i[f"s{k}"], False) for k in range(nc)]
@@ -152,8 +218,9 @@ def lost(i: pa.Table, ctx: K.Ctx, at: dict) -> list[dict]:
     for r in i.append_column("absent", absent).filter(absent).to_pylist():
         flags = [bool(r[f"s{k}"]) for k in range(nc)]
         seen_by = ",".join(n for n, s in zip(names, flags, strict=True) if s)
-        ev = _ev(in_log=any(flags), seen_by=seen_by,
-                 acknowledged=r["ok"], transactional=r["transactional"])  # fmt: skip
+        ev = _ev(in_log=any(flags), seen_by=seen_by, acknowledged=r["ok"],
+                 transactional=r["transactional"], acked_offset=r["acked_offset"])  # fmt: skip
+        off = r["acked_offset"]
         for iso in isos:
             missing = [k for k in ctx.iso_combos[iso] if not flags[k]]
             for kind, who in ((LOST, [k for k in missing if not late[k]]),
@@ -163,6 +230,7 @@ def lost(i: pa.Table, ctx: K.Ctx, at: dict) -> list[dict]:
                                 "isolation": iso,
                                 "reader": ",".join(ctx.combos[k][0] for k in who),
                                 "pid": r["pid"], "seq": r["seq"], "t": r["t_send"],
+                                "offset": off, "offsets": None if off is None else [off],
                                 "evidence": ev})  # fmt: skip
     return out
 
@@ -171,20 +239,29 @@ def _combo_col(reader: str, isolation: str) -> str:
     return "n_" + (reader + "_" + isolation).replace("-", "_").replace(".", "_")
 
 
-def unsent(i: pa.Table, at: dict) -> list[dict]:
-    """An observed identity of a known producer that no history line ever sent."""
+def misplaced(pl: pa.Table, ctx: K.Ctx, at: dict, error: str) -> list[dict]:
+    """Decoded records of this run's producers that do not belong here: an identity no
+    history sent, or one that names another (topic, partition). One foreign-record per
+    (offset, reader, isolation) that read it, placed where it was read; the identity it
+    names (and its home) is the evidence. Such a record takes part in no other check
+    here; at its home it is missing (lost, if it had to be visible)."""
     out = []
-    for r in i.filter(pc.is_null(i["sent"])).to_pylist():
-        off = r["first_read_uncommitted"]
-        out.append({**at, "rec": "a", "kind": FOREIGN, "partition": r["p"], "pid": r["pid"],
-                    "seq": r["seq"], "offset": r["first_read_committed"] if off is None else off,
-                    "t": r["t"],
-                    "evidence": _ev(error="identity in no producer history")})  # fmt: skip
+    for r in pl.to_pylist():
+        home = {"topic": ctx.topics.get(r["pid"]), "partition": r["p"]}
+        ev = _ev(error=error, names={f: r[f] for f in ("pid", "p", "seq", "ses", "txn")},
+                 home=home)  # fmt: skip
+        for k, (reader, iso) in enumerate(ctx.combos):
+            if r[f"d{k}"] > 0:
+                out.append({**at, "rec": "a", "kind": FOREIGN, "isolation": iso,
+                            "reader": reader, "pid": r["pid"], "ses": r["ses"],
+                            "seq": r["seq"], "txn": r["txn"], "offset": r["offset"],
+                            "offsets": [r["offset"]], "t": r["ts_send"],
+                            "evidence": ev})  # fmt: skip
     return out
 
 
 def _txn_cells(c: pa.Table, ctx: K.Ctx) -> pa.Table:
-    c = c.filter(pc.and_(pc.greater(c["ndec"], 0), pc.is_valid(c["txn"])))
+    c = c.filter(pc.is_valid(c["txn"]))
     return c.join(ctx.status.select(["pid", "ses", "txn", "status", "abort_intent"]),
                   ["pid", "ses", "txn"], join_type="left outer")  # fmt: skip
 
@@ -197,7 +274,7 @@ def aborted(c: pa.Table, ctx: K.Ctx, at: dict) -> list[dict]:
     for r in t.to_pylist():
         status = r["status"] or "open"
         for iso in sorted({iso for _, iso in ctx.combos}):
-            who = [ctx.combos[k][0] for k in ctx.iso_combos[iso] if r[f"n{k}"] > 0]
+            who = [ctx.combos[k][0] for k in ctx.iso_combos[iso] if r[f"d{k}"] > 0]
             if who:
                 out.append({**at, "rec": "a", "kind": ABORTED_READ, "isolation": iso,
                             "reader": ",".join(who), "pid": r["pid"], "ses": r["ses"],
@@ -210,14 +287,14 @@ def aborted(c: pa.Table, ctx: K.Ctx, at: dict) -> list[dict]:
 
 def txn_visible(c: pa.Table, ctx: K.Ctx, at: dict) -> list[dict]:
     """Per transaction: distinct records each (reader, isolation) saw in this partition."""
-    t = c.filter(pc.and_(pc.greater(c["ndec"], 0), pc.is_valid(c["txn"])))
+    t = c.filter(pc.is_valid(c["txn"]))
     if t.num_rows == 0:
         return []
     nc = len(ctx.combos)
     keys = ["pid", "ses", "txn", "p", "seq"]
-    per = t.group_by(keys).aggregate([(f"n{k}", "max") for k in range(nc)])
+    per = t.group_by(keys).aggregate([(f"d{k}", "max") for k in range(nc)])
     per = pa.table({**{k: per[k] for k in keys[:3]},
-                    **{f"v{k}": K._int(pc.greater(per[f"n{k}_max"], 0)) for k in range(nc)}})
+                    **{f"v{k}": K._int(pc.greater(per[f"d{k}_max"], 0)) for k in range(nc)}})
     v = per.group_by(keys[:3]).aggregate([(f"v{k}", "sum") for k in range(nc)])
     return [{**at, "rec": "v", "partition": None, "pid": r["pid"], "ses": r["ses"],
              "txn": r["txn"], "n": [r[f"v{k}_sum"] for k in range(nc)]}

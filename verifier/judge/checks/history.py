@@ -82,17 +82,17 @@ def attempts(hist: pa.Table) -> pa.Table:
         "pc": pc.index_in(ev["pid"], pids), "ses": ev["ses"], "txn": ev["txn"], "p": ev["p"],
         "seq": ev["seq"], "t": ev["t"], "inv": pc.cast(inv, pa.int8()),
         "done": pc.cast(pc.invert(inv), pa.int8()), "ok": pc.equal(typ, "ok"),
-        "info": pc.equal(typ, "info"), "failed": pc.equal(typ, "fail"),
+        "info": pc.equal(typ, "info"), "failed": pc.equal(typ, "fail"), "offset": ev["offset"],
     })  # fmt: skip
     a = t.group_by(["pc", *ATTEMPT_KEYS[1:]]).aggregate([
         ("inv", "sum"), ("done", "sum"), ("ok", "any"), ("info", "any"), ("failed", "any"),
-        ("t", "min"),
+        ("t", "min"), ("offset", "max"),
     ])  # fmt: skip
     # a send without completion line (the process died) is info (formats §2)
     info = pc.or_(a["info_any"], pc.greater(a["inv_sum"], a["done_sum"]))
     return pa.table({"pid": pc.take(pids, a["pc"]), **{k: a[k] for k in ATTEMPT_KEYS[1:]},
                      "ok": a["ok_any"], "info": info, "failed": a["failed_any"],
-                     "t": a["t_min"]})  # fmt: skip
+                     "t": a["t_min"], "offset": a["offset_max"]})  # fmt: skip
 
 
 def _committed(status: pa.Table) -> pa.Table:
@@ -110,13 +110,14 @@ def sends(a: pa.Table, status: pa.Table, topics: dict[str, str]) -> pa.Table:
                          pc.and_(_fill(a["in_committed"]), pc.or_(a["ok"], a["info"])))  # fmt: skip
     a = a.append_column("must_see", visible).append_column("tx", pc.is_valid(a["txn"]))
     s = a.group_by(IDENTITY).aggregate([("ok", "any"), ("info", "any"), ("must_see", "any"),
-                                        ("t", "min"), ("tx", "any")])  # fmt: skip
+                                        ("t", "min"), ("tx", "any"),
+                                        ("offset", "max")])  # fmt: skip
     home = pc.take(pa.array(list(topics.values())),
                    pc.index_in(s["pid"], pa.array(list(topics))))  # fmt: skip
     return pa.table({
         "topic": home, "partition": s["p"], "pid": s["pid"], "p": s["p"], "seq": s["seq"],
         "ok": s["ok_any"], "info": s["info_any"], "must_see": s["must_see_any"],
-        "t_send": s["t_min"], "transactional": s["tx_any"],
+        "t_send": s["t_min"], "transactional": s["tx_any"], "acked_offset": s["offset_max"],
     })  # fmt: skip
 
 

@@ -39,6 +39,7 @@ class Ctx:
     drain: Drain  # completeness per (topic, partition, reader, isolation)
     status: pa.Table  # pid, ses, txn, status, abort_intent
     pids: list[str] = field(default_factory=list)  # the run's producer ids (codes shipped)
+    topics: dict[str, str] = field(default_factory=dict)  # pid -> its topic (home)
     iso_combos: dict[str, list[int]] = field(default_factory=dict)
 
     def __post_init__(self):
@@ -61,9 +62,10 @@ def _any(cols: list):
     return out
 
 
-def present(t: pa.Table, ctx: Ctx, iso: str):
-    """True for a cell that some reader delivered at ``iso``."""
-    cols = [pc.greater(t[f"n{c}"], 0) for c in ctx.iso_combos[iso]]
+def present(t: pa.Table, ctx: Ctx, iso: str, col: str = "n"):
+    """True for a cell (``col`` = "n": any row) or a placement (``col`` = "d": decoded
+    rows) that some reader delivered at ``iso``."""
+    cols = [pc.greater(t[f"{col}{c}"], 0) for c in ctx.iso_combos[iso]]
     return _any(cols) if cols else pa.array([False] * t.num_rows)
 
 
@@ -79,10 +81,11 @@ def cells(obs: pa.Table, ctx: Ctx) -> tuple[pa.Table, dict[int, tuple[dict, dict
     cols = {"offset": obs["offset"], "dec": _int(dec), "fgn": _int(obs["fgn"])}
     for c in range(len(ctx.combos)):
         cols[f"n{c}"] = _int(pc.equal(obs["ci"], c))
+        cols[f"d{c}"] = _int(pc.and_(pc.equal(obs["ci"], c), dec))
     for f in IDENT_FIELDS:
         cols[f"v_{f}"] = pc.if_else(dec, obs[f], None)
         cols[f"z_{f}"] = _int(pc.and_(dec, pc.is_null(obs[f])))
-    aggs = [(f"n{c}", "sum") for c in range(len(ctx.combos))]
+    aggs = [(f"{x}{c}", "sum") for x in "nd" for c in range(len(ctx.combos))]
     aggs += [("dec", "sum"), ("fgn", "max")]
     for f in IDENT_FIELDS:
         aggs += [(f"v_{f}", "min"), (f"v_{f}", "max"), (f"z_{f}", "sum")]
@@ -93,7 +96,8 @@ def cells(obs: pa.Table, ctx: Ctx) -> tuple[pa.Table, dict[int, tuple[dict, dict
               for f in IDENT_FIELDS]  # fmt: skip
     differ += [pc.and_(pc.greater(g[f"z_{f}_sum"], 0), pc.less(g[f"z_{f}_sum"], ndec))
                for f in IDENT_FIELDS]  # fmt: skip
-    out = {"offset": g["offset"], **{f"n{c}": g[f"n{c}_sum"] for c in range(len(ctx.combos))},
+    out = {"offset": g["offset"],
+           **{f"{x}{c}": g[f"{x}{c}_sum"] for x in "nd" for c in range(len(ctx.combos))},
            "ndec": ndec, "fany": g["fgn_max"], "differ": _any(differ)}  # fmt: skip
     out.update({f: g[f"v_{f}_min"] for f in IDENT_FIELDS})
     t = pa.table(out)
@@ -117,19 +121,56 @@ def _exact(obs: pa.Table, t: pa.Table) -> dict[int, tuple[dict, dict]]:
     return {o: (min(rs, key=_spark_key), max(rs, key=_spark_key)) for o, rs in by.items()}
 
 
-def ids(c: pa.Table, ctx: Ctx) -> pa.Table:
-    """One row per decoded identity at this partition (see the module docstring)."""
-    c = c.filter(pc.greater(c["ndec"], 0))
+def placements(obs: pa.Table, ctx: Ctx) -> pa.Table:
+    """One row per (offset, decoded identity) read in this partition: decoded rows per
+    (reader, isolation) (``d<k>``), the smallest session, transaction and send time.
+
+    Built from the rows, not from the per-offset cells: where readers disagree at an
+    offset each identity keeps only the readers that decoded *it* (a reader that got
+    undecodable bytes, or another record, there did not get this one).
+    """
+    dec = obs.filter(pc.invert(obs["fgn"]))
+    cols = {k: dec[k] for k in ("offset", *IDENTITY, "ses", "txn", "ts_send")}
+    for c in range(len(ctx.combos)):
+        cols[f"d{c}"] = _int(pc.equal(dec["ci"], c))
+    aggs = [("ses", "min"), ("txn", "min"), ("ts_send", "min")]
+    aggs += [(f"d{c}", "sum") for c in range(len(ctx.combos))]
+    g = pa.table(cols).group_by(["offset", *IDENTITY]).aggregate(aggs)
+    return g.rename_columns([n.removesuffix("_min").removesuffix("_sum") for n in g.column_names])
+
+
+def at_home(pl: pa.Table, ctx: Ctx, topic: str, part: int) -> pa.ChunkedArray:
+    """True for a placement whose identity names this (topic, partition): its producer's
+    topic and its ``p``. Any other is a record sitting where it does not belong."""
+    homes = pa.array([ctx.topics.get(p) for p in ctx.pids], pa.string())
+    home_topic = pc.take(homes, pc.index_in(pl["pid"], pa.array(ctx.pids, pa.string())))
+    return pc.fill_null(pc.and_(pc.equal(home_topic, topic), pc.equal(pl["p"], part)), False)
+
+
+def sent_mask(pl: pa.Table, sends: pa.Table) -> pa.ChunkedArray:
+    """True for a placement whose identity some history sent."""
+    if pl.num_rows == 0 or sends.num_rows == 0:
+        return pa.chunked_array([pa.array([False] * pl.num_rows, pa.bool_())])
+    key = pa.table({"_i": pa.array(range(pl.num_rows), pa.int64()),
+                    **{k: pl[k] for k in IDENTITY}})  # fmt: skip
+    s = sends.select(IDENTITY).append_column("_s", pa.array([True] * sends.num_rows))
+    j = key.join(s, IDENTITY, join_type="left outer").sort_by("_i")
+    return pc.fill_null(j["_s"], False)
+
+
+def ids(pl: pa.Table, ctx: Ctx) -> pa.Table:
+    """One row per identity placed at its home here (see the module docstring), from
+    :func:`placements` that are at home and were sent."""
     nc = len(ctx.combos)
-    seen = c.select(IDENTITY).append_column("t", c["ts_send"])
+    seen = pl.select(IDENTITY).append_column("t", pl["ts_send"])
     for k in range(nc):
-        seen = seen.append_column(f"s{k}", pc.greater(c[f"n{k}"], 0))
+        seen = seen.append_column(f"s{k}", pc.greater(pl[f"d{k}"], 0))
     base = seen.group_by(IDENTITY).aggregate([("t", "min")] + [(f"s{k}", "any")
                                                                for k in range(nc)])  # fmt: skip
     base = base.rename_columns([n.removesuffix("_min").removesuffix("_any")
                                 for n in base.column_names])  # fmt: skip
     for iso in ISOLATIONS:
-        here = c.filter(present(c, ctx, iso)).sort_by("offset")
+        here = pl.filter(present(pl, ctx, iso, "d")).sort_by("offset")
         a = here.group_by(IDENTITY, use_threads=False).aggregate([
             ("offset", "count"), ("offset", "first"), ("ses", "first", _KEEP_NULLS),
             ("offset", "max"), ("ses", "count_distinct"),
@@ -142,7 +183,8 @@ def ids(c: pa.Table, ctx: Ctx) -> pa.Table:
 
 def ident(ids_t: pa.Table, sends: pa.Table) -> pa.Table:
     """Sends (one row per identity of this home partition) full-outer-joined with ids."""
-    s = sends.select([*IDENTITY, "ok", "info", "must_see", "t_send", "transactional"])
+    s = sends.select([*IDENTITY, "ok", "info", "must_see", "t_send", "transactional",
+                      "acked_offset"])
     s = s.append_column("sent", pa.array([True] * s.num_rows, pa.bool_()))
     if ids_t.num_rows == 0:
         return _pad(s, ids_t.schema)
