@@ -209,3 +209,17 @@ def test_records_of_this_run_are_not_foreign(b):
     b.write(0, 0, 0).write(1, 0, 0)
     assert b.check("foreign-record") == {}
 
+
+def test_committed_transaction_redone_in_its_session_and_partly_visible_is_torn(t):
+    # attempt 1: the send to partition 1 failed, the transaction aborted; the same
+    # session redid it (same txn, same records) and committed; read_committed readers
+    # then saw only partition 0's record
+    t.send(0, 0, txn=0, offset=0).send(1, 0, txn=0, outcome="fail").txn(0, end="abort")
+    t.send(0, 0, txn=0, offset=1).send(1, 0, txn=0, offset=0).txn(0)
+    t.see(0, 0, 0, txn=0, combos=RU_ONLY).see(0, 0, 1, txn=0).see(1, 0, 0, txn=0, combos=RU_ONLY)
+    torn = _only(t.check("torn-transaction"), "torn-transaction")
+    assert {(a["reader"], a["isolation"], a["txn"]) for a in torn} == {
+        ("spark", "read_committed", 0), ("plain", "read_committed", 0)}
+    assert torn[0]["evidence"]["records"] == 2 and torn[0]["evidence"]["visible"] == 1
+    lost = _only(t.check("lost"), "lost")
+    assert {(a["partition"], a["isolation"]) for a in lost} == {(1, "read_committed")}

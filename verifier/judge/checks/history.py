@@ -122,9 +122,14 @@ def sends(a: pa.Table, status: pa.Table, topics: dict[str, str]) -> pa.Table:
 
 
 def txn_sizes(a: pa.Table, status: pa.Table) -> pa.Table:
-    """Committed transactions (``a``: :func:`attempts`): records not definitely failed,
-    first send time, partitions."""
-    a = a.filter(pc.and_(pc.is_valid(a["txn"]), pc.invert(a["failed"])))
+    """Committed transactions (``a``: :func:`attempts`): records that must be visible
+    (the same rule as ``sends``' ``must_see``: some attempt of the send within the
+    session ended ok or info), first send time, partitions.
+
+    A send retried or redone within its session (the redo of a failed transaction keeps
+    ``ses``, ``txn`` and the records) is one record: an attempt that failed before the
+    redo's ok does not make it leave the transaction."""
+    a = a.filter(pc.and_(pc.is_valid(a["txn"]), pc.or_(a["ok"], a["info"])))
     a = a.join(_committed(status), TXN_KEYS, join_type="inner")
     per_p = a.group_by([*TXN_KEYS, "p"]).aggregate([("seq", "count"), ("t", "min")])
     per_p = per_p.sort_by([("p", "ascending")])  # ordered aggregation below: sorted lists
