@@ -25,7 +25,7 @@ FORMATS: dict[str, int] = {
     "observations": 1,        # RUN/observations/ (§4)
     "observer-progress": 1,   # RUN/observations/progress/<isolation>.json
     "drain": 1,               # RUN/drain.json (§4.2)
-    "proxy-connections": 1,   # RUN/connections.jsonl
+    "proxy-connections": 2,   # RUN/connections.jsonl (v2: per-API counts, activity)
     "verdict": 1,             # RUN/verdict.json (docs/expectations.md §4)
     "chaos-matrix": 1,        # OUT/verdict.json: the scenario x mode grid
 }  # fmt: skip

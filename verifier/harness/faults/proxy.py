@@ -9,7 +9,9 @@ broker appended, close the connection instead, delay, blackhole, reset.
 
 Run it as its own process (``python -m verifier.harness.faults.proxy``), controlled over HTTP
 on 127.0.0.1 (:mod:`verifier.harness.faults.control`). Every connection's open and close is
-written to a JSON-lines log (docs/faults.md) with the client id from the first request.
+written to a JSON-lines log (docs/faults.md) with the client id from the first request; the
+close record also carries what the connection did: requests and bytes per API key, its
+first request and response, its last frame, and its bursts of answered traffic.
 """
 
 from __future__ import annotations
@@ -41,6 +43,10 @@ log = logging.getLogger(__name__)
 READ_CHUNK = 64 * 1024
 #: the most recent dropped responses kept for the control interface
 DROP_LOG_SIZE = 10_000
+#: responses less than this apart belong to one activity burst of a connection
+BURST_GAP_MS = 1000
+#: bursts kept per connection; beyond, the last one is extended (bounds the close record)
+MAX_BURSTS = 500
 _CLOSE = object()  # sentinel in a write queue: close after what is queued before it
 
 
@@ -84,6 +90,13 @@ class Connection:
         self.opened_at = now_ms()
         self.pending: collections.deque[tuple[int, int]] = collections.deque()
         self.requests = self.responses = 0
+        #: api key -> [requests, request bytes, response bytes] (key -1: unmatched response)
+        self.api: dict[int, list[int]] = {}
+        self.first_request_t: int | None = None
+        self.first_response_t: int | None = None
+        self.last_t: int | None = None  # the last frame in either direction
+        #: [start, end] ms of answered traffic, responses closer than BURST_GAP_MS merged
+        self.bursts: list[list[int]] = []
         self.reason: str | None = None
         self.by: str | None = None
         self._logged_open = False
@@ -97,9 +110,9 @@ class Connection:
         if self.reason is None:
             self.reason, self.by = reason, by
 
-    def reset(self, reason: str) -> None:
+    def reset(self, reason: str, by: str = "proxy") -> None:
         """Close with an RST (SO_LINGER 0), as a crashed or firewalled peer would."""
-        self.end(reason, "proxy")
+        self.end(reason, by)
         sock = self.client_w.get_extra_info("socket")
         if sock is not None:
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
@@ -121,7 +134,7 @@ class Connection:
             if rules.resetting(self.broker):
                 rules.resetting(self.broker).hits += 1
                 self.counters["connections_reset"] += 1
-                self.reset("reset by rule on connect")
+                self.reset("reset by rule on connect", "fault")
                 return
             try:
                 up_r, self.up_w = await asyncio.open_connection(*self.proxy.upstream(self.broker))
@@ -151,7 +164,10 @@ class Connection:
         self.proxy.conn_log.write({
             "event": "close", "conn": self.id, "broker": self.broker, "peer": self.peer,
             "client_id": self.client_id, "t": now_ms(), "reason": self.reason, "by": self.by,
-            "requests": self.requests, "responses": self.responses})
+            "requests": self.requests, "responses": self.responses,
+            "api": {str(k): v for k, v in sorted(self.api.items())},
+            "first_request_t": self.first_request_t, "first_response_t": self.first_response_t,
+            "last_t": self.last_t, "activity": self.bursts})
         self.proxy.forget(self)
 
     async def _read_requests(self, out: asyncio.Queue) -> None:
@@ -166,7 +182,7 @@ class Connection:
                 for payload in frames:
                     header = decode_request_header(payload)
                     acks = produce_acks(payload) if header.api_key == API_PRODUCE else None
-                    self._on_request(header.client_id)
+                    self._on_request(header.client_id, header.api_key, len(payload) + 4)
                     if self.proxy.rules.blackholed(self.broker):
                         self._blackholed()
                         continue
@@ -180,12 +196,32 @@ class Connection:
                             self.broker, self.id, exc)
                 return self.end(f"malformed request: {exc}", "proxy")
 
-    def _on_request(self, client_id: str | None) -> None:
+    def _on_request(self, client_id: str | None, api_key: int, size: int) -> None:
+        t = now_ms()
+        if self.first_request_t is None:
+            self.first_request_t = t
+        self.last_t = t
+        entry = self.api.setdefault(api_key, [0, 0, 0])
+        entry[0] += 1
+        entry[1] += size
         self.requests += 1
         self.counters["requests"] += 1
         if self.client_id is None and client_id:
             self.client_id = client_id
         self._log_open()
+
+    def _on_response(self, api_key: int | None, size: int) -> None:
+        t = now_ms()
+        if self.first_response_t is None:
+            self.first_response_t = t
+        self.last_t = t
+        self.api.setdefault(-1 if api_key is None else api_key, [0, 0, 0])[2] += size
+        if self.bursts and t - self.bursts[-1][1] < BURST_GAP_MS:
+            self.bursts[-1][1] = t
+        elif len(self.bursts) >= MAX_BURSTS:
+            self.bursts[-1][1] = t
+        else:
+            self.bursts.append([t, t])
 
     def _blackholed(self) -> None:
         rule = self.proxy.rules.blackholed(self.broker)
@@ -215,6 +251,7 @@ class Connection:
                 for payload in frames:
                     corr = response_correlation_id(payload)
                     api_key = self._match(corr)
+                    self._on_response(api_key, len(payload) + 4)
                     self.responses += 1
                     self.counters["responses"] += 1
                     if self.proxy.rules.blackholed(self.broker):
@@ -226,7 +263,7 @@ class Connection:
                         self.proxy.record_drop(self, corr, api_key, rule, action)
                         if action == "close":
                             out.put_nowait((loop.time(), _CLOSE))
-                            return self.end(f"closed after append by rule {rule.id}", "proxy")
+                            return self.end(f"closed after append by rule {rule.id}", "fault")
                         continue
                     delay = self.proxy.rules.delay(self.broker, downstream=True)
                     out.put_nowait((loop.time() + delay, frame(payload)))
@@ -307,7 +344,8 @@ class Proxy:
             conn.counters["connections_reset"] += 1
             if rule is not None:
                 rule.hits += 1
-            conn.reset("reset by rule" if rule else "reset on request")
+            conn.reset("reset by rule" if rule else "reset on request",
+                       "fault" if rule else "proxy")
         return len(victims)
 
     def status(self) -> dict:
