@@ -108,8 +108,12 @@ class Session:
         # an unreachable cluster is reported once, as ClusterUnreachable
         try:
             with cfg.quiet_kafka_logs():
+                # the fault proxy's connection log names the process by its client id
+                name = {} if "client_id" in self.spec.settings else {
+                    "client_id": f"verifier.generator.{self.spec.pid}"}
                 return cfg.build_producer(self.spec.settings, self.spec.bootstrap_servers,
-                                          bootstrap_timeout_s=self.spec.connect_timeout)
+                                          bootstrap_timeout_s=self.spec.connect_timeout,
+                                          **name)
         except (KE.KafkaTimeoutError, KE.KafkaConnectionError) as exc:
             raise ClusterUnreachable(
                 f"cannot reach Kafka at {self.spec.bootstrap_servers}: {exc}") from None

@@ -45,7 +45,8 @@ def read_isolation(bootstrap_servers: str, topics: list[str], run_id: str, isola
     """Read ``topics`` at ``isolation`` up to their current end offsets; return rows written."""
     consumer = KafkaConsumer(bootstrap_servers=bootstrap_servers, isolation_level=isolation,
                              enable_auto_commit=False, group_id=None,
-                             max_poll_records=5000, **client_config)
+                             max_poll_records=5000,
+                             **{"client_id": f"verifier.reader.{isolation}", **client_config})
     out = output_dir(run_dir, "plain", isolation)
     for old in out.glob("part-*.parquet"):  # a rerun replaces the previous read
         old.unlink()

@@ -40,7 +40,8 @@ def admin(bootstrap_servers: str, timeout: float = 60,
     ):
         with attempt:
             client = KafkaAdminClient(bootstrap_servers=bootstrap_servers,
-                                      request_timeout_ms=15000, **client_config)
+                                      request_timeout_ms=15000,
+                                      **{"client_id": "verifier.admin", **client_config})
     assert client is not None
     try:
         yield client
@@ -97,7 +98,7 @@ def end_offsets(bootstrap_servers: str, topics: list[str], isolation_level: str,
     read_committed, the high watermark under read_uncommitted."""
     consumer = KafkaConsumer(bootstrap_servers=bootstrap_servers,
                              isolation_level=isolation_level, enable_auto_commit=False,
-                             **client_config)
+                             **{"client_id": "verifier.admin", **client_config})
     try:
         tps = [TopicPartition(t, p) for t in topics
                for p in sorted(consumer.partitions_for_topic(t) or ())]

@@ -12,6 +12,9 @@ from verifier.judge import verdict as V
 from verifier.judge.checks import Derived, load_run, run_checks
 from verifier.judge.checks.runner import DEFAULT_SAMPLE
 from verifier.judge.checks.stats import counts_by_pid, partition_points, throughput
+from verifier.report.connections import summarize, unavailable
+from verifier.rundata.connections import read_connections
+from verifier.rundata.formats import RunFormatError, read_json
 from verifier.rundata.layout import RunLayout
 
 MAX_PLOTS = 4  # anomalous partitions plotted in report.html
@@ -41,6 +44,36 @@ def analyze(spark, run_dir: Path | str, cap: int = DEFAULT_SAMPLE, files=None) -
         doc["partition_plots"] = _plots(d, doc)
     finally:
         d.release()
+    add_connections(doc, run_dir)
+    return doc
+
+
+def connection_section(run_dir: Path | str, faults: list[dict]) -> dict:
+    """The run's connection report (``verdict.json`` ``connections``) from the proxy's
+    log, judged with the scenario's ``[connections]`` thresholds."""
+    where = RunLayout(Path(run_dir))
+    if not where.connections.exists():
+        return unavailable("no connection log (no fault proxy: an external cluster)")
+    try:
+        log = read_connections(where.connections)
+    except RunFormatError as exc:
+        return unavailable(str(exc))
+    try:
+        spec = read_json(where.config, "run-config").get("scenario_spec") or {}
+    except RunFormatError:
+        spec = {}
+    try:
+        return summarize(log, faults, spec.get("connections"))
+    except ValueError as exc:
+        return unavailable(f"bad [connections] thresholds: {exc}")
+
+
+def add_connections(doc: dict, run_dir: Path | str) -> dict:
+    """Put the connection section into ``doc``; a finding the scenario makes forbidden
+    fails a run that would otherwise pass (exit code 1)."""
+    doc["connections"] = connection_section(run_dir, doc.get("faults") or [])
+    if doc["connections"].get("failed") and doc.get("exit_code") == 0:
+        doc["exit_code"] = 1
     return doc
 
 

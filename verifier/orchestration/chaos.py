@@ -48,8 +48,9 @@ def crashed_doc(run: ScenarioRun, exc: BaseException) -> dict:
 
 
 def run_one(env, scenario: Scenario, opts: RunOptions, spark, out=sys.stdout) -> dict:
-    from verifier.orchestration.analyze import write_outputs
+    from verifier.orchestration.analyze import add_connections, write_outputs
     from verifier.report import render_terminal
+    from verifier.report.connections import render_connections
 
     run = ScenarioRun(env, scenario, opts, spark)
     print(f"\n=== scenario {scenario.name}: {scenario.description.split(chr(10))[0]}",
@@ -61,6 +62,8 @@ def run_one(env, scenario: Scenario, opts: RunOptions, spark, out=sys.stdout) ->
         doc = crashed_doc(run, exc)
     run.run_dir.mkdir(parents=True, exist_ok=True)
     doc["run_dir"] = str(run.run_dir)
+    if "connections" not in doc:  # a crashed run: its connections still tell something
+        add_connections(doc, run.run_dir)
     doc["fault_summary"] = fault_summary(run.run_dir)
     with run.clock.phase("report"):
         write_outputs(doc, run.run_dir)
@@ -68,6 +71,7 @@ def run_one(env, scenario: Scenario, opts: RunOptions, spark, out=sys.stdout) ->
             print(render_terminal(doc), file=out)
         except (KeyError, TypeError) as exc:  # a crashed doc lacks some fields
             print(f"(no table: {exc})", file=out)
+        print(render_connections(doc.get("connections")), file=out)
     doc["phases"] = run.clock.to_json()
     # the run's verdict.json is the very document the matrix holds (phases included)
     write_verdict(doc, RunLayout(run.run_dir).verdict)
@@ -99,4 +103,7 @@ def run_matrix(env, scenarios: list[Scenario], opts: RunOptions, spark,
     walls = ", ".join(f"{d['scenario']} {d['phases']['total_s']:.0f}s" for d in docs)
     print(f"\nwall time {time.monotonic() - t0:.0f}s ({walls})", file=out)
     print(f"outputs: {opts.out}/verdict.json, junit.xml, report.html", file=out, flush=True)
+    if grid["exit_code"] == 0 and any((d.get("connections") or {}).get("failed") for d in docs):
+        print("a connection check the scenario makes forbidden failed (exit 1)", file=out)
+        return 1
     return grid["exit_code"]

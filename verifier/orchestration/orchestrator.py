@@ -55,7 +55,8 @@ class RunOptions:
 
 
 def plan_producers(scenario: Scenario, run_id: str, opts: RunOptions) -> list[ProducerPlan]:
-    plans = [ProducerPlan(f"{m}-0", m, m, f"{run_id}.{m}") for m in scenario.workload.modes]
+    plans = [ProducerPlan(f"{m}-0", m, m, f"{run_id}.{m}", dict(scenario.clients))
+             for m in scenario.workload.modes]
     if opts.user_config is not None:
         label = f"user:{opts.user_config.name}"
         plans.append(ProducerPlan("user-0", label, opts.user_mode or "at-least-once",

@@ -40,6 +40,10 @@ class Scenario:
     #: deadline for the drain phase, seconds (transaction timeout + abort scan + slack)
     drain_timeout_s: float = 120.0
     source: str = ""
+    #: the connection checks' thresholds (verifier.report.connections.thresholds)
+    connections: dict = field(default_factory=dict)
+    #: kafka-python producer settings every preset generator gets on top of its mode's
+    clients: dict = field(default_factory=dict)
 
     def to_json(self) -> dict:
         return {
@@ -49,6 +53,8 @@ class Scenario:
             "faults": [dict(f) for f in self.faults],
             "sink": self.sink,
             "drain_timeout_s": self.drain_timeout_s,
+            "connections": dict(self.connections),
+            "clients": dict(self.clients),
         }
 
 
@@ -89,7 +95,8 @@ def parse_scenario(text: str, name: str, source: str = "<string>") -> Scenario:
         data = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"{source}: not valid TOML: {exc}") from exc
-    _check_keys(source, data, {"description", "workload", "faults", "options"})
+    _check_keys(source, data, {"description", "workload", "faults", "options",
+                               "connections", "clients"})
     options = data.get("options", {})
     # no "nodes": every scenario of a matrix shares one environment (3 local nodes, or the
     # user's cluster), so a per-scenario node count could not be honoured
@@ -108,7 +115,32 @@ def parse_scenario(text: str, name: str, source: str = "<string>") -> Scenario:
         sink=sink,
         drain_timeout_s=float(options.get("drain_timeout_s", 120.0)),
         source=source,
+        connections=_connection_checks(source, data.get("connections", {})),
+        clients=_clients(source, data.get("clients", {})),
     )
+
+
+#: producer settings a scenario may give every generator (connection behaviour only)
+CLIENT_KEYS = frozenset({"connections_max_idle_ms", "reconnect_backoff_ms",
+                         "reconnect_backoff_max_ms", "metadata_max_age_ms"})
+
+
+def _connection_checks(source: str, data: dict) -> dict:
+    from verifier.report.connections import thresholds
+
+    try:
+        thresholds(data)
+    except (ValueError, TypeError) as exc:
+        raise UsageError(f"{source} [connections]: {exc}") from exc
+    return dict(data)
+
+
+def _clients(source: str, data: dict) -> dict:
+    _check_keys(f"{source} [clients]", data, set(CLIENT_KEYS))
+    bad = [k for k, v in data.items() if not isinstance(v, int) or isinstance(v, bool)]
+    if bad:
+        raise UsageError(f"{source} [clients]: {bad} must be integers (milliseconds)")
+    return dict(data)
 
 
 def available() -> list[str]:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 from verifier.judge.model import KINDS
 from verifier.report.compare import anchor, load_of, load_text, workload
+from verifier.report.connections import lanes_svg, render_connections
 from verifier.report.svg import partition_plot, timeline
 from verifier.report.terminal import COUNT_ROWS
 
@@ -122,6 +123,13 @@ def _load(doc: dict) -> str:
     return f"<p>Load per mode (achieved against requested):</p><ul>{items}</ul>"
 
 
+def _connections(doc: dict) -> str:
+    """The connection summary and the lanes: one per client process and broker."""
+    section = doc.get("connections")
+    return (f"<pre>{escape(render_connections(section))}</pre>"
+            + lanes_svg(section, doc.get("faults") or []))
+
+
 def render_html(doc: dict) -> str:
     """The whole page."""
     checks = "".join(
@@ -141,6 +149,7 @@ def render_html(doc: dict) -> str:
         f"exit code {doc['exit_code']}</p><h2>Modes side by side</h2>{_table(doc)}{_load(doc)}"
         f"<h2>Timeline</h2>{timeline(doc)}<h2>Anomalies</h2>{_samples(doc)}"
         f"<h2>Anomalous partitions</h2>{plots or '<p>None.</p>'}"
+        f"<h2 id='connections'>Connections</h2>{_connections(doc)}"
         f"<h2>Checks</h2><table><tr><th>check</th><th>status</th><th>seconds</th></tr>{checks}"
         f"</table></body></html>"
     )
