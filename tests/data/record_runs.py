@@ -22,7 +22,7 @@ import orjson
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parents[1]
-SKIP = ("logs", "checkpoints", "report.html", "junit.xml", "verdict.json")
+SKIP = ("logs", "checkpoints", "connections.jsonl", "report.html", "junit.xml", "verdict.json")
 
 
 def main() -> int:
