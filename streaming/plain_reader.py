@@ -11,6 +11,7 @@ last record arrives: transaction markers and aborted records take offsets that a
 returned, so the last visible record may sit well below the end.
 
     python -m streaming.plain_reader --run-dir RUN --bootstrap-servers BS --topics a,b --run-id ID
+    python -m streaming.plain_reader --plan RUN/config.json     (security settings included)
 """
 
 from __future__ import annotations
@@ -32,6 +33,8 @@ from streaming.observations import (
     write_table_atomic,
 )
 from streaming.progress import now_ms
+from verifier.rundata.errors import VerifierError
+from verifier.rundata.plan import read_plan
 from verifier.rundata.waiting import wait_until
 
 log = logging.getLogger(__name__)
@@ -128,15 +131,31 @@ def read_all(bootstrap_servers: str, topics: list[str], run_id: str, run_dir: Pa
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m streaming.plain_reader", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--run-dir", type=Path, required=True)
-    p.add_argument("--bootstrap-servers", required=True)
-    p.add_argument("--topics", required=True, help="comma-separated run topics")
-    p.add_argument("--run-id", required=True)
+    p.add_argument("--plan", type=Path, default=None, metavar="RUN/config.json",
+                   help="the run's plan (instead of the four flags below); its security "
+                        "settings, secrets from $VERIFIER_CLIENT_SECRETS")
+    p.add_argument("--run-dir", type=Path)
+    p.add_argument("--bootstrap-servers")
+    p.add_argument("--topics", help="comma-separated run topics")
+    p.add_argument("--run-id")
     p.add_argument("--timeout", type=float, default=300, help="deadline per isolation level")
     args = p.parse_args(argv)
+    given = [v is not None for v in (args.run_dir, args.bootstrap_servers, args.topics,
+                                      args.run_id)]
+    if any(given) if args.plan is not None else not all(given):
+        p.error("give --plan, or all of --run-dir --bootstrap-servers --topics --run-id")
+    security: dict = {}
+    if args.plan is not None:
+        try:
+            plan = read_plan(args.plan)
+            security = plan.client_security()
+        except VerifierError as exc:
+            p.error(str(exc))
+        args.run_dir, args.bootstrap_servers = args.plan.parent, plan.bootstrap_servers
+        args.topics, args.run_id = ",".join(plan.topics), plan.run
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(message)s")
     counts = read_all(args.bootstrap_servers, [t for t in args.topics.split(",") if t],
-                      args.run_id, args.run_dir, args.timeout)
+                      args.run_id, args.run_dir, args.timeout, **security)
     for iso, n in counts.items():
         print(f"{iso}: {n} rows")
     return 0

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import io
 import os
+import subprocess
+import sys
 import uuid
 from dataclasses import replace
 from pathlib import Path
@@ -71,7 +73,7 @@ def test_baseline_on_a_sasl_cluster_passes_every_mode(sasl_cluster, spark, tmp_p
     from verifier.orchestration.orchestrator import RunOptions, spark_env
     from verifier.orchestration.scenario import load_scenario
     from verifier.rundata.formats import read_json
-    from verifier.rundata.plan import security_of
+    from verifier.rundata.plan import secrets_env, security_of
 
     props = _properties(tmp_path / "secured.properties")  # outside the output folder
     out = tmp_path / "out"
@@ -95,6 +97,12 @@ def test_baseline_on_a_sasl_cluster_passes_every_mode(sasl_cluster, spark, tmp_p
         tid = f"{plan['run']}.transactional-0"
         assert resolve_broker({"coordinator": {"transactional_id": tid}}, bs, **security) == 1
         assert commit_visible(bs, security, txn_topic["topic"], [(0, 0)]) is not None
+        # the plain reader standalone, from the plan, with the secrets in the environment
+        read = subprocess.run(
+            [sys.executable, "-m", "streaming.plain_reader", "--plan",
+             str(run_dir / "config.json"), "--timeout", "60"], capture_output=True,
+            text=True, cwd=PROJECT_ROOT, timeout=120, env={**os.environ, **secrets_env(security)})
+        assert read.returncode == 0 and "read_committed: 0 rows" not in read.stdout, read.stderr
 
     verdicts = {c["name"]: c["verdict"] for c in doc["columns"]}
     assert verdicts == {
