@@ -16,6 +16,6 @@ def check_lost(d: Derived) -> DataFrame:
     saw them. When the drain did not complete (for that partition) the row is ``unseen``
     (lost or late), not ``lost``. Evidence says whether another reader saw it, i.e.
     whether it was in the log but not delivered. Computed per partition by
-    :func:`verifier.judge.checks.emit.lost`.
+    :func:`verifier.judge.definitions.kinds.lost`.
     """
     return d.anomalies(LOST, UNSEEN)

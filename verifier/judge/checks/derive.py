@@ -6,7 +6,7 @@ shuffle each. Now:
 1. The histories are reduced on the driver in Arrow (:mod:`verifier.judge.checks.history`):
    transaction outcomes, one row per sent identity, committed transactions' sizes.
 2. One shuffle brings each (topic, partition)'s observation rows and sends together
-   (a repartition by (topic, partition), no sort); :func:`verifier.judge.checks.emit.run_pass`
+   (a repartition by (topic, partition), no sort); :func:`verifier.judge.definitions.kinds.run_pass`
    derives everything the checks need
    for that partition in Arrow and emits anomaly rows and partial counts. The result is
    small and persisted: every check is a filter on it (``result``).
@@ -31,8 +31,8 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
 from verifier.judge.checks import history as H
-from verifier.judge.checks.emit import OUT_DDL, OUT_SCHEMA, run_pass
-from verifier.judge.checks.kernel import IDENT_FIELDS, Ctx
+from verifier.judge.definitions.frames import IDENT_FIELDS, Ctx
+from verifier.judge.definitions.kinds import OUT_DDL, OUT_SCHEMA, run_pass
 from verifier.judge.model import ISOLATIONS, READ_COMMITTED, RunData
 
 #: observation columns the pass reads (ci: index of the (reader, isolation) pair)

@@ -3,7 +3,7 @@
 Each takes the shared :class:`~verifier.judge.checks.derive.Derived` data of one run and
 returns anomaly rows (:data:`~verifier.judge.model.ANOMALY_COLUMNS`). Pure: no Kafka, no
 clock, nothing kept between calls. The per-partition logic is in
-:mod:`verifier.judge.checks.emit` (one function per check); these select its rows.
+:mod:`verifier.judge.definitions.kinds` (one function per check); these select its rows.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from verifier.judge.checks.derive import Derived
-from verifier.judge.checks.emit import NOT_COMMITTED
+from verifier.judge.definitions.kinds import NOT_COMMITTED
 from verifier.judge.model import ABORTED_READ, HANGING, TORN, anomaly_frame
 
 __all__ = ["NOT_COMMITTED", "check_aborted_read", "check_hanging", "check_torn"]

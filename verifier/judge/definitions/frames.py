@@ -10,7 +10,7 @@ check shares (the definitions the Spark version of ``derive`` had):
            first copy, last offset and sessions; per (reader, isolation) whether seen
 ``ident``  the producers' sends full-outer-joined with ``ids``
 
-:mod:`verifier.judge.checks.emit` turns them into anomaly rows. An identity is checked in the
+:mod:`verifier.judge.definitions.kinds` turns them into anomaly rows. An identity is checked in the
 partition where it was observed; its sends come to its home (its producer's topic,
 partition ``p``): the same place unless a record sits in a partition it does not name.
 """

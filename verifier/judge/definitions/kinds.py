@@ -1,4 +1,4 @@
-"""Anomaly rows of one (topic, partition), from the frames of :mod:`verifier.judge.checks.kernel`.
+"""Anomaly rows of one (topic, partition), from :mod:`verifier.judge.definitions.frames`.
 
 Filters run in Arrow; only rows that are anomalies become Python dicts, so a clean
 partition costs no Python per record. Each function mirrors one check's definition
@@ -13,7 +13,7 @@ import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from verifier.judge.checks import kernel as K
+from verifier.judge.definitions import frames as K
 from verifier.judge.model import (
     ABORTED_READ,
     DUP_CROSS,
@@ -317,3 +317,33 @@ def counts(i: pa.Table, at: dict) -> list[dict]:
     g = t.group_by("pid").aggregate([(f"c{j}", "sum") for j in range(len(cols))])
     return [{**at, "rec": "c", "pid": r["pid"], "n": [r[f"c{j}_sum"] for j in range(len(cols))]}
             for r in g.to_pylist()]  # fmt: skip
+
+
+# -- the kinds decided outside the per-partition pass, as pure functions ------------
+# The batch checks compute these with Spark (verifier.judge.checks.txn and .log) on
+# the same rules; a live path, which holds plain rows, calls these.
+
+
+def torn(records: int, visible: int) -> bool:
+    """torn-transaction: a reader saw some, not all, of a committed transaction's
+    ``records`` (:func:`verifier.judge.checks.history.txn_sizes`); ``visible`` = the
+    distinct records it saw, summed over partitions (``txn_visible``). Seeing none is
+    lost, not torn."""
+    return 0 < visible < records
+
+
+def hanging(end_read_committed: int, end_read_uncommitted: int) -> bool:
+    """hanging-transaction: at drain, the partition's LSO below its high watermark."""
+    return end_read_committed < end_read_uncommitted
+
+
+def undecodable(row: dict, run: str, pids) -> str | None:
+    """foreign-record for a row that does not decode, names another run or an unknown
+    producer: the reason, else None (decoded identities are judged by ``misplaced``)."""
+    if row.get("foreign"):
+        return row.get("error") or "undecodable"
+    if row.get("run") != run:
+        return f"another run: {row.get('run')!r}"
+    if row.get("pid") is None or row.get("pid") not in pids:
+        return "run or producer unknown to this run"
+    return None
