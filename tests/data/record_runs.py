@@ -29,12 +29,15 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scenario", action="append", default=[])
     ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--profile", default="fixtures",
+                    help="fixtures (default); idle-connections is recorded with full, as its "
+                         "load is already one record per 8 s")
     ap.add_argument("--out", type=Path, default=None,
                     help="keep the whole runs here (default: a temporary folder)")
     args = ap.parse_args()
     with tempfile.TemporaryDirectory(prefix="record-runs-") as tmp:
         out = args.out or Path(tmp)
-        cmd = [sys.executable, "-m", "verifier", "chaos", "--profile", "fixtures",
+        cmd = [sys.executable, "-m", "verifier", "chaos", "--profile", args.profile,
                "--seed", str(args.seed), "--out", str(out)]
         for name in args.scenario:
             cmd += ["--scenario", name]
