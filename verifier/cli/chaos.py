@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -35,7 +36,55 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", type=Path, default=Path("runs"), help="output folder")
     p.add_argument("--base-port", type=int, default=9700,
                    help="local cluster ports (clients BASE+n, proxy BASE+300+n)")
+    p.add_argument("--state-dir", type=Path, default=DEFAULT_STATE, metavar="DIR",
+                   help="the local cluster's folder (default .state/chaos)")
     p.set_defaults(func=cmd_chaos)
+    c = sub.add_parser("cleanup", help="stop what a chaos run that is no longer running "
+                                       "left behind (processes, network namespaces)")
+    c.set_defaults(func=cmd_cleanup)
+
+
+#: the local cluster of a chaos run; every tool's ledger of children is in LEDGERS
+DEFAULT_STATE = PROJECT_ROOT / ".state" / "chaos"
+LEDGERS = PROJECT_ROOT / ".state"
+
+
+def cleanup(out=sys.stdout) -> list[str]:
+    from verifier.harness.procs import cleanup_leftovers
+
+    said = cleanup_leftovers(LEDGERS)
+    for line in said:
+        print(f"cleanup: {line}", file=out, flush=True)
+    return said
+
+
+def cmd_cleanup(args: argparse.Namespace) -> int:
+    if not cleanup():
+        print("cleanup: nothing left by an earlier run")
+    return 0
+
+
+class Interrupted(KeyboardInterrupt):
+    """The tool was asked to stop by a signal."""
+
+
+def _stop_on_signals() -> None:
+    """First SIGTERM/SIGINT/SIGHUP: stop load, heal, stop everything (short waits);
+    a second one: SIGKILL every child and exit at once."""
+    from verifier.harness.procs import STOPPING, kill_all_now
+
+    def handler(signum, _frame):
+        name = signal.Signals(signum).name
+        if STOPPING.is_set():
+            kill_all_now()
+            os._exit(128 + signum)
+        STOPPING.set()
+        print(f"\nverifier: {name}: stopping the run (a second signal stops at once)",
+              file=sys.stderr, flush=True)
+        raise Interrupted(name)
+
+    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
+        signal.signal(sig, handler)
 
 
 def derive_mode(settings: dict) -> str:
@@ -78,24 +127,45 @@ def _rerun_in_namespace(args: argparse.Namespace) -> int:
     still runs in it are removed afterwards, also on Ctrl-C.
     """
     from verifier.harness.faults.netns import NetNamespace
+    from verifier.harness.procs import record, spawn
 
-    with NetNamespace(f"verifier-chaos-{os.getpid()}") as ns:
+    name = f"verifier-chaos-{os.getpid()}"
+    record("netns", name=name)
+    with NetNamespace(name) as ns:
         env = {**os.environ, IN_NETNS: "1"}
         argv = ns.argv([sys.executable, "-m", "verifier", *args.argv])
+        proc = spawn("chaos-in-namespace", argv, env=env)
         try:
-            return subprocess.run(argv, env=env, check=False).returncode
+            return proc.wait()
         except KeyboardInterrupt:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(timeout=10)
+            except (subprocess.TimeoutExpired, KeyboardInterrupt):
+                proc.kill()
             return 130
 
 
 def cmd_chaos(args: argparse.Namespace) -> int:
+    from verifier.harness.procs import activate_ledger, release_ledger
+
+    profile, scenarios = _scenarios(args)  # bad input fails before anything starts
+    cleanup()  # leftovers of a dead run would hold ports and keep producing
+    activate_ledger(LEDGERS)
+    _stop_on_signals()
+    try:
+        return _chaos(args, profile, scenarios)
+    finally:
+        release_ledger()
+
+
+def _chaos(args: argparse.Namespace, profile, scenarios) -> int:
     from producers.properties import load_properties
     from streaming.session import spark_session
     from verifier.harness.environment import ExternalEnvironment, LocalEnvironment
     from verifier.orchestration.chaos import run_matrix
     from verifier.orchestration.orchestrator import RunOptions, spark_env
 
-    profile, scenarios = _scenarios(args)  # bad input fails before anything starts
     user_mode = None
     settings: dict = {}
     if args.producer_config is not None:
@@ -117,7 +187,7 @@ def cmd_chaos(args: argparse.Namespace) -> int:
         print(f"external cluster {args.bootstrap_servers}: proxy and broker faults are "
               "skipped (they need the local cluster); process faults still run")
     else:
-        env = LocalEnvironment(PROJECT_ROOT / ".state" / "chaos", base_port=args.base_port,
+        env = LocalEnvironment(args.state_dir.resolve(), base_port=args.base_port,
                                partitions=in_netns)
     opts = RunOptions(out=args.out, seed=args.seed, sink=args.sink,
                       spark_master=args.spark_master, user_config=args.producer_config,

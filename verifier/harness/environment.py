@@ -50,7 +50,7 @@ class LocalEnvironment:
             existing.down()
         self.proxy_process.start()
         try:
-            self.cluster, _ = up(self.state_dir, self.spec)
+            self.cluster, _ = up(self.state_dir, self.spec, owned=True)
         except BaseException:
             self.proxy_process.stop()
             raise

@@ -57,6 +57,18 @@ def run_one(env, scenario: Scenario, opts: RunOptions, spark, out=sys.stdout) ->
           file=out, flush=True)
     try:
         doc = run.execute()
+    except KeyboardInterrupt as exc:  # SIGTERM, SIGINT, SIGHUP: record it, stop the matrix
+        run.run_dir.mkdir(parents=True, exist_ok=True)
+        reason = str(exc) or "interrupted"
+        (run.run_dir / "INTERRUPTED").write_text(
+            f"{reason} during {run.clock.current or 'setup'}\n")
+        doc = crashed_doc(run, RuntimeError(f"the run was interrupted ({reason})"))
+        doc["interrupted"] = reason
+        doc["run_dir"] = str(run.run_dir)
+        write_verdict(doc, RunLayout(run.run_dir).verdict)
+        print(f"scenario {scenario.name} interrupted ({reason}); run folder {run.run_dir}",
+              file=out, flush=True)
+        raise
     except Exception as exc:  # noqa: BLE001 - one scenario fails, not the whole matrix
         print(f"scenario {scenario.name} could not complete: {exc}", file=out)
         doc = crashed_doc(run, exc)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
+import signal
 import sys
 import threading
 import time
@@ -120,6 +121,7 @@ class ScenarioRun:
         self.tails = {p.pid: HistoryTail(self.layout.history(p.pid))
                       for p in self.plans}
         self.notes: list[str] = []
+        self.interrupted = False
         self.plan = self._plan()
         # the secrets reach the children through their environment, never argv or files
         self.child_env = {**opts.extra_env, **self.plan.child_env()}
@@ -238,11 +240,30 @@ class ScenarioRun:
         self.nemesis = Nemesis(schedule, fault_env, self.layout.nemesis,
                                self.run_id)
         with self.nemesis:
-            # The load phase lasts the scenario's duration by definition: this is pacing,
-            # not a wait for a condition. The nemesis heals everything on exit.
-            threading.Event().wait(self.scenario.workload.duration_s)
-            with self.clock.phase("heal"):
-                self.nemesis.wait_done(timeout=60)
+            try:
+                # The load phase lasts the scenario's duration by definition: this is
+                # pacing, not a wait for a condition. The nemesis heals everything on exit.
+                threading.Event().wait(self.scenario.workload.duration_s)
+                with self.clock.phase("heal"):
+                    self.nemesis.wait_done(timeout=60)
+            except KeyboardInterrupt:  # stopped by a signal: load stops first
+                self._stop_now()
+                raise
+
+    def _stop_now(self) -> None:
+        """Every child of the run: SIGTERM to all at once (generators first), then
+        SIGKILL what has not exited within a few seconds."""
+        procs = [self.processes[p.process_name] for p in self.plans]
+        procs += [p for p in self.processes.values() if p not in procs]
+        for proc in procs:
+            if proc.alive:
+                proc.send_signal(signal.SIGTERM)
+        deadline = time.monotonic() + 3
+        for proc in procs:
+            while proc.alive and time.monotonic() < deadline:
+                time.sleep(0.05)
+            if proc.alive:
+                proc.kill()
 
     def _ensure_observer(self) -> None:
         """An observer that died on its own (not by a fault, which heal restarts) is
@@ -282,6 +303,10 @@ class ScenarioRun:
                     self._ensure_observer()
                 with self.clock.phase("drain"):
                     self._drain()
+        except KeyboardInterrupt:
+            self._stop_now()
+            self.interrupted = True
+            raise
         finally:
             for proc in self.processes.values():
                 proc.terminate(timeout=30)

@@ -23,6 +23,7 @@ from verifier.harness.cluster.processes import (
     signal_process,
 )
 from verifier.harness.kafka_wire import metadata_brokers
+from verifier.harness.procs import STOPPING, spawn
 from verifier.rundata import jvm
 from verifier.rundata.errors import ClusterError, VerifierError
 from verifier.rundata.waiting import GiveUp, wait_until
@@ -55,6 +56,9 @@ class LocalCluster:
         self.pids: dict[int, int | None] = dict(pids or {})
         self._procs: dict[int, subprocess.Popen] = {}
         self.folder = ClusterFolder(self.state_dir)
+        #: owned by a running tool (a chaos run): its brokers die with the tool; a
+        #: cluster of `verifier cluster up` outlives the command that started it
+        self.owned = False
 
     # ----- state folder -------------------------------------------------------------
 
@@ -146,8 +150,12 @@ class LocalCluster:
             self.folder.give_node_to(node, uid)
             cmd = ["setpriv", f"--reuid={uid}", f"--regid={uid}", "--clear-groups", *cmd]
         try:
-            proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
-                                    stdin=subprocess.DEVNULL, start_new_session=True)
+            if self.owned:
+                proc = spawn(f"broker-{node}", cmd, stdout=log, stderr=subprocess.STDOUT,
+                             stdin=subprocess.DEVNULL, start_new_session=True)
+            else:
+                proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT,
+                                        stdin=subprocess.DEVNULL, start_new_session=True)
         finally:
             log.close()
         self._procs[node] = proc
@@ -276,7 +284,7 @@ class LocalCluster:
         """Stop every node (SIGTERM, then SIGKILL) and, by default, delete the folder."""
         for n in self.spec.node_ids:
             if self.node_state(n) in ("running", "paused"):
-                self.stop_node(n, timeout=15)
+                self.stop_node(n, timeout=2 if STOPPING.is_set() else 15)
             self.pids[n] = None
         if remove_data:
             self.folder.remove()
@@ -284,8 +292,8 @@ class LocalCluster:
             self.save()
 
 
-def up(state_dir: Path, spec: ClusterSpec,
-       timeout: float = READY_TIMEOUT) -> tuple[LocalCluster, str]:
+def up(state_dir: Path, spec: ClusterSpec, timeout: float = READY_TIMEOUT,
+       owned: bool = False) -> tuple[LocalCluster, str]:
     """Start a cluster in ``state_dir`` or report the one already running there.
 
     Returns the cluster and what was done: ``started``, ``already running`` or
@@ -313,6 +321,7 @@ def up(state_dir: Path, spec: ClusterSpec,
             "stop it or choose another base port (--base-port)"
         )
     cluster = LocalCluster.create(state_dir, spec)
+    cluster.owned = owned
     try:
         cluster.start(timeout=timeout)
     except BaseException:

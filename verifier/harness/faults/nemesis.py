@@ -112,8 +112,13 @@ class Nemesis:
         self._thread.start()
         return self
 
-    def __exit__(self, *exc) -> None:
+    def __exit__(self, exc_type=None, *exc) -> None:
         try:
+            if exc_type is not None and issubclass(exc_type, KeyboardInterrupt):
+                # the tool is being stopped: the environment this run owns (proxy,
+                # cluster, namespace) is torn down next, so no restart is waited for
+                self.stop(timeout=2)
+                return
             self.stop()
             self.heal_all()
         finally:
