@@ -24,6 +24,7 @@ COMMAND_MODULES = [
     "verifier.cli.setup",
     "verifier.cli.cluster",
     "verifier.cli.analyze",
+    "verifier.cli.selftest",
     "verifier.cli.produce",
     "verifier.cli.chaos",
 ]

@@ -1,0 +1,108 @@
+"""The self-test's mutation engine: copies stay self-consistent runs, each mutation says
+what it expects, the judging of a copy counts misses and false alarms; and a short run of
+the whole engine on the small recorded-like run (tests/data/clean_run)."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from pathlib import Path
+
+import orjson
+import pyarrow.compute as pc
+import pytest
+
+from verifier.cli import EXIT_INCOMPLETE, main
+from verifier.judge.checks.load import read_run_files
+from verifier.judge.selftest import Analysis, SelfTestRow, _judge, selftest
+from verifier.judge.selftest.image import RunImage
+from verifier.judge.selftest.mutations import MUTATIONS, Catalog, Mutation, expect
+
+CLEAN = Path(__file__).resolve().parents[2] / "data" / "clean_run"
+IDEM = "t-idempotent"
+
+
+def _offsets(img: RunImage, topic: str, part: int) -> dict:
+    out = {}
+    for combo, t in img.obs.items():
+        m = pc.and_(pc.equal(t["topic"], topic), pc.equal(t["partition"], part))
+        out[combo] = sorted(t.filter(m)["offset"].to_pylist())
+    return out
+
+
+def test_shift_moves_every_later_offset_everywhere(tmp_path):
+    img = RunImage.load(CLEAN)
+    before = _offsets(img, IDEM, 0)
+    img.shift(IDEM, 0, 5, 1)
+    after = _offsets(img, IDEM, 0)
+    for combo, offs in before.items():
+        assert after[combo] == [o + 1 if o >= 5 else o for o in offs]
+    acked = [x["offset"] for x in img.histories["idempotent-0"]
+             if x.get("type") == "ok" and x.get("p") == 0]  # fmt: skip
+    assert 5 not in acked and 12 in acked  # 0..11 became 0..4, 6..12
+    assert img.drain["end_offsets"]["read_committed"][f"{IDEM}-0"] == 13
+    assert img.drain["observer_positions"]["read_uncommitted"][f"{IDEM}-0"] == 13
+    copy = img.write(tmp_path / "copy")
+    files = read_run_files(copy)  # still a valid run folder
+    assert orjson.loads((copy / "drain.json").read_bytes())["end_offsets"]["read_uncommitted"][
+        f"{IDEM}-0"] == 13
+    assert files.history.num_rows > 0
+
+
+@pytest.mark.parametrize("make", MUTATIONS, ids=[m.__name__ for m in MUTATIONS])
+def test_every_mutation_applies_to_the_small_run_and_writes_a_valid_copy(make, tmp_path):
+    img = RunImage.load(CLEAN)
+    m = make(img, Catalog(img, [], random.Random("1")))
+    assert isinstance(m, Mutation)
+    assert bool(m.expects) != m.legal, m
+    read_run_files(img.write(tmp_path / "copy"))
+
+
+def _analysis(counts: dict, rows=(), verdict="PASS") -> Analysis:
+    from verifier.judge.verdict import Column
+
+    col = Column("idempotent", "idempotent", "idempotent", ("read_committed", "read_uncommitted"))
+    return Analysis(list(rows), Counter(counts), {"idempotent": verdict}, {"idempotent": col},
+                    [], "exactly-once", set())  # fmt: skip
+
+
+def test_judging_a_copy_finds_misses_wrong_places_false_alarms_and_verdicts():
+    m = Mutation("lost", "lost", "t-0@3", [expect("lost", "idempotent", "read_committed", 1,
+                                                  topic="t", partition=0, seq=3)])  # fmt: skip
+    base = _analysis({("reorder", "idempotent", "read_committed"): 1})
+    hit = {"kind": "lost", "mode": "idempotent", "isolation": "read_committed", "topic": "t",
+           "partition": 0, "seq": 3}  # fmt: skip
+    good = _analysis({("reorder", "idempotent", "read_committed"): 1,
+                      ("lost", "idempotent", "read_committed"): 1}, [hit], "FAIL")
+    assert _judge(m, base, good).ok
+    elsewhere = _analysis({("reorder", "idempotent", "read_committed"): 1,
+                           ("lost", "idempotent", "read_committed"): 1},
+                          [{**hit, "partition": 1}], "FAIL")  # fmt: skip
+    row = _judge(m, base, elsewhere)
+    assert not row.detected and row.verdict_ok
+    noisy = _analysis({("reorder", "idempotent", "read_committed"): 2,
+                       ("lost", "idempotent", "read_committed"): 1}, [hit], "FAIL")
+    row = _judge(m, base, noisy)
+    assert row.detected and row.false_alarms == ["reorder idempotent@read_committed +1"]
+    lenient = _analysis({("reorder", "idempotent", "read_committed"): 1,
+                         ("lost", "idempotent", "read_committed"): 1}, [hit], "PASS")
+    row = _judge(m, base, lenient)
+    assert not row.verdict_ok and row.verdicts == ["idempotent: PASS (expected FAIL)"]
+    legal = Mutation("marker-gap", "legal", "t-0@3")
+    assert _judge(legal, base, base).ok and not _judge(legal, base, noisy).ok
+
+
+def test_selftest_of_an_unreadable_run_exits_2(tmp_path, capsys):
+    assert main(["selftest", str(tmp_path / "nope")]) == EXIT_INCOMPLETE
+    assert "not a run folder" in capsys.readouterr().err
+
+
+def test_selftest_on_the_small_run_detects_the_issue_situations(spark, tmp_path):
+    only = {"foreign-record", "inconsistent-offset", "marker-gap"}
+    result = selftest(CLEAN, seed=3, keep=tmp_path / "kept", spark=spark, only=only)
+    assert [r.mutation for r in result.rows] == ["inconsistent-offset", "foreign-record",
+                                                 "marker-gap"]
+    assert result.ok, result.render()
+    assert all(isinstance(r, SelfTestRow) and r.kept is None for r in result.rows)
+    assert "3/3 mutations as expected: PASS" in result.render()
+    assert not (tmp_path / "kept").exists()

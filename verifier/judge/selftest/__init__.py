@@ -1,0 +1,220 @@
+"""`verifier selftest RUN_DIR`: would the checks have caught it, on *this* run?
+
+A mutation engine over a real recorded run (issue 22). The run is analysed as it is (the
+baseline); then, one copy per mutation, each anomaly kind the run's modes can show is
+injected (lost, duplicates of each kind, duplicate delivery, reorder, aborted read, torn
+and hanging transactions, inconsistent offset, foreign record), and so are legal near
+misses (an info send never written, a marker gap, a re-send after a restart, interleaved
+producers). Every copy is analysed by the same checks and verdicts as ``verifier
+analyze``; a row of the result says whether the injected anomaly was detected with the
+right kind and place, whether each column's verdict is what the expectation table says
+(the baseline's, or FAIL where the injected kind is forbidden), and which anomalies
+appeared that nothing injected (false alarms). Seeded: the same seed picks the same
+targets. Importable for the orchestrator::
+
+    result = selftest("runs/ack-loss/20261122T071848Z", seed=1)
+    result.ok, result.rows, print(result.render())
+"""
+
+from __future__ import annotations
+
+import random
+import shutil
+import tempfile
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from verifier.judge import expectations as X
+from verifier.judge import verdict as V
+from verifier.judge.selftest.image import RunImage
+from verifier.judge.selftest.mutations import MUTATIONS, Catalog, Expect, Mutation
+
+#: anomalies kept per (check, kind, mode, level): all of them, for a small recorded run
+ALL_ROWS = 1_000_000
+
+
+@dataclass
+class Analysis:
+    """One analysed run: every anomaly row (with its kind and mode), counts, verdicts."""
+
+    rows: list[dict]
+    counts: Counter
+    verdicts: dict[str, str]
+    columns: dict[str, V.Column]
+    crashed: list[str]
+    sink: str
+    faults: set[str]
+
+
+@dataclass
+class SelfTestRow:
+    mutation: str
+    kind: str  # the injected kind, or "legal"
+    place: str
+    detected: bool  # every expected anomaly found with its kind and place (legal: True)
+    verdict_ok: bool  # every column's verdict as the expectation table says
+    false_alarms: list[str] = field(default_factory=list)
+    missed: list[str] = field(default_factory=list)
+    verdicts: list[str] = field(default_factory=list)  # "column: got (expected)" mismatches
+    kept: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.detected and self.verdict_ok and not self.false_alarms
+
+    def as_json(self) -> dict:
+        return {"mutation": self.mutation, "kind": self.kind, "place": self.place,
+                "detected": self.detected, "verdict_ok": self.verdict_ok,
+                "false_alarms": self.false_alarms, "missed": self.missed,
+                "verdicts": self.verdicts, "kept": self.kept, "ok": self.ok}  # fmt: skip
+
+
+@dataclass
+class SelfTestResult:
+    run_dir: str
+    seed: int
+    rows: list[SelfTestRow]
+    skipped: list[str]  # mutations the run gives no target for, with why
+    baseline: dict[str, str]  # column -> verdict of the run as recorded
+
+    @property
+    def ok(self) -> bool:
+        return bool(self.rows) and all(r.ok for r in self.rows)
+
+    def as_json(self) -> dict:
+        return {"run": self.run_dir, "seed": self.seed, "ok": self.ok,
+                "baseline": self.baseline, "skipped": self.skipped,
+                "rows": [r.as_json() for r in self.rows]}  # fmt: skip
+
+    def render(self) -> str:
+        head = ("mutation", "injected", "detected (kind+place)", "verdict as table", "false alarms")
+        body = [(r.mutation, f"{r.kind} {r.place}" if r.kind != "legal" else f"legal: {r.place}",
+                 "yes" if r.detected else "NO", "yes" if r.verdict_ok else "NO",
+                 ", ".join(r.false_alarms) or "none") for r in self.rows]  # fmt: skip
+        widths = [max(len(x[i]) for x in [head, *body]) for i in range(len(head))]
+        lines = [f"selftest {self.run_dir}  seed {self.seed}",
+                 "baseline: " + ", ".join(f"{k} {v}" for k, v in self.baseline.items()),
+                 "  ".join(h.ljust(w) for h, w in zip(head, widths, strict=True)).rstrip()]
+        lines += ["  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
+                  for row in body]  # fmt: skip
+        for r in self.rows:
+            for m in r.missed:
+                lines.append(f"  {r.mutation}: missed {m}")
+            for v in r.verdicts:
+                lines.append(f"  {r.mutation}: verdict {v}")
+            if r.kept:
+                lines.append(f"  {r.mutation}: copy kept in {r.kept}")
+        for s in self.skipped:
+            lines.append(f"  not applicable: {s}")
+        n_ok = sum(r.ok for r in self.rows)
+        lines.append(f"{n_ok}/{len(self.rows)} mutations as expected: "
+                     + ("PASS" if self.ok else "FAIL"))
+        return "\n".join(lines)
+
+
+def analyse(spark, run_dir: Path) -> Analysis:
+    """The checks and verdicts of ``verifier analyze``, keeping every anomaly row."""
+    from verifier.judge.checks import load_run, run_checks
+
+    run = load_run(spark, run_dir)
+    outcomes = run_checks(run, cap=ALL_ROWS)
+    doc = V.build(run, outcomes, {}, cap=1)
+    rows, counts = [], Counter()
+    for o in outcomes:
+        for g in o.groups:
+            counts[(g.kind, g.mode, g.isolation)] += g.count
+            rows += [{**a, "kind": g.kind, "mode": g.mode, "isolation": g.isolation}
+                     for a in g.sample]  # fmt: skip
+    return Analysis(rows, counts, {c["name"]: c["verdict"] for c in doc["columns"]},
+                    {c.name: c for c in V.columns_of(run)},
+                    [o.name for o in outcomes if o.error], run.config.sink,
+                    V.fault_kinds(run.nemesis))  # fmt: skip
+
+
+def _judge(m: Mutation, base: Analysis, got: Analysis) -> SelfTestRow:
+    missed = [e.where() for e in m.expects if not any(
+        a["kind"] == e.kind and a["mode"] == e.mode and a["isolation"] == e.isolation
+        and e.matches(a) for a in got.rows)]  # fmt: skip
+    wanted: Counter = Counter()
+    for e in m.expects:
+        wanted[(e.kind, e.mode, e.isolation)] += e.rows
+    alarms = []
+    for key in sorted(set(got.counts) | set(base.counts) | set(wanted), key=str):
+        delta = got.counts[key] - base.counts[key]
+        if delta != wanted[key]:
+            kind, mode, iso = key
+            what = f"{kind} {mode}{'@' + iso if iso else ''}"
+            if delta > wanted[key]:
+                alarms.append(f"{what} +{delta - wanted[key]}")
+            elif key not in wanted:
+                alarms.append(f"{what} {delta} (a baseline anomaly vanished)")
+            else:
+                missed.append(f"{what}: {delta} new rows, {wanted[key]} expected")
+    alarms += [f"check {c} crashed" for c in got.crashed]
+    verdicts = []
+    for name, verdict in got.verdicts.items():
+        col = got.columns[name]
+        forbidden = any(
+            e.mode == col.mode and (e.isolation is None or e.isolation in col.isolations)
+            and V._entry(col, e.kind, got.sink, got.faults) == X.FORBIDDEN
+            for e in m.expects)  # fmt: skip
+        want = V.FAIL if forbidden else base.verdicts.get(name, V.PASS)
+        if verdict != want:
+            verdicts.append(f"{name}: {verdict} (expected {want})")
+    return SelfTestRow(m.name, m.kind, m.place, detected=not missed, verdict_ok=not verdicts,
+                       false_alarms=alarms, missed=missed, verdicts=verdicts)  # fmt: skip
+
+
+def selftest(run_dir: Path | str, seed: int = 0, keep: Path | str | None = None, spark=None,
+             only: set[str] | None = None) -> SelfTestResult:
+    """Mutate copies of ``run_dir`` and check each (see the module docstring).
+
+    ``keep``: a folder where every copy whose row is not ok is kept (a bug report's
+    evidence); ``only``: mutation names to run (default all). Raises
+    :class:`~verifier.rundata.formats.RunFormatError` for a run that cannot be read.
+    """
+    from verifier.judge.checks.load import read_run_files
+
+    run_dir = Path(run_dir)
+    read_run_files(run_dir)  # a run that cannot be read fails here, before Spark works
+    ours = spark is None
+    if ours:  # the CLI and the orchestrator pass theirs (configured by streaming.session)
+        from pyspark.sql import SparkSession
+
+        ours = SparkSession.getActiveSession() is None
+        spark = SparkSession.getActiveSession() or SparkSession.builder.master(
+            "local[2]").appName("verifier-selftest").getOrCreate()
+    scratch = Path(tempfile.mkdtemp(prefix="verifier-selftest-"))
+    try:
+        base = analyse(spark, run_dir)
+        image = RunImage.load(run_dir)
+        rows, skipped = [], []
+        for i, make in enumerate(MUTATIONS):
+            name = make.__name__
+            img = image.clone()
+            rng = random.Random(f"{seed}:{name}")
+            m = make(img, Catalog(img, base.rows, rng))
+            if m is None:
+                skipped.append(f"{name}: no suitable record in this run")
+                continue
+            if only is not None and m.name not in only and name not in only:
+                continue
+            copy = img.write(scratch / f"{i:02d}-{m.name}")
+            row = _judge(m, base, analyse(spark, copy))
+            if not row.ok and keep is not None:
+                dest = Path(keep) / f"{i:02d}-{m.name}"
+                shutil.rmtree(dest, ignore_errors=True)
+                Path(keep).mkdir(parents=True, exist_ok=True)
+                shutil.copytree(copy, dest)
+                row.kept = str(dest)
+            shutil.rmtree(copy, ignore_errors=True)
+            rows.append(row)
+        return SelfTestResult(str(run_dir), seed, rows, skipped, base.verdicts)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+        if ours:
+            spark.stop()
+
+
+__all__ = ["Expect", "Mutation", "SelfTestResult", "SelfTestRow", "analyse", "selftest"]
