@@ -229,3 +229,23 @@ def build_producer(settings: Mapping[str, Any], bootstrap_servers: str,
         producer.close(timeout=0)
         raise
     return producer
+
+
+def check_buildable(mode: str, overrides: Mapping[str, Any] | None = None, *,
+                    transactional_id: str | None = None) -> Mapping[str, Any]:
+    """The client-side part of :func:`build_producer`, with no cluster and in well under
+    a second: the conflict table, kafka-python's own configuration checks and the
+    effective-settings comparison. :class:`UsageError` for what a generator would refuse
+    once started."""
+    settings = resolve(mode, overrides, transactional_id=transactional_id)
+    with quiet_kafka_logs():
+        try:  # a known api_version: no bootstrap probe, nothing is connected
+            producer = KafkaProducer(bootstrap_servers=["127.0.0.1:1"], api_version=(2, 8),
+                                     **producer_kwargs(settings))
+        except (KE.KafkaConfigurationError, ValueError, TypeError) as exc:
+            raise UsageError(f"kafka-python rejected the producer settings: {exc}") from exc
+        try:
+            check_effective(settings, producer.config, bool(settings.get("transactional_id")))
+        finally:
+            producer.close(timeout=0)
+    return settings

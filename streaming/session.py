@@ -8,6 +8,7 @@ JVM, i.e. for the first session of a Python process.
 
 from __future__ import annotations
 
+import json
 import os
 from typing import TYPE_CHECKING
 
@@ -35,6 +36,32 @@ LOCAL_CONF: dict[str, str] = {
 }
 
 
+#: the user's Spark settings (``verifier chaos --spark-conf``) as a JSON object: every
+#: Spark application the tool starts (its own, the observer's) applies them last
+SPARK_CONF_ENV = "VERIFIER_SPARK_CONF"
+
+
+def user_conf() -> dict[str, str]:
+    try:
+        conf = json.loads(os.environ.get(SPARK_CONF_ENV) or "{}")
+    except ValueError:
+        return {}
+    return {str(k): str(v) for k, v in conf.items()} if isinstance(conf, dict) else {}
+
+
+def application_conf(master: str, conf: dict[str, str] | None = None) -> dict[str, str]:
+    """The settings of one Spark application: ours, the caller's, the user's; on a
+    standalone master an application takes every free core unless told otherwise, so the
+    tool's applications (the observer, the verification) each take one core unless the
+    user set ``spark.cores.max``."""
+    settings = dict(LOCAL_CONF)
+    settings.update(conf or {})
+    settings.update(user_conf())
+    if master.startswith("spark://"):
+        settings.setdefault("spark.cores.max", "1")
+    return settings
+
+
 def connector_jars() -> list[str]:
     """Absolute paths of the Spark Kafka connector jars, resolving them if needed."""
     jarset = jvm.spark_kafka_jars()
@@ -59,9 +86,8 @@ def spark_session(
     os.environ.setdefault("PYSPARK_PYTHON", os.environ.get("PYSPARK_PYTHON", _python()))
     master = master or os.environ.get("SPARK_MASTER") or "local[2]"
     builder = SparkSession.builder.appName(app_name).master(master)
-    settings = dict(LOCAL_CONF)
-    settings["spark.jars"] = ",".join(connector_jars())
-    settings.update(conf or {})
+    settings = application_conf(master, {"spark.jars": ",".join(connector_jars()),
+                                         **(conf or {})})
     for key, value in settings.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import shutil
 import signal
@@ -11,7 +12,7 @@ import sys
 from pathlib import Path
 
 from verifier.orchestration.scenario import SINKS, load_profiles, load_scenario, scaled
-from verifier.rundata.errors import UsageError
+from verifier.rundata.errors import EnvironmentProblem, UsageError
 from verifier.rundata.jvm import PROJECT_ROOT
 from verifier.rundata.plan import security_of
 
@@ -21,27 +22,64 @@ IN_NETNS = "VERIFIER_CHAOS_NETNS"
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("chaos", help="run the fault scenarios against every delivery mode and "
-                                     "report the verdicts side by side")
-    p.add_argument("--profile", default="full", help="quick (CI) or full (default)")
-    p.add_argument("--scenario", action="append", default=[], metavar="NAME",
-                   help="run only this scenario (repeatable)")
+                                     "report the verdicts side by side",
+                       description="Run the fault scenarios of a profile against every "
+                                   "delivery mode, side by side, and report the verdicts.",
+                       epilog=_epilog(),
+                       formatter_class=_HelpFormatter)
+    p.add_argument("--profile", default="full", help="which scenarios, how long (below)")
+    p.add_argument("--scenario", action="append", default=[], metavar="NAME|PATH.toml",
+                   help="run only this scenario, by name or your own scenario file "
+                        "(repeatable)")
     p.add_argument("--seed", type=int, default=1, help="seeds fault times and proxy rules")
     p.add_argument("--producer-config", type=Path, default=None, metavar="FILE",
                    help="your Java-style producer properties, run as an extra column")
     p.add_argument("--bootstrap-servers", default=None,
                    help="an external cluster (default: start the embedded local cluster)")
-    p.add_argument("--spark-master", default=None, help="Spark master (default local[2])")
+    p.add_argument("--spark-master", default=None, help="Spark master (default local[2]); "
+                   "on a standalone master (spark://) each of the tool's applications takes "
+                   "one core unless --spark-conf spark.cores.max=N says otherwise")
+    p.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
+                   help="a Spark setting for every Spark application the tool starts "
+                        "(repeatable)")
     p.add_argument("--sink", choices=SINKS, default=None,
                    help="the observer's sink (default: each scenario's own)")
     p.add_argument("--out", type=Path, default=Path("runs"), help="output folder")
     p.add_argument("--base-port", type=int, default=9700,
                    help="local cluster ports (clients BASE+n, proxy BASE+300+n)")
     p.add_argument("--state-dir", type=Path, default=DEFAULT_STATE, metavar="DIR",
-                   help="the local cluster's folder (default .state/chaos)")
+                   help="the local cluster's folder")
     p.set_defaults(func=cmd_chaos)
     c = sub.add_parser("cleanup", help="stop what a chaos run that is no longer running "
                                        "left behind (processes, network namespaces)")
     c.set_defaults(func=cmd_cleanup)
+
+
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter,
+                     argparse.ArgumentDefaultsHelpFormatter):
+    """The epilog as written, every option with its default."""
+
+
+def _epilog() -> str:
+    from verifier.orchestration.scenario import available
+
+    lines = ["scenarios (--scenario NAME, or your own PATH.toml):",
+             "  " + ", ".join(available()), "profiles (--profile NAME):"]
+    try:
+        for name, prof in load_profiles().items():
+            lines.append(f"  {name}: {', '.join(prof.scenarios)} (time x{prof.time_scale:g}, "
+                         f"rate x{prof.rate_scale:g})")
+    except (OSError, ValueError) as exc:
+        lines.append(f"  (cannot read the profiles: {exc})")
+    lines += ["exit codes:",
+              "  0   every mode kept its promise in every scenario that ran its faults",
+              "  1   a mode broke its promise (a forbidden anomaly)",
+              "  2   could not complete or verify (UNKNOWN), an unusable environment, or "
+              "every scenario SKIPPED",
+              "  64  usage error (bad flags, scenario, fault spec, producer settings)",
+              "  130 interrupted (SIGINT, SIGTERM, SIGHUP); the run folder says so",
+              "a dead run's leftovers: `verifier cleanup` (the next chaos run does it too)"]
+    return "\n".join(lines)
 
 
 #: the local cluster of a chaos run; every tool's ledger of children is in LEDGERS
@@ -149,43 +187,76 @@ def _rerun_in_namespace(args: argparse.Namespace) -> int:
 def cmd_chaos(args: argparse.Namespace) -> int:
     from verifier.harness.procs import activate_ledger, release_ledger
 
-    profile, scenarios = _scenarios(args)  # bad input fails before anything starts
+    prepared = _prepare(args)  # bad input fails here, before anything starts
     cleanup()  # leftovers of a dead run would hold ports and keep producing
     activate_ledger(LEDGERS)
     _stop_on_signals()
     try:
-        return _chaos(args, profile, scenarios)
+        if prepared is None:
+            return _rerun_in_namespace(args)
+        return _run(args, *prepared)
     finally:
         release_ledger()
 
 
-def _chaos(args: argparse.Namespace, profile, scenarios) -> int:
-    from producers.properties import load_properties
-    from streaming.session import spark_session
-    from verifier.harness.environment import ExternalEnvironment, LocalEnvironment
-    from verifier.orchestration.chaos import run_matrix
-    from verifier.orchestration.orchestrator import RunOptions, spark_env
+def _check_out(out: Path) -> None:
+    if out.exists() and not out.is_dir():
+        raise EnvironmentProblem(f"--out {out} is a file, not a folder")
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise EnvironmentProblem(f"--out {out}: cannot create the folder: "
+                                 f"{exc.strerror}") from None
+    if not os.access(out, os.W_OK):
+        raise EnvironmentProblem(f"--out {out}: the folder is not writable")
 
+
+def _check_reachable(bootstrap_servers: str, timeout: float = 5.0) -> None:
+    """One of the bootstrap servers accepts a TCP connection, or exit 2 in one line."""
+    import socket
+
+    tried = []
+    for server in bootstrap_servers.split(","):
+        host, _, port = server.strip().rpartition(":")
+        try:
+            with socket.create_connection((host.strip("[]") or "127.0.0.1", int(port)),
+                                          timeout=timeout):
+                return
+        except (OSError, ValueError) as exc:
+            tried.append(f"{server.strip()} ({getattr(exc, 'strerror', None) or exc})")
+    raise EnvironmentProblem(f"--bootstrap-servers: no broker reachable: {', '.join(tried)}")
+
+
+def _prepare(args: argparse.Namespace):
+    """Every input checked, in well under a second and before any process or JVM starts:
+    usage errors (64, one message), then the environment (2, one line). Returns what the
+    run needs, or None when the run is to be re-executed in its own network namespace."""
+    from producers.properties import load_properties
+    from verifier.harness.environment import ExternalEnvironment, LocalEnvironment
+    from verifier.orchestration.orchestrator import RunOptions, spark_env, validate_scenario
+    from verifier.rundata import jvm
+
+    profile, scenarios = _scenarios(args)
+    spark_conf = {}
+    for item in args.spark_conf:
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise UsageError(f"--spark-conf {item!r}: expected KEY=VALUE")
+        spark_conf[key.strip()] = value
+    if spark_conf:  # every Spark application of the run, children included, reads it
+        from streaming.session import SPARK_CONF_ENV
+
+        os.environ[SPARK_CONF_ENV] = json.dumps(spark_conf)
     user_mode = None
     settings: dict = {}
     if args.producer_config is not None:
         settings = load_properties(args.producer_config)
         user_mode = derive_mode(settings)
-        print(f"your producer config {args.producer_config} claims: {user_mode}")
     # the connection settings every client of the run uses (in the plan, secrets redacted)
     client_config = security_of(settings)
-    wants_partition = any(f.get("kind") == "network-partition"
-                          for s in scenarios for f in s.faults)
     in_netns = os.environ.get(IN_NETNS) == "1"
-    if wants_partition and not args.bootstrap_servers and not in_netns:
-        why_not = _partition_capable()
-        if why_not is None:
-            return _rerun_in_namespace(args)
-        print(f"network-partition faults are skipped: {why_not}")
     if args.bootstrap_servers:
         env = ExternalEnvironment(args.bootstrap_servers, client_config)
-        print(f"external cluster {args.bootstrap_servers}: proxy and broker faults are "
-              "skipped (they need the local cluster); process faults still run")
     else:
         env = LocalEnvironment(args.state_dir.resolve(), base_port=args.base_port,
                                partitions=in_netns)
@@ -193,10 +264,43 @@ def _chaos(args: argparse.Namespace, profile, scenarios) -> int:
                       spark_master=args.spark_master, user_config=args.producer_config,
                       user_mode=user_mode, user_settings=settings, profile=profile.name,
                       extra_env=spark_env())
+    problems: list[str] = []
+    for scenario in scenarios:
+        for problem in validate_scenario(scenario, opts, env):
+            if problem not in problems:  # the same setting in every scenario: once
+                problems.append(problem)
+    if problems:
+        raise UsageError("; ".join(problems))
+    _check_out(args.out)
+    jvm.choose_java()
+    if args.bootstrap_servers:
+        _check_reachable(args.bootstrap_servers)
+    if user_mode is not None:
+        print(f"your producer config {args.producer_config} claims: {user_mode}")
+    wants_partition = any(f.get("kind") == "network-partition"
+                          for s in scenarios for f in s.faults)
+    if wants_partition and not args.bootstrap_servers and not in_netns:
+        why_not = _partition_capable()
+        if why_not is None:
+            return None
+        print(f"network-partition faults are skipped: {why_not}")
+    if args.bootstrap_servers:
+        print(f"external cluster {args.bootstrap_servers}: proxy and broker faults are "
+              "skipped (they need the local cluster); process faults still run")
+    return profile, scenarios, env, opts
+
+
+def _run(args: argparse.Namespace, profile, scenarios, env, opts) -> int:
+    from streaming.session import spark_session
+    from verifier.orchestration.chaos import run_matrix
+
     print(f"profile {profile.name}: {', '.join(s.name for s in scenarios)} "
           f"(seed {args.seed}, output {args.out})", flush=True)
     spark = spark_session(app_name="verifier-chaos", master=args.spark_master)
+    from verifier.harness.procs import STOPPING
+
     try:
         return run_matrix(env, scenarios, opts, spark)
     finally:
-        spark.stop()
+        if not STOPPING.is_set():  # when stopped by a signal its JVM dies with the tool
+            spark.stop()

@@ -17,6 +17,7 @@ from verifier.harness.faults.actions import FaultEnv
 from verifier.harness.faults.proxy_process import ProxyProcess, proxied
 from verifier.harness.faults.spec import BROKER_KINDS, PROXY_KINDS
 from verifier.harness.topics import admin, wait_in_sync
+from verifier.rundata.errors import EnvironmentProblem, VerifierError
 
 log = logging.getLogger(__name__)
 
@@ -109,8 +110,14 @@ class ExternalEnvironment:
         self.connection_log = None  # no proxy in front of a user's cluster
 
     def __enter__(self) -> ExternalEnvironment:
-        with admin(self._bootstrap, **self.client_config) as a:
-            self._brokers = len(a.describe_cluster()["brokers"])
+        try:
+            with admin(self._bootstrap, **self.client_config) as a:
+                self._brokers = len(a.describe_cluster()["brokers"])
+        except VerifierError:
+            raise
+        except Exception as exc:  # noqa: BLE001 - kafka-python's many errors: one line
+            raise EnvironmentProblem(f"cannot use the cluster at {self._bootstrap}: "
+                                     f"{type(exc).__name__}: {exc}") from None
         return self
 
     def __exit__(self, *exc) -> None:

@@ -24,6 +24,9 @@ from verifier.rundata.formats import FORMATS
 VERDICT_FORMAT = "verdict"
 VERDICT_VERSION = FORMATS[VERDICT_FORMAT]
 PASS, FAIL, UNKNOWN = "PASS", "FAIL", "UNKNOWN"
+#: a column of a scenario whose faults did not run (e.g. broker faults on an external
+#: cluster): nothing was shown either way; set by the orchestrator, never by a check
+SKIPPED = "SKIPPED"
 EXIT_OK, EXIT_ANOMALY, EXIT_INCOMPLETE = 0, 1, 2  # DESIGN §7, same as verifier.cli
 
 #: what a part a reader has not read to its end can hide: the records still missing there
@@ -169,7 +172,9 @@ def exit_code(verdicts: list[str]) -> int:
     """DESIGN §7: 1 if any mode broke its promise, else 2 if any is unknown, else 0."""
     if FAIL in verdicts:
         return EXIT_ANOMALY
-    return EXIT_INCOMPLETE if UNKNOWN in verdicts or not verdicts else EXIT_OK
+    if UNKNOWN in verdicts or all(v == SKIPPED for v in verdicts):  # also: no verdicts
+        return EXIT_INCOMPLETE
+    return EXIT_OK
 
 
 def fault_windows(nemesis: list[dict]) -> list[dict]:
@@ -211,5 +216,5 @@ def combine(docs: list[dict]) -> dict:
 
 
 def _worst(a: str | None, b: str) -> str:
-    order = {PASS: 0, UNKNOWN: 1, FAIL: 2}
+    order = {PASS: 0, SKIPPED: 1, UNKNOWN: 2, FAIL: 3}
     return b if a is None or order[b] > order[a] else a

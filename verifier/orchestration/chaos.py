@@ -14,7 +14,7 @@ import traceback
 from pathlib import Path
 
 from verifier.judge.model import ISOLATIONS, KINDS
-from verifier.judge.verdict import VERDICT_FORMAT, VERDICT_VERSION
+from verifier.judge.verdict import PASS, SKIPPED, VERDICT_FORMAT, VERDICT_VERSION, exit_code
 from verifier.orchestration.orchestrator import RunOptions, ScenarioRun
 from verifier.orchestration.scenario import Scenario
 from verifier.report.faults import fault_summary
@@ -47,6 +47,20 @@ def crashed_doc(run: ScenarioRun, exc: BaseException) -> dict:
     }  # fmt: skip
 
 
+def mark_skipped(doc: dict, skipped_faults: list[str]) -> None:
+    """A scenario whose faults did not run showed nothing about them: its passing columns
+    are SKIPPED, with the reason (a FAIL stays: the anomaly was real; an UNKNOWN stays)."""
+    if not skipped_faults:
+        return
+    reason = "the scenario's faults did not run: " + "; ".join(skipped_faults)
+    doc["skipped_faults"] = list(skipped_faults)
+    for c in doc["columns"]:
+        if c["verdict"] == PASS:
+            c["verdict"] = SKIPPED
+            c["skipped"] = reason
+    doc["exit_code"] = exit_code([c["verdict"] for c in doc["columns"]])
+
+
 def run_one(env, scenario: Scenario, opts: RunOptions, spark, out=sys.stdout) -> dict:
     from verifier.orchestration.analyze import add_connections, write_outputs
     from verifier.report import render_terminal
@@ -72,6 +86,7 @@ def run_one(env, scenario: Scenario, opts: RunOptions, spark, out=sys.stdout) ->
     except Exception as exc:  # noqa: BLE001 - one scenario fails, not the whole matrix
         print(f"scenario {scenario.name} could not complete: {exc}", file=out)
         doc = crashed_doc(run, exc)
+    mark_skipped(doc, run.skipped_faults)
     run.run_dir.mkdir(parents=True, exist_ok=True)
     doc["run_dir"] = str(run.run_dir)
     if "connections" not in doc:  # a crashed run: its connections still tell something

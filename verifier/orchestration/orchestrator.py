@@ -100,6 +100,43 @@ def _resolve_faults(scenario: Scenario, plans, run_id: str, env, processes) -> t
     return specs, skipped
 
 
+class _Checked:
+    """What :func:`_resolve_faults` needs of an environment, for a check before start."""
+
+    def __init__(self, env) -> None:
+        self._skipped = env.skipped_kinds()
+        if hasattr(env, "spec"):
+            self.spec = env.spec
+
+    def skipped_kinds(self) -> set[str]:
+        return self._skipped
+
+
+def validate_scenario(scenario: Scenario, opts: RunOptions, env) -> list[str]:
+    """Every check a run would make of its input, before anything starts: the fault
+    specs against this environment, the schedule against the load's length, and each
+    producer configuration built client-side. Returns the problems (empty if none)."""
+    from producers.config import check_buildable
+
+    run_id = f"{scenario.name}-check-s{opts.seed}"
+    plans = plan_producers(scenario, run_id, opts)
+    processes = {p.process_name for p in plans} | {"observer"}
+    problems = []
+    try:
+        specs, _ = _resolve_faults(scenario, plans, run_id, _Checked(env), processes)
+        build_schedule(specs, opts.seed, scenario.workload.duration_s)
+    except VerifierError as exc:
+        problems.append(str(exc))
+    for p in plans:
+        overrides = {**env.client_config, **p.overrides}
+        try:
+            check_buildable(p.expect, overrides, transactional_id=f"{run_id}.{p.pid}")
+        except VerifierError as exc:
+            label = "your producer config" if p.config_file else f"mode {p.mode}"
+            problems.append(f"{label}: {exc}")
+    return problems
+
+
 class ScenarioRun:
     """Everything of one scenario run; :meth:`execute` drives the phases."""
 
@@ -121,6 +158,8 @@ class ScenarioRun:
         self.tails = {p.pid: HistoryTail(self.layout.history(p.pid))
                       for p in self.plans}
         self.notes: list[str] = []
+        self.skipped_faults: list[str] = []  # faults of the scenario that did not run
+        self._t0 = time.monotonic()
         self.interrupted = False
         self.plan = self._plan()
         # the secrets reach the children through their environment, never argv or files
@@ -169,7 +208,9 @@ class ScenarioRun:
         specs, skipped = _resolve_faults(self.scenario, self.plans, self.run_id, self.env,
                                          self.processes)
         for s in skipped:
-            self.notes.append(f"skipped fault {s.get('kind')}: needs the local cluster")
+            why = f"{s.get('kind')} (the {self.env.name} environment cannot run it)"
+            self.skipped_faults.append(why)
+            self.notes.append(f"skipped fault {why}")
         schedule = build_schedule(specs, self.opts.seed, self.scenario.workload.duration_s)
         self._write_config(schedule)
         return schedule
@@ -208,7 +249,9 @@ class ScenarioRun:
             seen.append(f"{short} {pr.rows if pr else 0}")
         faults = ",".join(f.kind for f, _ in (self.nemesis.active.values()
                                               if self.nemesis else [])) or "none"
-        return (f"[{self.scenario.name}] {self.clock.current or '-'} | fault: {faults} | "
+        elapsed = time.monotonic() - self._t0
+        return (f"[{self.scenario.name} {elapsed:.0f}s] {self.clock.current or '-'} | "
+                f"fault: {faults} | "
                 f"sent {' '.join(sent)} | observed {' '.join(seen)}")
 
     def _wait_generators_producing(self) -> None:
@@ -283,18 +326,22 @@ class ScenarioRun:
 
     def execute(self) -> dict:
         """Run every phase; return the verdict document."""
+        self._t0 = time.monotonic()
         conn_log = getattr(self.env, "connection_log", None)
         conn_from = conn_log.stat().st_size if conn_log and conn_log.exists() else 0
+        display = ProgressDisplay(self._snapshot)
         try:
-            with self.clock.phase("setup"):
-                schedule = self._setup()
-                self.processes["observer"].start()
-                # The observer reads from the earliest offsets, so load may start while
-                # Spark starts (~30 s saved per scenario); a scenario that kills the
-                # observer waits for its first batch so the kill hits a running query.
-                if any(f.kind == "observer-kill" for f in schedule.faults):
-                    self._wait_observer_ready()
-            with ProgressDisplay(self._snapshot):
+            try:
+                with self.clock.phase("setup"):
+                    schedule = self._setup()
+                    self.processes["observer"].start()
+                    # The observer reads from the earliest offsets, so load may start
+                    # while Spark starts (~30 s saved per scenario); a scenario that kills
+                    # the observer waits for its first batch so the kill hits a running
+                    # query.
+                    if any(f.kind == "observer-kill" for f in schedule.faults):
+                        self._wait_observer_ready()
+                display.__enter__()
                 with self.clock.phase("load+faults"):
                     self._load(schedule)
                 with self.clock.phase("recover"):
@@ -303,17 +350,20 @@ class ScenarioRun:
                     self._ensure_observer()
                 with self.clock.phase("drain"):
                     self._drain()
-        except KeyboardInterrupt:
-            self._stop_now()
-            self.interrupted = True
-            raise
+            except KeyboardInterrupt:
+                self._stop_now()
+                self.interrupted = True
+                raise
+            finally:
+                for proc in self.processes.values():
+                    proc.terminate(timeout=30)
+                if conn_log is not None:
+                    save_connections(conn_log, conn_from, self.layout.connections)
+            # the progress line goes on through the verification, and says so
+            with self.clock.phase("verify"):
+                doc = self._verify()
         finally:
-            for proc in self.processes.values():
-                proc.terminate(timeout=30)
-            if conn_log is not None:
-                save_connections(conn_log, conn_from, self.layout.connections)
-        with self.clock.phase("verify"):
-            doc = self._verify()
+            display.__exit__(None, None, None)
         return doc
 
     def _drain(self) -> None:

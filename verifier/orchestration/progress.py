@@ -31,6 +31,8 @@ class ProgressDisplay:
         return self
 
     def __exit__(self, *exc) -> None:
+        if not self._thread.is_alive():  # never started (or already stopped)
+            return
         self._stop.set()
         self._thread.join(timeout=5)
         if self._tty:

@@ -148,6 +148,14 @@ def available() -> list[str]:
 
 
 def load_scenario(name: str) -> Scenario:
+    """A scenario by name (``scenarios/NAME.toml``) or a user's own file (``PATH.toml``)."""
+    if name.endswith(".toml"):
+        path = Path(name)
+        try:
+            text = path.read_text()
+        except OSError as exc:
+            raise UsageError(f"cannot read scenario file {name}: {exc.strerror}") from None
+        return parse_scenario(text, path.stem, str(path))
     path = SCENARIO_DIR / f"{name}.toml"
     if not path.exists():
         raise UsageError(f"unknown scenario {name!r}; available: {', '.join(available())}")

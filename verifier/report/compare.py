@@ -49,7 +49,7 @@ SUMMARY_KINDS = (LOST, DUP_SAME, DUP_CROSS, DUP_DELIVERY, REORDER, ABORTED_READ,
 
 #: how strongly an expectation speaks, to merge one kind across runs
 _RANK = {"n/a": 0, "tolerated": 1, "expected": 2, "inconclusive": 3, "forbidden": 4}
-_VERDICT_RANK = {"PASS": 0, "UNKNOWN": 1, "FAIL": 2}
+_VERDICT_RANK = {"PASS": 0, "SKIPPED": 1, "UNKNOWN": 2, "FAIL": 3}
 
 _HU_XI = ("Hu Xi, Kafka core technology and practice, lecture 14 (idempotent and "
           "transactional producers), in ../shared/seeds/")

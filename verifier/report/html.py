@@ -21,6 +21,7 @@ th:first-child,td:first-child{text-align:left}
 .expected{background:#d6ecff}.inconclusive{background:#e0e0e0}.na{color:#999}
 .PASS{background:#b9e6b9;font-weight:bold}.FAIL{background:#f08080;font-weight:bold}
 .UNKNOWN{background:#d0d0d0;font-weight:bold}
+.SKIPPED{background:#f3e3a0;font-weight:bold}
 pre{background:#f4f4f4;padding:8px;overflow-x:auto;font-size:12px}
 table.samples td{text-align:left;font-size:13px}.note{color:#666;font-size:85%;margin:0}
 """
@@ -99,6 +100,9 @@ def _samples(doc: dict) -> str:
     plotted = {(p["topic"], p["partition"]) for p in doc.get("partition_plots", [])}
     out = []
     for c in doc["columns"]:
+        if c.get("skipped"):
+            out.append(f"<p><b>{escape(c['name'])}</b>: SKIPPED because "
+                       f"{escape(c['skipped'])}</p>")
         for r in c["reasons"]:
             out.append(f"<p><b>{escape(c['name'])}</b>: UNKNOWN because {escape(r)}</p>")
         for k, a in c["anomalies"].items():

@@ -10,7 +10,8 @@ SAMPLE_LINES = 10
 
 
 def render_junit(docs: list[dict]) -> str:
-    """One testsuite per run (scenario); UNKNOWN columns are errors, not failures."""
+    """One testsuite per run (scenario); UNKNOWN columns are errors, not failures;
+    SKIPPED columns (the scenario's faults did not run) are skipped test cases."""
     root = ET.Element("testsuites", name="delivery-verifier")
     for doc in docs:
         cols = doc["columns"]
@@ -21,6 +22,7 @@ def render_junit(docs: list[dict]) -> str:
             tests=str(len(cols)),
             failures=str(sum(c["verdict"] == "FAIL" for c in cols)),
             errors=str(sum(c["verdict"] == "UNKNOWN" for c in cols)),
+            skipped=str(sum(c["verdict"] == "SKIPPED" for c in cols)),
         )
         props = ET.SubElement(suite, "properties")
         for k in ("run", "sink"):
@@ -38,6 +40,8 @@ def render_junit(docs: list[dict]) -> str:
                 f.text = "\n".join(
                     json.dumps(s, sort_keys=True) for s in a["sample"][:SAMPLE_LINES]
                 )
+            if c["verdict"] == "SKIPPED":  # its faults did not run: not a pass
+                ET.SubElement(case, "skipped", message=c.get("skipped", "skipped"))
             if c["verdict"] == "UNKNOWN":
                 e = ET.SubElement(case, "error", type="unknown", message="; ".join(c["reasons"]))
                 e.text = "\n".join(c["reasons"])

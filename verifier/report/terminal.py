@@ -48,6 +48,8 @@ def render_terminal(doc: dict) -> str:
         head += "  (drain INCOMPLETE)"
     lines = [head, _grid(table_rows(doc)), LEGEND]
     for c in doc["columns"]:
+        if c.get("skipped"):
+            lines.append(f"{c['name']}: SKIPPED because {c['skipped']}")
         for r in c["reasons"]:
             lines.append(f"{c['name']}: UNKNOWN because {r}")
         for k in c["forbidden"]:

@@ -78,9 +78,35 @@ def spark_kafka_jars() -> JarSet:
     return JarSet("spark-kafka", spark_version())
 
 
+def java_executable() -> str:
+    """The one ``java`` every JVM of the tool runs on (brokers, Spark, the Kafka tools):
+    ``$JAVA_HOME/bin/java`` when JAVA_HOME is set (then it must hold one: Spark would use
+    it too), else the ``java`` on PATH. :func:`choose_java` pins the choice for children."""
+    home = os.environ.get("JAVA_HOME")
+    if home:
+        exe = Path(home) / "bin" / "java"
+        if not (exe.is_file() and os.access(exe, os.X_OK)):
+            raise EnvironmentProblem(f"JAVA_HOME={home} holds no bin/java; point it at a JDK "
+                                     f"{MIN_JAVA}+ or unset it to use the java on PATH")
+        return str(exe)
+    return "java"
+
+
+def choose_java() -> str:
+    """Choose the Java once for the whole run (checked: present, new enough) and set
+    JAVA_HOME to it, so that Spark and every child process run on the same JVM."""
+    require_java()
+    exe = shutil.which(java_executable())
+    assert exe is not None  # require_java checked it
+    os.environ["JAVA_HOME"] = str(Path(os.path.realpath(exe)).parent.parent)
+    return exe
+
+
 @lru_cache(maxsize=1)
-def java_major_version(java: str = "java") -> int:
-    """Return the major version of ``java`` on PATH, or raise a clear error."""
+def java_major_version(java: str | None = None) -> int:
+    """Return the major version of ``java`` (default :func:`java_executable`), or raise a
+    clear error."""
+    java = java or java_executable()
     exe = shutil.which(java)
     if exe is None:
         raise EnvironmentProblem(

@@ -40,6 +40,7 @@ def test_corrupt_state_file(tmp_path, capsys):
 
 def test_missing_java_is_explained(monkeypatch):
     jvm.java_major_version.cache_clear()
+    monkeypatch.delenv("JAVA_HOME", raising=False)  # JAVA_HOME would win over PATH
     monkeypatch.setenv("PATH", "/nonexistent")
     with pytest.raises(EnvironmentProblem, match="Java 17"):
         jvm.require_java()
@@ -51,6 +52,7 @@ def test_old_java_is_explained(monkeypatch, tmp_path):
     fake.write_text('#!/bin/sh\necho \'openjdk version "11.0.2" 2019-01-15\' >&2\n')
     fake.chmod(0o755)
     jvm.java_major_version.cache_clear()
+    monkeypatch.delenv("JAVA_HOME", raising=False)
     monkeypatch.setenv("PATH", str(tmp_path))
     with pytest.raises(EnvironmentProblem, match="reports 11"):
         jvm.require_java()
@@ -59,6 +61,7 @@ def test_old_java_is_explained(monkeypatch, tmp_path):
 
 def test_missing_maven_is_explained(monkeypatch, tmp_path):
     monkeypatch.setenv("VERIFIER_JARS_DIR", str(tmp_path))
+    monkeypatch.delenv("JAVA_HOME", raising=False)  # JAVA_HOME would win over PATH
     monkeypatch.setenv("PATH", "/nonexistent")
     with pytest.raises(EnvironmentProblem, match="Maven"):
         jvm.resolve(jvm.broker_jars())

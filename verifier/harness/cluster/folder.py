@@ -96,7 +96,7 @@ class ClusterFolder:
             self.properties_file(n).write_text(
                 render_properties(broker_properties(spec, n, str(d / "data"))))
             cmd = [
-                "java", *jvm_opts(n), "-cp", str(jars / "*"),
+                jvm.java_executable(), *jvm_opts(n), "-cp", str(jars / "*"),
                 "kafka.tools.StorageTool", "format", "-t", cluster_id,
                 "-c", str(self.properties_file(n)),
             ]  # fmt: skip

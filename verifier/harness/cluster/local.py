@@ -143,7 +143,7 @@ class LocalCluster:
         if not jars.present:
             jvm.resolve(jars)
         log = open(self.log_file(node), "ab")  # noqa: SIM115 - handed to the child
-        cmd = ["java", *self._jvm_opts(node), "-cp", jars.classpath(), "kafka.Kafka",
+        cmd = [jvm.java_executable(), *self._jvm_opts(node), "-cp", jars.classpath(), "kafka.Kafka",
                str(self.folder.properties_file(node))]
         uid = self.spec.node_uid(node)
         if uid is not None:  # its own Unix user, for per-broker firewall rules
@@ -284,7 +284,10 @@ class LocalCluster:
         """Stop every node (SIGTERM, then SIGKILL) and, by default, delete the folder."""
         for n in self.spec.node_ids:
             if self.node_state(n) in ("running", "paused"):
-                self.stop_node(n, timeout=2 if STOPPING.is_set() else 15)
+                if STOPPING.is_set() and self.owned and remove_data:
+                    self.kill_node(n)  # the tool is being stopped; the data goes anyway
+                else:
+                    self.stop_node(n, timeout=15)
             self.pids[n] = None
         if remove_data:
             self.folder.remove()

@@ -1,0 +1,119 @@
+"""`verifier chaos` refuses bad input before anything starts (issue 17).
+
+Each row: the arguments, the exit code, a word of the one message. Usage errors exit 64,
+an unusable environment 2; one line on stderr, no traceback, in well under the time a
+JVM needs; nothing is started (the run itself is replaced by a tripwire).
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+import verifier.cli.chaos as chaos_cli
+from verifier.cli import main
+
+BAD_FAULTS = {
+    "unknown-field": 'kind = "producer-kill"\ntarget = { process = "producer:idempotent" }\n'
+                     'start = 2\ncolour = "red"',
+    "unknown-kind": 'kind = "meteor-strike"\nstart = 2',
+    "negative-duration": 'kind = "broker-pause"\ntarget = { node = 1 }\nstart = 2\n'
+                         'duration = -3',
+    "after-the-end": 'kind = "broker-pause"\ntarget = { node = 1 }\nstart = 18\n'
+                     'duration = 5',
+}
+
+
+def scenario_file(tmp_path, name: str) -> str:
+    path = tmp_path / f"{name}.toml"
+    path.write_text(f'description = "bad"\n[workload]\nduration_s = 20\n\n[[faults]]\n'
+                    f"{BAD_FAULTS[name]}\n")
+    return str(path)
+
+
+def _cases(tmp_path):
+    conflicting = tmp_path / "conflicting.properties"
+    conflicting.write_text("enable.idempotence=true\nacks=1\n")
+    unknown = tmp_path / "unknown.properties"
+    unknown.write_text("no.such.setting=1\n")
+    a_file = tmp_path / "a-file"
+    a_file.write_text("")
+    out = str(tmp_path / "out")
+    return {
+        "unknown scenario": (["--scenario", "nope", "--out", out], 64, "unknown scenario"),
+        "unknown profile": (["--profile", "huge", "--out", out], 64, "unknown profile"),
+        "missing scenario file": (["--scenario", str(tmp_path / "gone.toml")], 64,
+                                  "cannot read scenario file"),
+        **{f"fault {k}": (["--scenario", scenario_file(tmp_path, k), "--out", out], 64, word)
+           for k, word in (("unknown-field", "unknown fields"),
+                           ("unknown-kind", "unknown fault kind"),
+                           ("negative-duration", "duration"),
+                           ("after-the-end", "after the"))},
+        # the quick profile has several scenarios: still one message
+        "conflicting producer settings": (["--profile", "quick", "--producer-config",
+                                           str(conflicting), "--out", out], 64,
+                                          "idempotence needs acks=all"),
+        "unknown producer setting": (["--scenario", "baseline", "--producer-config",
+                                      str(unknown), "--out", out], 64, "no.such.setting"),
+        "--out is a file": (["--scenario", "baseline", "--out", str(a_file)], 2,
+                            "is a file"),
+        "unreachable cluster": (["--scenario", "baseline", "--out", out,
+                                 "--bootstrap-servers", "127.0.0.1:1"], 2, "no broker reachable"),
+        "bad JAVA_HOME": (["--scenario", "baseline", "--out", out], 2, "JAVA_HOME"),
+        "bad --spark-conf": (["--scenario", "baseline", "--spark-conf", "spark.cores.max"],
+                             64, "expected KEY=VALUE"),
+    }
+
+
+CASES = ["unknown scenario", "unknown profile", "missing scenario file",
+         "fault unknown-field", "fault unknown-kind", "fault negative-duration",
+         "fault after-the-end", "conflicting producer settings", "unknown producer setting",
+         "--out is a file", "unreachable cluster", "bad JAVA_HOME", "bad --spark-conf"]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_bad_input_is_refused_before_start(case, tmp_path, monkeypatch, capsys):
+    argv, code, word = _cases(tmp_path)[case]
+    if case == "bad JAVA_HOME":
+        monkeypatch.setenv("JAVA_HOME", str(tmp_path / "no-jdk"))
+    else:
+        monkeypatch.delenv("JAVA_HOME", raising=False)
+
+    def tripwire(*_a, **_k):
+        raise AssertionError("the run started")
+
+    monkeypatch.setattr(chaos_cli, "_run", tripwire)
+    monkeypatch.setattr(chaos_cli, "_rerun_in_namespace", tripwire)
+    monkeypatch.setattr(chaos_cli, "cleanup", tripwire)
+    t0 = time.monotonic()
+    assert main(["chaos", *argv]) == code
+    assert time.monotonic() - t0 < 5
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1, err
+    assert word in err and "Traceback" not in err
+    assert err.count("verifier:") == 1
+
+
+def test_a_users_scenario_file_runs(tmp_path, monkeypatch):
+    """--scenario PATH.toml: the user's own file, checked like ours, then run."""
+    path = tmp_path / "mine.toml"
+    path.write_text('description = "mine"\n[workload]\nduration_s = 5\n')
+    seen = {}
+
+    def run(args, profile, scenarios, env, opts):
+        seen["names"] = [s.name for s in scenarios]
+        return 0
+
+    monkeypatch.setattr(chaos_cli, "_run", run)
+    monkeypatch.setattr(chaos_cli, "cleanup", lambda: [])
+    monkeypatch.setattr(chaos_cli, "_stop_on_signals", lambda: None)
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    assert main(["chaos", "--scenario", str(path), "--out", str(tmp_path / "out"),
+                 "--spark-conf", "spark.cores.max=2"]) == 0
+    assert seen["names"] == ["mine"]
+    import json
+    import os
+
+    from streaming.session import SPARK_CONF_ENV
+    assert json.loads(os.environ.pop(SPARK_CONF_ENV)) == {"spark.cores.max": "2"}
