@@ -1,4 +1,5 @@
-"""`verifier analyze` and `verifier report` end to end on the clean run: exit codes, a
+"""`verifier analyze` and `verifier report` end to end on a recorded real run (baseline,
+tests/data/runs): exit codes, a
 JUnit file a JUnit reader accepts, an HTML page Chromium renders; bad input exits 2."""
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ import pytest
 
 from verifier.cli import EXIT_INCOMPLETE, EXIT_OK, main
 
-CLEAN = Path(__file__).resolve().parents[2] / "data" / "clean_run"
+CLEAN = Path(__file__).resolve().parents[2] / "data" / "runs" / "baseline"
 CHROMIUM = shutil.which("chromium")
 
 
@@ -39,14 +40,14 @@ def test_junit_parses_with_a_case_per_mode(analyzed):
     root = ET.parse(run / "junit.xml").getroot()
     cases = root.findall("./testsuite/testcase")
     assert root.tag == "testsuites" and len(cases) == 5
-    assert {c.get("classname") for c in cases} == {"clean-small"}
+    assert {c.get("classname") for c in cases} == {"baseline"}
     assert not root.findall(".//failure")
 
 
 def test_junit_has_one_failure_per_forbidden_kind():
     from verifier.report import render_junit
 
-    doc = orjson.loads((CLEAN.parent / "clean_run" / "config.json").read_bytes())  # any file
+    doc = orjson.loads((CLEAN / "config.json").read_bytes())  # any file
     assert doc  # (the verdict below is hand-made, the config only proves the path)
     col = {"name": "idempotent", "verdict": "FAIL", "forbidden": ["reorder", "lost"],
            "reasons": [], "anomalies": {"reorder": {"count": 2, "sample": [{"offset": 3}]},
