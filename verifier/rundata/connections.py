@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from verifier.rundata.formats import FORMATS, RunFormatError, check_header, split_lines
+from verifier.rundata.formats import FORMATS, read_jsonl
 
 #: the log versions this reader folds (1 lacks the per-API counts and the activity)
 READABLE_VERSIONS = (1, FORMATS["proxy-connections"])
@@ -168,23 +168,8 @@ def fold(rows: list[dict]) -> tuple[list[Connection], int]:
 
 def read_connections(path: Path | str) -> ConnectionLog:
     """A connection log of a version this tool folds; :class:`RunFormatError` otherwise."""
-    import orjson
-
-    path = Path(path)
-    if not path.is_file():
-        raise RunFormatError(path, "missing")
-    head, body = split_lines(path, path.read_bytes())
-    version = head.get("version") if isinstance(head, dict) else None
-    if (not isinstance(head, dict) or head.get("format") != "proxy-connections"
-            or version not in READABLE_VERSIONS):
-        check_header(path, head, "proxy-connections")  # raises, naming both versions
-    rows = []
-    for i, line in enumerate(body.split(b"\n")):
-        if line.strip():
-            try:
-                rows.append(orjson.loads(line))
-            except orjson.JSONDecodeError:
-                raise RunFormatError(path, f"line {i + 2}: torn or not JSON") from None
+    head, rows = read_jsonl(Path(path), "proxy-connections", READABLE_VERSIONS)
+    version = head.get("version")
     conns, orphans = fold(rows)
     times = [r["t"] for r in rows if isinstance(r.get("t"), int)]
     return ConnectionLog(version=version, connections=conns,

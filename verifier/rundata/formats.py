@@ -122,13 +122,17 @@ def parses(line: bytes) -> bool:
         return False
 
 
-def read_jsonl(path: Path, name: str) -> tuple[dict, list[dict]]:
-    """A small JSON-lines file of format ``name``: its header and every complete line."""
+def read_jsonl(path: Path, name: str,
+               versions: tuple[int, ...] = ()) -> tuple[dict, list[dict]]:
+    """A small JSON-lines file of format ``name``: its header and every complete line.
+    ``versions`` lists older versions this reader also accepts (besides the current)."""
     path = Path(path)
     if not path.is_file():
         raise RunFormatError(path, "missing")
     head, body = split_lines(path, path.read_bytes())
-    check_header(path, head, name)
+    if not (isinstance(head, dict) and head.get("format") == name
+            and head.get("version") in versions):
+        check_header(path, head, name)
     rows = []
     for i, line in enumerate(body.split(b"\n")):
         if line.strip():
