@@ -7,7 +7,7 @@ from pathlib import Path
 import orjson
 
 from verifier.judge.verdict import VERDICT_FORMAT
-from verifier.rundata.formats import RunFormatError, check_header
+from verifier.rundata.formats import RunFormatError, read_json
 
 
 def write_verdict(doc: dict, path: Path | str) -> Path:
@@ -24,11 +24,7 @@ def read_verdict(path: Path | str) -> dict:
     path = Path(path)
     if not path.is_file():
         raise RunFormatError(path, "missing (run `verifier analyze` first)")
-    try:
-        doc = orjson.loads(path.read_bytes())
-    except orjson.JSONDecodeError as exc:
-        raise RunFormatError(path, f"not valid JSON ({exc})") from None
-    check_header(path, doc, VERDICT_FORMAT)
+    doc = read_json(path, VERDICT_FORMAT)
     if not isinstance(doc.get("columns"), list) or "exit_code" not in doc:
         raise RunFormatError(path, "verdict document lacks columns or exit_code")
     return doc
