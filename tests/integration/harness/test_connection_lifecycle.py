@@ -46,8 +46,13 @@ def test_kafka_python_producer_connection_lifecycle(cluster, bootstrap, topic_na
     producer = KafkaProducer(bootstrap_servers=bootstrap, client_id=cid, acks="all",
                              connections_max_idle_ms=IDLE_MS)
     try:
-        time.sleep(1.0)
-        built, _ = fold(_rows(offset, cid))
+        def started():  # the node connection is open and the bootstrap one closed again
+            conns = fold(_rows(offset, cid))[0]
+            return any(c.closed for c in conns) and any(not c.closed for c in conns), conns
+
+        built = wait_until(started, timeout=30, what="the producer's start-up connections",
+                           expected="a bootstrap connection opened and closed",
+                           describe=lambda c: f"{len(c)} connections")
         # measured (kafka-python 3.0.12): construction opens two connections, not one per
         # bootstrap server as the seeds say the Java producer does: a bootstrap connection
         # that carries ApiVersions + Metadata and is closed by the client once the metadata
@@ -76,9 +81,11 @@ def test_kafka_python_producer_connection_lifecycle(cluster, bootstrap, topic_na
                    expected="every connection closed by the client", interval=0.2)
         t_resend = int(time.time() * 1000)
         producer.send(topic_name, b"second").get(timeout=30)
-        time.sleep(0.5)
     finally:
         producer.close(timeout=10)
+    # what a connection carried is logged at its close, which the proxy sees after ours
+    wait_until(all_closed, timeout=30, what="the proxy's close lines",
+               expected="every connection of the closed producer closed")
     rows = _rows(offset, cid)
     conns, orphans = fold(rows)
     assert orphans == 0

@@ -19,7 +19,9 @@ from pathlib import Path
 import pytest
 
 from verifier.harness.cluster.processes import port_in_use
+from verifier.rundata.errors import VerifierError
 from verifier.rundata.jvm import PROJECT_ROOT
+from verifier.rundata.waiting import GiveUp, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -65,25 +67,24 @@ def start_run(out: Path) -> subprocess.Popen:
 
 def wait_for_load(proc: subprocess.Popen, out: Path, timeout: float = 240) -> None:
     """Until every generator of the run has written its history (load under way)."""
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, proc.stdout.read()
+    def loading():
+        if proc.poll() is not None:
+            raise GiveUp(VerifierError(f"verifier chaos exited early:\n{proc.stdout.read()}"))
         histories = [h for h in out.glob("baseline/*/histories/*.jsonl") if h.stat().st_size]
-        if len(histories) >= 4:
-            return
-        time.sleep(0.5)
-    raise AssertionError("the run never reached its load phase")
+        return len(histories) >= 4, f"{len(histories)} histories"
+
+    wait_until(loading, timeout=timeout, what="the run's load phase",
+               expected="a history from each of the 4 generators", interval=0.5)
 
 
 def assert_nothing_left(pids: set[int]) -> None:
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline:
+    def gone():
         left = [p for p in pids if alive(p)]
         ports = [p for p in PORTS if port_in_use(p)]
-        if not left and not ports:
-            return
-        time.sleep(0.5)
-    raise AssertionError(f"left behind: pids {left}, ports {ports}")
+        return not left and not ports, f"pids {left}, ports {ports}"
+
+    wait_until(gone, timeout=15, what="everything the run started to stop",
+               expected="no process and no port left", interval=0.5)
 
 
 def cleanup() -> str:
