@@ -201,7 +201,7 @@ def measure(run_dir: Path, driver_memory: str, what: str = "analysis") -> dict:
     spark = spark_session(app_name="verify-bench", conf={"spark.driver.memory": driver_memory})
     jvm_pid = spark.sparkContext._gateway.proc.pid
     try:
-        analyze(spark, ROOT / "tests" / "data" / "clean_run")  # warm-up: JIT, codegen caches
+        analyze(spark, ROOT / "tests" / "data" / "runs" / "baseline")  # warm-up: JIT, codegen
         if what == "floors":
             return {"floors": floors(spark, run_dir)}
         start = time.perf_counter()

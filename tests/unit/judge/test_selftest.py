@@ -1,6 +1,6 @@
 """The self-test's mutation engine: copies stay self-consistent runs, each mutation says
 what it expects, the judging of a copy counts misses and false alarms; and a short run of
-the whole engine on the small recorded-like run (tests/data/clean_run)."""
+the whole engine on a small recorded real run (tests/data/runs/baseline)."""
 
 from __future__ import annotations
 
@@ -18,8 +18,7 @@ from verifier.judge.selftest import Analysis, SelfTestRow, _judge, selftest
 from verifier.judge.selftest.image import RunImage
 from verifier.judge.selftest.mutations import MUTATIONS, Catalog, Mutation, expect
 
-CLEAN = Path(__file__).resolve().parents[2] / "data" / "clean_run"
-IDEM = "t-idempotent"
+BASELINE = Path(__file__).resolve().parents[2] / "data" / "runs" / "baseline"
 
 
 def _offsets(img: RunImage, topic: str, part: int) -> dict:
@@ -31,27 +30,37 @@ def _offsets(img: RunImage, topic: str, part: int) -> dict:
 
 
 def test_shift_moves_every_later_offset_everywhere(tmp_path):
-    img = RunImage.load(CLEAN)
-    before = _offsets(img, IDEM, 0)
-    img.shift(IDEM, 0, 5, 1)
-    after = _offsets(img, IDEM, 0)
+    img = RunImage.load(BASELINE)
+    topic = img.topic_of("idempotent-0")
+    key = f"{topic}-0"
+    before = _offsets(img, topic, 0)
+    acked_before = sorted(x["offset"] for x in img.histories["idempotent-0"]
+                          if x.get("type") == "ok" and x.get("p") == 0)  # fmt: skip
+    ends_before = {i: img.drain["end_offsets"][i][key] for i in img.drain["end_offsets"]}
+    pos_before = {i: img.drain["observer_positions"][i][key]
+                  for i in img.drain["observer_positions"]}  # fmt: skip
+    assert 5 in acked_before and all(before.values())
+    img.shift(topic, 0, 5, 1)
+    after = _offsets(img, topic, 0)
     for combo, offs in before.items():
         assert after[combo] == [o + 1 if o >= 5 else o for o in offs]
-    acked = [x["offset"] for x in img.histories["idempotent-0"]
-             if x.get("type") == "ok" and x.get("p") == 0]  # fmt: skip
-    assert 5 not in acked and 12 in acked  # 0..11 became 0..4, 6..12
-    assert img.drain["end_offsets"]["read_committed"][f"{IDEM}-0"] == 13
-    assert img.drain["observer_positions"]["read_uncommitted"][f"{IDEM}-0"] == 13
+    acked = sorted(x["offset"] for x in img.histories["idempotent-0"]
+                   if x.get("type") == "ok" and x.get("p") == 0)  # fmt: skip
+    assert acked == [o + 1 if o >= 5 else o for o in acked_before] and 5 not in acked
+    assert {i: img.drain["end_offsets"][i][key] for i in ends_before} == {
+        i: e + 1 for i, e in ends_before.items()}
+    assert {i: img.drain["observer_positions"][i][key] for i in pos_before} == {
+        i: e + 1 for i, e in pos_before.items()}
     copy = img.write(tmp_path / "copy")
     files = read_run_files(copy)  # still a valid run folder
-    assert orjson.loads((copy / "drain.json").read_bytes())["end_offsets"]["read_uncommitted"][
-        f"{IDEM}-0"] == 13
+    drain = orjson.loads((copy / "drain.json").read_bytes())
+    assert drain["end_offsets"]["read_uncommitted"][key] == ends_before["read_uncommitted"] + 1
     assert files.history.num_rows > 0
 
 
 @pytest.mark.parametrize("make", MUTATIONS, ids=[m.__name__ for m in MUTATIONS])
-def test_every_mutation_applies_to_the_small_run_and_writes_a_valid_copy(make, tmp_path):
-    img = RunImage.load(CLEAN)
+def test_every_mutation_applies_to_a_recorded_run_and_writes_a_valid_copy(make, tmp_path):
+    img = RunImage.load(BASELINE)
     m = make(img, Catalog(img, [], random.Random("1")))
     assert isinstance(m, Mutation)
     assert bool(m.expects) != m.legal, m
@@ -97,9 +106,9 @@ def test_selftest_of_an_unreadable_run_exits_2(tmp_path, capsys):
     assert "not a run folder" in capsys.readouterr().err
 
 
-def test_selftest_on_the_small_run_detects_the_issue_situations(spark, tmp_path):
+def test_selftest_on_a_recorded_run_detects_the_issue_situations(spark, tmp_path):
     only = {"foreign-record", "inconsistent-offset", "marker-gap"}
-    result = selftest(CLEAN, seed=3, keep=tmp_path / "kept", spark=spark, only=only)
+    result = selftest(BASELINE, seed=3, keep=tmp_path / "kept", spark=spark, only=only)
     assert [r.mutation for r in result.rows] == ["inconsistent-offset", "foreign-record",
                                                  "marker-gap"]
     assert result.ok, result.render()
