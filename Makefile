@@ -8,6 +8,8 @@ PYTHON        ?= python3
 VENV          ?= .venv
 KAFKA_VERSION ?= 4.1.1
 PROFILE       ?= full
+# SELFTEST=1: after each scenario, `verifier selftest` on its run (the report shows the table)
+SELFTEST      ?=
 OUT           ?= runs
 NODES         ?= 3
 # The test cluster lives on its own ports and folder so it never meets a cluster you
@@ -56,7 +58,7 @@ test-chaos: setup
 	$(BIN)/pytest tests/chaos -m chaos $(PYTEST_ARGS)
 
 chaos: setup ## every mode under every fault, side by side
-	$(BIN)/verifier chaos --profile $(PROFILE) --out $(OUT)
+	$(BIN)/verifier chaos --profile $(PROFILE) --out $(OUT) $(if $(filter 1 yes true,$(SELFTEST)),--selftest)
 
 cluster-up: setup
 	$(BIN)/verifier cluster up --nodes $(NODES)

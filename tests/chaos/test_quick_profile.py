@@ -18,9 +18,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_quick_profile_keeps_every_promise_and_every_fault_fires(tmp_path):
+    """...and its self-test (--selftest) catches every injected anomaly on every run."""
     verifier = Path(sys.executable).with_name("verifier")
     proc = subprocess.run([str(verifier), "chaos", "--profile", "quick", "--seed", "1",
-                           "--out", str(tmp_path), "--base-port", "29700"],
+                           "--out", str(tmp_path), "--base-port", "29700", "--selftest"],
                           cwd=ROOT, capture_output=True, text=True, timeout=1200)
     assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
     matrix = orjson.loads((tmp_path / "verdict.json").read_bytes())
@@ -35,3 +36,6 @@ def test_quick_profile_keeps_every_promise_and_every_fault_fires(tmp_path):
         assert doc["scenario"] == "baseline" or doc["fault_summary"], doc["scenario"]
         for line in doc["fault_summary"]:
             assert ": fired" in line, line
+        st = doc["selftest"]
+        assert st["ok"] and len(st["rows"]) >= 10, st
+        assert orjson.loads((Path(doc["run_dir"]) / "selftest.json").read_bytes())["ok"]

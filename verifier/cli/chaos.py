@@ -45,6 +45,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--sink", choices=SINKS, default=None,
                    help="the observer's sink (default: each scenario's own)")
     p.add_argument("--out", type=Path, default=Path("runs"), help="output folder")
+    p.add_argument("--selftest", action="store_true",
+                   help="after each scenario's verdict, inject every anomaly and legal near "
+                        "miss into copies of its run and show that the checks catch each "
+                        "(`verifier selftest`; minutes per scenario)")
     p.add_argument("--base-port", type=int, default=9700,
                    help="local cluster ports (clients BASE+n, proxy BASE+300+n)")
     p.add_argument("--state-dir", type=Path, default=DEFAULT_STATE, metavar="DIR",
@@ -263,7 +267,7 @@ def _prepare(args: argparse.Namespace):
     opts = RunOptions(out=args.out, seed=args.seed, sink=args.sink,
                       spark_master=args.spark_master, user_config=args.producer_config,
                       user_mode=user_mode, user_settings=settings, profile=profile.name,
-                      extra_env=spark_env())
+                      extra_env=spark_env(), selftest=args.selftest)
     problems: list[str] = []
     for scenario in scenarios:
         for problem in validate_scenario(scenario, opts, env):

@@ -61,6 +61,37 @@ def mark_skipped(doc: dict, skipped_faults: list[str]) -> None:
     doc["exit_code"] = exit_code([c["verdict"] for c in doc["columns"]])
 
 
+def run_selftest(doc: dict, run_dir: Path, seed: int, spark, out=sys.stdout) -> dict:
+    """`verifier selftest` on a finished run (``chaos --selftest``): its table is written
+    to RUN/selftest.json and returned for the reports. A run that could not complete has
+    nothing to mutate: its section says so."""
+    from verifier.judge.selftest import selftest
+    from verifier.rundata.formats import write_json
+
+    lay = RunLayout(run_dir)
+    if "error" in doc or not doc.get("drain", {}).get("completed"):
+        section = {"ok": False, "passed": 0, "rows": [], "skipped": [],
+                   "error": "the run did not complete: nothing to mutate"}  # fmt: skip
+        print(f"selftest {doc['scenario']}: {section['error']}", file=out, flush=True)
+        return section
+
+    def step(i: int, n: int, name: str) -> None:
+        print(f"  selftest {doc['scenario']} {i + 1}/{n}: {name}", file=sys.stderr, flush=True)
+
+    try:
+        result = selftest(run_dir, seed=seed, keep=lay.selftest_kept, spark=spark,
+                          progress=step)
+    except Exception as exc:  # noqa: BLE001 - the self-test failing is a finding, not a crash
+        section = {"ok": False, "passed": 0, "rows": [], "skipped": [],
+                   "error": f"{type(exc).__name__}: {exc}"}  # fmt: skip
+        print(f"selftest {doc['scenario']} could not run: {section['error']}", file=out)
+        return section
+    section = result.as_json()
+    write_json(lay.selftest, "selftest", section, indent=True)
+    print(result.render(), file=out, flush=True)
+    return section
+
+
 def run_one(env, scenario: Scenario, opts: RunOptions, spark, out=sys.stdout) -> dict:
     from verifier.orchestration.analyze import add_connections, write_outputs
     from verifier.report import render_terminal
@@ -89,6 +120,9 @@ def run_one(env, scenario: Scenario, opts: RunOptions, spark, out=sys.stdout) ->
     mark_skipped(doc, run.skipped_faults)
     run.run_dir.mkdir(parents=True, exist_ok=True)
     doc["run_dir"] = str(run.run_dir)
+    if opts.selftest:
+        with run.clock.phase("selftest"):
+            doc["selftest"] = run_selftest(doc, run.run_dir, opts.seed, spark, out)
     if "connections" not in doc:  # a crashed run: its connections still tell something
         add_connections(doc, run.run_dir)
     doc["fault_summary"] = fault_summary(run.run_dir)
@@ -127,10 +161,22 @@ def run_matrix(env, scenarios: list[Scenario], opts: RunOptions, spark,
     print(render_grid(grid, docs), file=out)
     print("\n=== delivered guarantees, per mode across the scenarios", file=out)
     print(render_summary(summary(docs)), file=out)
+    if any(d.get("selftest") for d in docs):
+        from verifier.report.selftest import headline
+
+        print("\n=== self-test: each anomaly injected into a copy of each run", file=out)
+        for d in docs:
+            if d.get("selftest"):
+                print(f"{d['scenario']:<20} {headline(d['selftest'])}", file=out)
     walls = ", ".join(f"{d['scenario']} {d['phases']['total_s']:.0f}s" for d in docs)
     print(f"\nwall time {time.monotonic() - t0:.0f}s ({walls})", file=out)
     print(f"outputs: {opts.out}/verdict.json, junit.xml, report.html", file=out, flush=True)
     if grid["exit_code"] == 0 and any((d.get("connections") or {}).get("failed") for d in docs):
         print("a connection check the scenario makes forbidden failed (exit 1)", file=out)
         return 1
+    failed = [d["scenario"] for d in docs if "selftest" in d and not d["selftest"]["ok"]]
+    if failed and grid["exit_code"] == 0:  # the verdicts were not shown to hold on this run
+        print(f"the self-test did not hold on {', '.join(failed)}: these verdicts are not "
+              f"proven (exit 2; see each run's selftest.json)", file=out)
+        return 2
     return grid["exit_code"]

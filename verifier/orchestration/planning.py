@@ -27,6 +27,8 @@ class RunOptions:
     user_settings: dict = field(default_factory=dict)
     profile: str = "custom"
     extra_env: dict = field(default_factory=dict)
+    #: run `verifier selftest` on each scenario's run folder after its verdict
+    selftest: bool = False
 
 
 def plan_producers(scenario: Scenario, run_id: str, opts: RunOptions) -> list[ProducerPlan]:

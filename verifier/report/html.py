@@ -9,6 +9,7 @@ from pathlib import Path
 from verifier.judge.model import KINDS
 from verifier.report.compare import anchor, load_of, load_text, workload
 from verifier.report.connections import lanes_svg, render_connections
+from verifier.report.selftest import selftest_html
 from verifier.report.svg import partition_plot, timeline
 from verifier.report.terminal import COUNT_ROWS
 
@@ -24,6 +25,8 @@ th:first-child,td:first-child{text-align:left}
 .SKIPPED{background:#f3e3a0;font-weight:bold}
 pre{background:#f4f4f4;padding:8px;overflow-x:auto;font-size:12px}
 table.samples td{text-align:left;font-size:13px}.note{color:#666;font-size:85%;margin:0}
+#selftest-table td{text-align:left}.yes{color:#070}.no{color:#b00;font-weight:bold}
+.f{font-size:85%}.legend{font-size:85%;color:#555;max-width:1100px}
 """
 
 SAMPLE_ROWS = 20
@@ -154,6 +157,7 @@ def render_html(doc: dict) -> str:
         f"<h2>Timeline</h2>{timeline(doc)}<h2>Anomalies</h2>{_samples(doc)}"
         f"<h2>Anomalous partitions</h2>{plots or '<p>None.</p>'}"
         f"<h2 id='connections'>Connections</h2>{_connections(doc)}"
+        f"{selftest_html(doc.get('selftest'))}"
         f"<h2>Checks</h2><table><tr><th>check</th><th>status</th><th>seconds</th></tr>{checks}"
         f"</table></body></html>"
     )

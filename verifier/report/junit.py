@@ -45,8 +45,25 @@ def render_junit(docs: list[dict]) -> str:
             if c["verdict"] == "UNKNOWN":
                 e = ET.SubElement(case, "error", type="unknown", message="; ".join(c["reasons"]))
                 e.text = "\n".join(c["reasons"])
+        if doc.get("selftest"):  # chaos --selftest: would the checks have caught it here?
+            _selftest_case(suite, doc)
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def _selftest_case(suite: ET.Element, doc: dict) -> None:
+    st = doc["selftest"]
+    suite.set("tests", str(int(suite.get("tests", "0")) + 1))
+    case = ET.SubElement(suite, "testcase", classname=doc["scenario"], name="selftest")
+    if st.get("error"):
+        suite.set("errors", str(int(suite.get("errors", "0")) + 1))
+        ET.SubElement(case, "error", type="selftest", message=st["error"])
+    elif not st.get("ok"):
+        suite.set("failures", str(int(suite.get("failures", "0")) + 1))
+        bad = [r for r in st["rows"] if not r["ok"]]
+        f = ET.SubElement(case, "failure", type="selftest",
+                          message=f"{len(bad)} of {len(st['rows'])} mutations not as expected")
+        f.text = "\n".join(json.dumps(r, sort_keys=True) for r in bad)
 
 
 def write_junit(docs: list[dict], path: Path | str) -> Path:

@@ -12,6 +12,7 @@ from verifier.report.compare import (
     summary,
     where_text,
 )
+from verifier.report.selftest import selftest_markdown
 from verifier.report.terminal import LEGEND, table_rows
 
 _EXIT = {0: "every mode kept its promise", 1: "a mode broke its promise",
@@ -77,7 +78,7 @@ def matrix_md(matrix: dict) -> str:
     code = matrix.get("exit_code", grid.get("exit_code"))
     head = f"## Delivery guarantees under faults: exit code {code} ({_EXIT.get(code, '?')})"
     return "\n".join([head, "", _table(rows), "", CELL_LEGEND, "",
-                      summary_md(docs, matrix.get("workloads"))])
+                      summary_md(docs, matrix.get("workloads"))]) + selftest_markdown(docs)
 
 
 def run_md(doc: dict) -> str:
@@ -88,4 +89,4 @@ def run_md(doc: dict) -> str:
     for c in doc["columns"]:
         for r in c["reasons"]:
             lines.append(f"- {c['name']}: UNKNOWN because {r}")
-    return "\n".join(lines) + "\n\n" + summary_md([doc])
+    return "\n".join(lines) + "\n\n" + summary_md([doc]) + selftest_markdown([doc])

@@ -19,6 +19,7 @@ from verifier.report.compare import (
     summary,
     workload,
 )
+from verifier.report.selftest import matrix_selftest_html
 from verifier.rundata.formats import write_json
 
 MATRIX_FORMAT = "chaos-matrix"
@@ -30,7 +31,7 @@ CSS = ("body{font-family:sans-serif;margin:2em;color:#222}td,th{border:1px solid
        ".forbidden{color:#b00;font-weight:bold}.tolerated{color:#7a5d00}"
        ".expected{color:#1f5fa8}.inconclusive{color:#555}.none{color:#999}"
        ".legend{font-size:85%;color:#555;max-width:1100px}dt{font-weight:bold;margin-top:8px}"
-       "dd{margin-left:1.5em;max-width:1000px}")
+       "dd{margin-left:1.5em;max-width:1000px}#selftest-matrix td{text-align:center}")
 
 
 def _href(run_dir: str | None, out_dir: Path, frag: str = "") -> str:
@@ -130,6 +131,7 @@ def matrix_html(grid: dict, docs: list[dict], out_dir: Path,
             f"<style>{CSS}</style></head><body><h1>Delivery guarantees under faults</h1>"
             f"<p>exit code {grid['exit_code']}; each scenario links to its own report.</p>"
             f"{_grid_html(grid, docs, out_dir)}{summary_html(docs, out_dir, workloads)}"
+            f"{matrix_selftest_html(docs, lambda run, frag: _href(run, out_dir, frag))}"
             f"</body></html>")
 
 

@@ -27,6 +27,7 @@ FORMATS: dict[str, int] = {
     "drain": 1,               # RUN/drain.json (§4.2)
     "proxy-connections": 2,   # RUN/connections.jsonl (v2: per-API counts, activity)
     "verdict": 1,             # RUN/verdict.json (docs/expectations.md §4)
+    "selftest": 1,            # RUN/selftest.json (chaos --selftest, docs/expectations.md)
     "chaos-matrix": 1,        # OUT/verdict.json: the scenario x mode grid
 }  # fmt: skip
 

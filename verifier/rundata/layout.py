@@ -10,6 +10,7 @@
     RUN/drain.json                        the drain's result
     RUN/connections.jsonl                 the proxy's connection log (this run's part)
     RUN/verdict.json, junit.xml, report.html
+    RUN/selftest.json, selftest-kept/     chaos --selftest: its table, failing copies
     RUN/logs/<process>.log                every child process's output
 """
 
@@ -80,6 +81,16 @@ class RunLayout:
     @property
     def report(self) -> Path:
         return self.root / "report.html"
+
+    @property
+    def selftest(self) -> Path:
+        """`chaos --selftest`: the self-test's table for this run."""
+        return self.root / "selftest.json"
+
+    @property
+    def selftest_kept(self) -> Path:
+        """The self-test's copies whose row failed, kept for a bug report."""
+        return self.root / "selftest-kept"
 
     @property
     def logs(self) -> Path:

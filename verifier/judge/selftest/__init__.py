@@ -82,8 +82,12 @@ class SelfTestResult:
     def ok(self) -> bool:
         return bool(self.rows) and all(r.ok for r in self.rows)
 
+    @property
+    def passed(self) -> int:
+        return sum(r.ok for r in self.rows)
+
     def as_json(self) -> dict:
-        return {"run": self.run_dir, "seed": self.seed, "ok": self.ok,
+        return {"run": self.run_dir, "seed": self.seed, "ok": self.ok, "passed": self.passed,
                 "baseline": self.baseline, "skipped": self.skipped,
                 "rows": [r.as_json() for r in self.rows]}  # fmt: skip
 
@@ -107,8 +111,7 @@ class SelfTestResult:
                 lines.append(f"  {r.mutation}: copy kept in {r.kept}")
         for s in self.skipped:
             lines.append(f"  not applicable: {s}")
-        n_ok = sum(r.ok for r in self.rows)
-        lines.append(f"{n_ok}/{len(self.rows)} mutations as expected: "
+        lines.append(f"{self.passed}/{len(self.rows)} mutations as expected: "
                      + ("PASS" if self.ok else "FAIL"))
         return "\n".join(lines)
 
@@ -167,11 +170,12 @@ def _judge(m: Mutation, base: Analysis, got: Analysis) -> SelfTestRow:
 
 
 def selftest(run_dir: Path | str, seed: int = 0, keep: Path | str | None = None, spark=None,
-             only: set[str] | None = None) -> SelfTestResult:
+             only: set[str] | None = None, progress=None) -> SelfTestResult:
     """Mutate copies of ``run_dir`` and check each (see the module docstring).
 
     ``keep``: a folder where every copy whose row is not ok is kept (a bug report's
-    evidence); ``only``: mutation names to run (default all). Raises
+    evidence); ``only``: mutation names to run (default all); ``progress``: called with
+    (done, total, mutation name) before each copy is analysed. Raises
     :class:`~verifier.rundata.formats.RunFormatError` for a run that cannot be read.
     """
     from verifier.judge.checks.load import read_run_files
@@ -200,6 +204,8 @@ def selftest(run_dir: Path | str, seed: int = 0, keep: Path | str | None = None,
                 continue
             if only is not None and m.name not in only and name not in only:
                 continue
+            if progress is not None:
+                progress(i, len(MUTATIONS), m.name)
             copy = img.write(scratch / f"{i:02d}-{m.name}")
             row = _judge(m, base, analyse(spark, copy))
             if not row.ok and keep is not None:
