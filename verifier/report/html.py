@@ -25,7 +25,7 @@ th:first-child,td:first-child{text-align:left}
 .SKIPPED{background:#f3e3a0;font-weight:bold}
 pre{background:#f4f4f4;padding:8px;overflow-x:auto;font-size:12px}
 table.samples td{text-align:left;font-size:13px}.note{color:#666;font-size:85%;margin:0}
-#selftest-table td{text-align:left}.yes{color:#070}.no{color:#b00;font-weight:bold}
+#selftest-table td,#selftest-table th{text-align:left}.yes{color:#070}.no{color:#b00;font-weight:bold}
 .f{font-size:85%}.legend{font-size:85%;color:#555;max-width:1100px}
 """
 
@@ -152,7 +152,8 @@ def render_html(doc: dict) -> str:
         f"<!DOCTYPE html><html><head><meta charset='utf-8'><title>{escape(doc['scenario'])} "
         f"verdict</title><style>{CSS}</style></head><body>"
         f"<h1>Delivery verdict: {escape(doc['scenario'])}</h1>"
-        f"<p>run {escape(doc['run'])} · sink {escape(doc['sink'])} · drain {drain} · "
+        f"<p>run {escape(doc['run'])} · sink {escape(doc['sink'])} · "
+        f"client {escape(', '.join(doc.get('clients') or ['kafka-python']))} · drain {drain} · "
         f"exit code {doc['exit_code']}</p><h2>Modes side by side</h2>{_table(doc)}{_load(doc)}"
         f"<h2>Timeline</h2>{timeline(doc)}<h2>Anomalies</h2>{_samples(doc)}"
         f"<h2>Anomalous partitions</h2>{plots or '<p>None.</p>'}"
