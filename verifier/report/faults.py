@@ -36,8 +36,26 @@ def fault_summary(run_dir: Path) -> list[str]:
         extra = f", {heal['hits']} of {heal['matched']} responses hit" if "hits" in heal else ""
         if ev["type"] == "ok" and isinstance(target, str) and target in idents:
             extra += f"; {idents[target]}"
-        lines.append(f"{ev['fault']} on {target}: {what}{extra}")
+        lines.append(f"{ev['fault']} on {target_text(target)}: {what}{extra}")
     return lines
+
+
+def target_text(target) -> str:
+    """A fault's target as a reader says it: "every broker", "broker 2", "the coordinator
+    of transactional id X", or the process it names."""
+    if not isinstance(target, dict):
+        return f"broker {target}" if isinstance(target, int) else str(target)
+    if target.get("all"):
+        return "every broker"
+    if "node" in target:
+        return f"broker {target['node']}"
+    for role in ("leader", "coordinator"):
+        if role in target:
+            of = target[role]
+            what = ", ".join(f"{k.replace('_', ' ')} {v}" for k, v in of.items()) \
+                if isinstance(of, dict) else str(of)
+            return f"the {role} of {what}"
+    return ", ".join(f"{k} {v}" for k, v in target.items())
 
 
 def producer_identities(run_dir: Path) -> dict[str, str]:

@@ -25,7 +25,8 @@ th:first-child,td:first-child{text-align:left}
 .SKIPPED{background:#f3e3a0;font-weight:bold}
 pre{background:#f4f4f4;padding:8px;overflow-x:auto;font-size:12px}
 table.samples td{text-align:left;font-size:13px}.note{color:#666;font-size:85%;margin:0}
-#selftest-table td,#selftest-table th{text-align:left}.yes{color:#070}.no{color:#b00;font-weight:bold}
+#selftest-table td,#selftest-table th{text-align:left}
+.yes{color:#070}.no{color:#b00;font-weight:bold}
 .f{font-size:85%}.legend{font-size:85%;color:#555;max-width:1100px}
 """
 

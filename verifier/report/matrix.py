@@ -31,7 +31,8 @@ CSS = ("body{font-family:sans-serif;margin:2em;color:#222}td,th{border:1px solid
        ".forbidden{color:#b00;font-weight:bold}.tolerated{color:#7a5d00}"
        ".expected{color:#1f5fa8}.inconclusive{color:#555}.none{color:#999}"
        ".legend{font-size:85%;color:#555;max-width:1100px}dt{font-weight:bold;margin-top:8px}"
-       "dd{margin-left:1.5em;max-width:1000px}#selftest-matrix td{text-align:center}#selftest-matrix td:first-child{text-align:left}")
+       "dd{margin-left:1.5em;max-width:1000px}#selftest-matrix td{text-align:center}"
+       "#selftest-matrix td:first-child{text-align:left}")
 
 
 def _href(run_dir: str | None, out_dir: Path, frag: str = "") -> str:

@@ -59,9 +59,19 @@ def test_fault_summary_says_what_fired(tmp_path):
         '{"type":"ok","f":"heal","fault":"all","target":{},"id":0,"t":5}',
     ]) + "\n")
     lines = fault_summary(tmp_path)
-    assert lines[0] == "ack-loss on {'all': True}: fired, 7 of 100 responses hit"
-    assert lines[1].startswith("broker-kill on {'node': 2}: did not fire (fail: node 2 is dead")
+    assert lines[0] == "ack-loss on every broker: fired, 7 of 100 responses hit"
+    assert lines[1].startswith("broker-kill on broker 2: did not fire (fail: node 2 is dead")
     assert len(lines) == 2
+
+
+def test_fault_targets_read_as_words():
+    from verifier.report.faults import target_text
+
+    assert target_text({"coordinator": {"transactional_id": "t-1"}}) == (
+        "the coordinator of transactional id t-1")
+    assert target_text({"leader": {"topic": "x", "partition": 0}}) == (
+        "the leader of topic x, partition 0")
+    assert target_text(3) == "broker 3" and target_text("observer") == "observer"
 
 
 def test_fault_summary_shows_the_killed_producers_epoch_bump(tmp_path):
