@@ -64,7 +64,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--record-size", type=int, default=None,
                    help="* record value size in bytes (overrides record.size)")
     p.add_argument("--txn-size", type=int, default=None,
-                   help=f"* records per transaction (default {TXN_SIZE})")
+                   help=f"* records per transaction (default {TXN_SIZE}); behind --rate, "
+                        "a transaction takes every record already due, up to 2 s of them")
     p.add_argument("--abort-fraction", type=float, default=None,
                    help="* fraction of transactions aborted on purpose (seeded; default 0)")
     p.add_argument("--seed", type=int, default=None, help="* (default 0)")

@@ -208,6 +208,13 @@ class Pacer:
             return most
         return max(1, min(most, int(0.005 / self.interval)))
 
+    def due(self) -> int:
+        """Records whose time has come but that have not been paced yet: how far
+        behind its schedule the sender is (0 when on time, or unbounded)."""
+        if not self.interval:
+            return 0
+        return max(0, int((time.monotonic() - self.start) / self.interval) - self.n)
+
     def pace(self, before_pause=None, n: int = 1) -> None:
         """Wait until the next ``n`` records are due."""
         if not self.interval:
