@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from verifier.judge.model import KINDS
+from verifier.report.compare import load_of, workload
 
 COUNT_ROWS = ("sent", "acknowledged", "indeterminate", "committed", "observed")
 LEGEND = (
@@ -24,10 +25,24 @@ def table_rows(doc: dict) -> list[list[str]]:
     rows = [["", *[c["name"] for c in cols]]]
     for k in COUNT_ROWS:
         rows.append([k, *[str(c["counts"].get(k, 0)) for c in cols]])
+        if k == "sent" and (rate := rate_row(doc)):
+            rows.append(rate)
     for k in KINDS:
         rows.append([k, *[cell(c["anomalies"][k]) for c in cols]])
     rows.append(["VERDICT", *[c["verdict"] for c in cols]])
     return rows
+
+
+def rate_row(doc: dict) -> list[str] | None:
+    """Each column's achieved rate, sent records/s, against the workload's rate (None
+    without the run's config.json and load phase: see :func:`compare.load_of`)."""
+    work = workload(doc)
+    loads = [load_of(doc, c, work) for c in doc["columns"]]
+    if not any(loads):
+        return None
+    asked = work.get("rate")
+    return [f"sent/s (of {asked:g})" if asked else "sent/s",
+            *[f"{x['rate']:.0f}" if x else "?" for x in loads]]
 
 
 def _grid(rows: list[list[str]]) -> str:

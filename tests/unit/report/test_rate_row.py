@@ -1,0 +1,34 @@
+"""The run table states each mode's achieved rate (sent records/s) against the workload's."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import verifier.report.terminal as terminal
+from verifier.report.markdown import run_md
+from verifier.report.terminal import rate_row, render_terminal
+
+FIXTURE = Path(__file__).parent / "fixtures" / "matrix.json"
+
+
+def baseline_doc() -> dict:
+    """The recorded baseline run of issue 18 (20.5 s of load; 430 transactional sends)."""
+    return json.loads(FIXTURE.read_text())["runs"][0]
+
+
+def test_the_rate_row_follows_sent_with_the_workloads_rate(monkeypatch):
+    monkeypatch.setattr(terminal, "workload", lambda doc: {"rate": 200.0})
+    doc = baseline_doc()
+    assert rate_row(doc) == ["sent/s (of 200)", "216", "234", "225", "21", "21"]
+    lines = render_terminal(doc).splitlines()
+    sent = next(i for i, line in enumerate(lines) if line.startswith("sent "))
+    assert lines[sent + 1].startswith("sent/s (of 200)")
+    assert "| sent/s (of 200) | 216 | 234 | 225 | 21 | 21 |" in run_md(doc)
+
+
+def test_without_a_load_phase_there_is_no_rate_row():
+    doc = baseline_doc()
+    doc.pop("phases")
+    assert rate_row(doc) is None
+    assert "sent/s" not in render_terminal(doc)
