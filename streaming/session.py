@@ -4,12 +4,19 @@ The connector jars are resolved by Maven into ``.jars/spark-kafka-<pyspark versi
 and handed to Spark with ``spark.jars``: no Ivy resolution at run time, so a session
 starts the same way offline. ``spark.jars`` only takes effect when the session starts the
 JVM, i.e. for the first session of a Python process.
+
+The JVM's own output (its start-up lines: "Using Spark's default log4j profile", the
+NativeCodeLoader WARN, "Setting default log level", and every later log4j line) goes to a
+log file when ``log_file`` is given, never to the terminal of the tool: the JVM is
+launched with its stdout and stderr on that file.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import subprocess
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from verifier.rundata import jvm
@@ -73,11 +80,13 @@ def spark_session(
     app_name: str = "delivery-verifier",
     master: str | None = None,
     conf: dict[str, str] | None = None,
+    log_file: Path | None = None,
 ) -> SparkSession:
     """Build (or return the running) SparkSession with the Kafka connector loaded.
 
     ``master`` defaults to ``$SPARK_MASTER`` or ``local[2]``. For a remote master the same
-    jars are shipped with ``spark.jars``.
+    jars are shipped with ``spark.jars``. ``log_file``: where the JVM's output goes (appended)
+    if this call starts the JVM; otherwise it inherits this process's stdout and stderr.
     """
     jvm.require_java()
     from pyspark.sql import SparkSession
@@ -90,9 +99,31 @@ def spark_session(
                                          **(conf or {})})
     for key, value in settings.items():
         builder = builder.config(key, value)
+    if log_file is not None:
+        _start_logged(Path(log_file), {"spark.master": master, "spark.app.name": app_name,
+                                       **settings})
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("WARN")
     return spark
+
+
+def _start_logged(log_file: Path, settings: dict[str, str]) -> None:
+    """Start the JVM and its SparkContext with the JVM's stdout and stderr on ``log_file``
+    (the session built next adopts the context). A JVM already running (an earlier
+    session of this process) keeps its output where it was."""
+    from pyspark import SparkConf, SparkContext
+    from pyspark.java_gateway import launch_gateway
+
+    if SparkContext._active_spark_context is not None or SparkContext._gateway is not None:
+        return
+    conf = SparkConf()
+    for key, value in settings.items():
+        conf.set(key, value)
+    log_file.parent.mkdir(parents=True, exist_ok=True)
+    with open(log_file, "ab") as out:  # the JVM holds its own copy of the descriptor
+        gateway = launch_gateway(conf, popen_kwargs={"stdout": out,
+                                                     "stderr": subprocess.STDOUT})
+    SparkContext(conf=conf, gateway=gateway)
 
 
 def _python() -> str:

@@ -64,7 +64,9 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     conf = _conf(args.spark_conf)
     files = read_run_files(args.run_dir)  # bad input fails here, before Spark starts
     ours = SparkSession.getActiveSession() is None  # inside tests a session is shared
-    spark = spark_session(app_name="verifier-analyze", master=args.spark_master, conf=conf)
+    # the JVM's start-up lines and log4j output go to a log file beside the outputs
+    spark = spark_session(app_name="verifier-analyze", master=args.spark_master, conf=conf,
+                          log_file=RunLayout(args.out or args.run_dir).spark_log)
     try:
         doc = analyze(spark, args.run_dir, cap=args.sample, files=files)
     finally:

@@ -14,6 +14,7 @@ from pathlib import Path
 from verifier.orchestration.scenario import SINKS, load_profiles, load_scenario, scaled
 from verifier.rundata.errors import EnvironmentProblem, UsageError
 from verifier.rundata.jvm import PROJECT_ROOT
+from verifier.rundata.layout import RunLayout
 from verifier.rundata.plan import security_of
 
 #: set in the environment of a chaos run re-executed inside its own network namespace
@@ -300,7 +301,9 @@ def _run(args: argparse.Namespace, profile, scenarios, env, opts) -> int:
 
     print(f"profile {profile.name}: {', '.join(s.name for s in scenarios)} "
           f"(seed {args.seed}, output {args.out})", flush=True)
-    spark = spark_session(app_name="verifier-chaos", master=args.spark_master)
+    # the JVM's start-up lines and log4j output go to OUT/logs/, not the terminal
+    spark = spark_session(app_name="verifier-chaos", master=args.spark_master,
+                          log_file=RunLayout(args.out).spark_log)
     from verifier.harness.procs import STOPPING
 
     try:

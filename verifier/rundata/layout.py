@@ -12,6 +12,10 @@
     RUN/verdict.json, junit.xml, report.html
     RUN/selftest.json, selftest-kept/     chaos --selftest: its table, failing copies
     RUN/logs/<process>.log                every child process's output
+    RUN/logs/verifier-spark.log           the tool's own Spark driver JVM (verification);
+                                          `verifier chaos` has one for all its runs, in
+                                          OUT/logs/ beside the matrix's verdict.json
+    RUN/INTERRUPTED                       the run was stopped by a signal: why and when
 """
 
 from __future__ import annotations
@@ -98,6 +102,17 @@ class RunLayout:
 
     def log(self, process: str) -> Path:
         return self.logs / f"{process}.log"
+
+    @property
+    def spark_log(self) -> Path:
+        """The output of the tool's own Spark driver (its JVM's start-up lines and log4j),
+        which stays off the terminal."""
+        return self.log("verifier-spark")
+
+    @property
+    def interrupted(self) -> Path:
+        """Present when a signal stopped the run: one line, the signal and the phase."""
+        return self.root / "INTERRUPTED"
 
 
 def layout(run_dir: Path | str | RunLayout) -> RunLayout:
