@@ -58,10 +58,14 @@ def cmd_analyze(args: argparse.Namespace) -> int:
 
     from streaming.session import spark_session
     from verifier.judge.checks.load import read_run_files
-    from verifier.orchestration.analyze import analyze, write_outputs
+    from verifier.orchestration.analyze import analyze, interrupted, write_outputs
     from verifier.report import render_terminal
 
     conf = _conf(args.spark_conf)
+    reason = interrupted(args.run_dir)
+    if reason is not None:  # said first: the run's files may be cut short
+        print(f"run interrupted: {reason}; not a complete run, no column can PASS",
+              flush=True)
     files = read_run_files(args.run_dir)  # bad input fails here, before Spark starts
     ours = SparkSession.getActiveSession() is None  # inside tests a session is shared
     # the JVM's start-up lines and log4j output go to a log file beside the outputs

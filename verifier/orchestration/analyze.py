@@ -45,7 +45,36 @@ def analyze(spark, run_dir: Path | str, cap: int = DEFAULT_SAMPLE, files=None) -
     finally:
         d.release()
     add_connections(doc, run_dir)
+    reason = interrupted(run_dir)
+    if reason is not None:
+        mark_interrupted(doc, reason)
     return doc
+
+
+def interrupted(run_dir: Path | str) -> str | None:
+    """Why and when a signal stopped the run (RUN/INTERRUPTED, written by `verifier chaos`),
+    or None for a run that was not interrupted."""
+    try:
+        text = RunLayout(Path(run_dir)).interrupted.read_text(errors="replace").strip()
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"(the mark is unreadable: {exc.strerror})"
+    return text or "interrupted"
+
+
+def mark_interrupted(doc: dict, reason: str) -> None:
+    """An interrupted run is no complete run: a column that would PASS (or be SKIPPED) is
+    UNKNOWN, with the reason; a FAIL stays (the forbidden anomaly was seen)."""
+    doc["interrupted"] = reason
+    why = (f"the run was interrupted ({reason}): its load, faults or drain did not finish, "
+           "so this is not the verdict of a complete run")
+    for c in doc["columns"]:
+        if c["verdict"] in (V.PASS, V.SKIPPED):
+            c["verdict"] = V.UNKNOWN
+            c["reasons"] = [*c.get("reasons", []), why]
+    if doc.get("exit_code") != V.EXIT_ANOMALY:  # a failed connection check keeps its 1
+        doc["exit_code"] = V.exit_code([c["verdict"] for c in doc["columns"]])
 
 
 def connection_section(run_dir: Path | str, faults: list[dict]) -> dict:

@@ -120,9 +120,6 @@ def run_one(env, scenario: Scenario, opts: RunOptions, spark, out=sys.stdout) ->
     mark_skipped(doc, run.skipped_faults)
     run.run_dir.mkdir(parents=True, exist_ok=True)
     doc["run_dir"] = str(run.run_dir)
-    if opts.selftest:
-        with run.clock.phase("selftest"):
-            doc["selftest"] = run_selftest(doc, run.run_dir, opts.seed, spark, out)
     if "connections" not in doc:  # a crashed run: its connections still tell something
         add_connections(doc, run.run_dir)
     doc["fault_summary"] = fault_summary(run.run_dir)
@@ -133,6 +130,10 @@ def run_one(env, scenario: Scenario, opts: RunOptions, spark, out=sys.stdout) ->
         except (KeyError, TypeError) as exc:  # a crashed doc lacks some fields
             print(f"(no table: {exc})", file=out)
         print(render_connections(doc.get("connections")), file=out)
+    if opts.selftest:  # after the verdict is on screen; the reports are written again
+        with run.clock.phase("selftest"):
+            doc["selftest"] = run_selftest(doc, run.run_dir, opts.seed, spark, out)
+        write_outputs(doc, run.run_dir)
     doc["phases"] = run.clock.to_json()
     # the run's verdict.json is the very document the matrix holds (phases included)
     write_verdict(doc, RunLayout(run.run_dir).verdict)

@@ -16,6 +16,8 @@ class PhaseClock:
     def __init__(self, on_phase=None) -> None:
         self.seconds: dict[str, float] = {}
         self.current: str | None = None
+        #: the innermost phase an exception (e.g. a signal's KeyboardInterrupt) broke off
+        self.broken_off: str | None = None
         self._on_phase = on_phase
         self._started = time.monotonic()
 
@@ -27,6 +29,9 @@ class PhaseClock:
         t0 = time.monotonic()
         try:
             yield
+        except BaseException:
+            self.broken_off = self.broken_off or name
+            raise
         finally:
             self.seconds[name] = self.seconds.get(name, 0.0) + time.monotonic() - t0
             self.current = None

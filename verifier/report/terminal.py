@@ -61,6 +61,8 @@ def render_terminal(doc: dict) -> str:
     head = f"scenario {doc['scenario']}  run {doc['run']}  sink {doc['sink']}"
     if not doc["drain"]["completed"]:
         head += "  (drain INCOMPLETE)"
+    if doc.get("interrupted"):
+        head += f"  (INTERRUPTED: {doc['interrupted']})"
     lines = [head, _grid(table_rows(doc)), LEGEND]
     for c in doc["columns"]:
         if c.get("skipped"):

@@ -10,6 +10,7 @@ interrupted, and leave nothing behind.
 
 from __future__ import annotations
 
+import os
 import signal
 import subprocess
 import sys
@@ -19,13 +20,14 @@ from pathlib import Path
 import pytest
 
 from verifier.harness.cluster.processes import port_in_use
+from verifier.orchestration.analyze import interrupted
 from verifier.rundata.errors import VerifierError
 from verifier.rundata.jvm import PROJECT_ROOT
 from verifier.rundata.waiting import GiveUp, wait_until
 
 pytestmark = pytest.mark.integration
 
-BASE_PORT = 29900
+BASE_PORT = int(os.environ.get("VERIFIER_TEST_LIFETIME_BASE_PORT", "29900"))
 STATE_DIR = PROJECT_ROOT / ".state" / f"test-lifetime-{BASE_PORT}"
 PORTS = [BASE_PORT + n for n in (1, 2, 3)] + [BASE_PORT + 300 + n for n in (0, 1, 2, 3)]
 
@@ -122,7 +124,11 @@ def test_sigterm_ends_the_run_within_10s(tmp_path):
         output = proc.stdout.read()
         assert took <= 10, f"took {took:.1f}s:\n{output}"
         assert proc.returncode == 130, output
-        assert list(tmp_path.glob("baseline/*/INTERRUPTED")), output
+        marks = list(tmp_path.glob("baseline/*/INTERRUPTED"))
+        assert marks, output
+        # the mark names the signal and the phase it broke off; analyze reads it
+        assert marks[0].read_text().strip() == "SIGTERM during load+faults", output
+        assert interrupted(marks[0].parent) == "SIGTERM during load+faults"
         assert_nothing_left(started)
     finally:
         if proc.poll() is None:
