@@ -105,8 +105,8 @@ def run_one(env, scenario: Scenario, opts: RunOptions, spark, out=sys.stdout) ->
     except KeyboardInterrupt as exc:  # SIGTERM, SIGINT, SIGHUP: record it, stop the matrix
         run.run_dir.mkdir(parents=True, exist_ok=True)
         reason = str(exc) or "interrupted"
-        (run.run_dir / "INTERRUPTED").write_text(
-            f"{reason} during {run.clock.current or 'setup'}\n")
+        RunLayout(run.run_dir).interrupted.write_text(
+            f"{reason} during {run.clock.broken_off or run.clock.current or 'setup'}\n")
         doc = crashed_doc(run, RuntimeError(f"the run was interrupted ({reason})"))
         doc["interrupted"] = reason
         doc["run_dir"] = str(run.run_dir)
