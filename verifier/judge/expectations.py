@@ -15,7 +15,6 @@ from verifier.judge.model import (
     FOREIGN,
     HANGING,
     INCONSISTENT,
-    KINDS,
     LOST,
     PRESET_MODES,
     READ_COMMITTED,
@@ -93,8 +92,3 @@ _RANK = {FORBIDDEN: 4, INCONCLUSIVE: 3, TOLERATED: 2, EXPECTED: 1, NA: 0}
 
 def strictest(entries: list[str]) -> str:
     return max(entries, key=_RANK.__getitem__)
-
-
-def as_rows(sink: str = "exactly-once") -> list[tuple[str, list[str]]]:
-    """The whole table for printing: (anomaly, one entry per COLUMNS column)."""
-    return [(k, [expectation(m, i, k, sink) for m, i in COLUMNS]) for k in KINDS]
