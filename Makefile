@@ -2,11 +2,15 @@
 #
 # Versions (why these, see pyproject.toml and compose/pom.xml):
 #   KAFKA_VERSION  the broker and kafka-tools jars Maven resolves (Kafka 4.x, KRaft only)
+#   KAFKA_CLIENTS_VERSION  the Java producer the Java generator runs (default KAFKA_VERSION)
 #   PySpark        pinned in pyproject.toml; the Spark Kafka connector jars follow the
 #                  installed PySpark version exactly
 PYTHON        ?= python3
 VENV          ?= .venv
 KAFKA_VERSION ?= 4.1.1
+# the kafka-clients version the Java generator (producers/java, --client java) is built
+# against at setup: the client under test, by default the broker's version
+KAFKA_CLIENTS_VERSION ?= $(KAFKA_VERSION)
 PROFILE       ?= full
 # SELFTEST=1: after each scenario, `verifier selftest` on its run (the report shows the table)
 SELFTEST      ?=
@@ -19,7 +23,7 @@ TEST_STATE_DIR ?= .state/test-cluster-$(TEST_BASE_PORT)
 PYTEST_ARGS   ?=
 
 BIN := $(VENV)/bin
-export KAFKA_VERSION
+export KAFKA_VERSION KAFKA_CLIENTS_VERSION
 
 .PHONY: setup system-deps jars test unit integration test-chaos chaos chaos-quick cluster-up cluster-down lint clean distclean
 

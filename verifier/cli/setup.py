@@ -8,9 +8,12 @@ from verifier.rundata import jvm
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("setup", help="check Java and resolve the Kafka/Spark jars with Maven")
+    p = sub.add_parser("setup", help="check Java, resolve the Kafka/Spark jars and build the Java "
+                                      "generator with Maven")
     p.add_argument("--no-spark", action="store_true", help="skip the Spark Kafka connector")
     p.add_argument("--no-tools", action="store_true", help="skip kafka-tools (benchmarks)")
+    p.add_argument("--no-java-generator", action="store_true",
+                   help="skip building the Java generator (producers/java, --client java)")
     p.set_defaults(func=run)
 
 
@@ -25,5 +28,11 @@ def run(args: argparse.Namespace) -> int:
         was = s.present
         jvm.resolve(s)
         note = "present" if was else "resolved"
-        print(f"{s.profile:<12} {s.version:<8} {note:<9} {s.folder}")
+        print(f"{s.profile:<14} {s.version:<8} {note:<9} {s.folder}")
+    if not args.no_java_generator:
+        gen = jvm.java_generator_jars()
+        was = jvm.java_generator_built(gen)
+        jvm.build_java_generator(gen)
+        note = "present" if was else "built"
+        print(f"{gen.profile:<14} {gen.version:<8} {note:<9} {gen.folder}")
     return 0

@@ -38,6 +38,12 @@ def kafka_version() -> str:
     return os.environ.get("KAFKA_VERSION", DEFAULT_KAFKA_VERSION)
 
 
+def clients_version() -> str:
+    """The kafka-clients version the Java generator is built against: the client under
+    test, KAFKA_CLIENTS_VERSION, by default the broker's."""
+    return os.environ.get("KAFKA_CLIENTS_VERSION") or kafka_version()
+
+
 def spark_version() -> str:
     """The connector must match the installed PySpark exactly."""
     try:
@@ -76,6 +82,11 @@ def tools_jars() -> JarSet:
 
 def spark_kafka_jars() -> JarSet:
     return JarSet("spark-kafka", spark_version())
+
+
+def java_generator_jars() -> JarSet:
+    """The Java load generator (``producers/java``) and its runtime classpath."""
+    return JarSet("java-generator", clients_version())
 
 
 def java_executable() -> str:
@@ -171,3 +182,59 @@ def resolve(jarset: JarSet, *, quiet: bool = True) -> Path:
     (folder / ".complete").write_text(" ".join(cmd) + "\n")
     return folder
 
+
+
+#: the Java load generator's Maven project (plain Java on kafka-clients)
+JAVA_GENERATOR = PROJECT_ROOT / "producers" / "java"
+
+
+def _generator_sources_digest() -> str:
+    import hashlib
+
+    h = hashlib.sha256()
+    for f in sorted([JAVA_GENERATOR / "pom.xml", *(JAVA_GENERATOR / "src").rglob("*")]):
+        if f.is_file():
+            h.update(str(f.relative_to(JAVA_GENERATOR)).encode() + b"\0" + f.read_bytes())
+    return h.hexdigest()[:16]
+
+
+def java_generator_built(jarset: JarSet | None = None) -> bool:
+    """Built from the current sources (the marker names their digest)."""
+    jarset = jarset or java_generator_jars()
+    marker = jarset.folder / ".complete"
+    return marker.exists() and marker.read_text().startswith(_generator_sources_digest())
+
+
+def build_java_generator(jarset: JarSet | None = None) -> Path:
+    """Compile the Java generator against ``kafka-clients`` at the set's version and copy
+    it with its runtime dependencies into the set's folder (once per source change)."""
+    jarset = jarset or java_generator_jars()
+    if java_generator_built(jarset):
+        return jarset.folder
+    mvn = shutil.which("mvn")
+    if mvn is None:
+        raise EnvironmentProblem("Maven (`mvn`) is required once, to build the Java generator "
+                                 "against kafka-clients; install it and run `make setup` again.")
+    folder = jarset.folder
+    if folder.exists():
+        shutil.rmtree(folder)
+    build = folder / "build"
+    cmd = [
+        mvn, "-B", "-q", "-gs", str(MAVEN_SETTINGS), "-f", str(JAVA_GENERATOR / "pom.xml"),
+        f"-Dkafka.clients.version={jarset.version}", f"-Dgenerator.build.dir={build}",
+        "package",
+        "org.apache.maven.plugins:maven-dependency-plugin:3.6.1:copy-dependencies",
+        "-DincludeScope=runtime", f"-DoutputDirectory={folder}",
+    ]  # fmt: skip
+    proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    jar = build / "verifier-java-generator.jar"
+    if proc.returncode != 0 or not jar.exists():
+        tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
+        raise CommandFailed(command=cmd, returncode=proc.returncode, output_tail=tail,
+                            hint="Maven could not build the Java generator (producers/java) "
+                                 f"against kafka-clients {jarset.version}: is that version on "
+                                 "Maven Central (KAFKA_CLIENTS_VERSION)? Retry `make setup`.")
+    shutil.copy2(jar, folder / jar.name)
+    shutil.rmtree(build)
+    (folder / ".complete").write_text(_generator_sources_digest() + " " + " ".join(cmd) + "\n")
+    return folder
