@@ -22,6 +22,7 @@ import kafka.errors as KE
 from kafka import KafkaProducer
 
 from producers import config as cfg
+from producers.clients import client_version
 from producers.emitter import Emitter, Pacer
 from producers.resume import ResumeState, resume_state
 from verifier.rundata.errors import UsageError, VerifierError
@@ -137,7 +138,9 @@ class Session:
             header["input_topic"] = self.spec.input_topic
         self.writer = HistoryWriter(self.spec.history_path, header)
         self.writer.write({"type": "session", "ses": self.ses, "t": now_ms(),
-                           "config": cfg.redacted(self.spec.settings), "os_pid": os.getpid()})
+                           "config": cfg.redacted(self.spec.settings), "os_pid": os.getpid(),
+                           "client": "kafka-python",
+                           "client_version": client_version("kafka-python")})
         return self.writer
 
     def emitter(self, producer: KafkaProducer) -> Emitter:

@@ -35,6 +35,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=1, help="seeds fault times and proxy rules")
     p.add_argument("--producer-config", type=Path, default=None, metavar="FILE",
                    help="your Java-style producer properties, run as an extra column")
+    p.add_argument("--client", default="kafka-python", choices=("kafka-python", "java"),
+                   help="the producer client every column's generator runs (java: Kafka's "
+                        "Java producer at KAFKA_CLIENTS_VERSION, built by `make setup`)")
+    p.add_argument("--clients", default=None, metavar="C1,C2",
+                   help="several clients side by side, one column per mode and client "
+                        "(idempotent/java), same faults: e.g. java,kafka-python")
     p.add_argument("--bootstrap-servers", default=None,
                    help="an external cluster (default: start the embedded local cluster)")
     p.add_argument("--spark-master", default=None, help="Spark master (default local[2]); "
@@ -154,6 +160,20 @@ def _scenarios(args: argparse.Namespace):
     return profile, [scaled(load_scenario(n), profile) for n in names]
 
 
+def _clients(args: argparse.Namespace) -> tuple[str, ...]:
+    """``--clients java,kafka-python`` as a tuple (empty: ``--client`` alone)."""
+    if args.clients is None:
+        return ()
+    from producers.clients import check_client
+
+    names = tuple(dict.fromkeys(c.strip() for c in args.clients.split(",") if c.strip()))
+    if not names:
+        raise UsageError("--clients: expected a comma-separated list, e.g. java,kafka-python")
+    for name in names:
+        check_client(name)
+    return names
+
+
 def _partition_capable() -> str | None:
     """Why this run cannot do network partitions, or None if it can."""
     if os.geteuid() != 0:
@@ -268,7 +288,8 @@ def _prepare(args: argparse.Namespace):
     opts = RunOptions(out=args.out, seed=args.seed, sink=args.sink,
                       spark_master=args.spark_master, user_config=args.producer_config,
                       user_mode=user_mode, user_settings=settings, profile=profile.name,
-                      extra_env=spark_env(), selftest=args.selftest)
+                      extra_env=spark_env(), selftest=args.selftest,
+                      client=args.client, clients=_clients(args))
     problems: list[str] = []
     for scenario in scenarios:
         for problem in validate_scenario(scenario, opts, env):
@@ -278,6 +299,10 @@ def _prepare(args: argparse.Namespace):
         raise UsageError("; ".join(problems))
     _check_out(args.out)
     jvm.choose_java()
+    from producers.clients import require_built
+
+    for client in opts.clients or (args.client,):
+        require_built(client)
     if args.bootstrap_servers:
         _check_reachable(args.bootstrap_servers)
     if user_mode is not None:

@@ -41,6 +41,7 @@ def analyze(spark, run_dir: Path | str, cap: int = DEFAULT_SAMPLE, files=None) -
             }
         }
         doc = V.build(run, outcomes, counts, extras, cap=cap)
+        doc["clients"] = clients_of(run_dir)
         doc["partition_plots"] = _plots(d, doc)
     finally:
         d.release()
@@ -75,6 +76,20 @@ def mark_interrupted(doc: dict, reason: str) -> None:
             c["reasons"] = [*c.get("reasons", []), why]
     if doc.get("exit_code") != V.EXIT_ANOMALY:  # a failed connection check keeps its 1
         doc["exit_code"] = V.exit_code([c["verdict"] for c in doc["columns"]])
+
+
+def clients_of(run_dir: Path | str) -> list[str]:
+    """The generator clients of the run and their versions (``java 4.1.1``), from
+    config.json; a run recorded before clients were named ran kafka-python."""
+    try:
+        producers = read_json(RunLayout(Path(run_dir)).config, "run-config").get("producers")
+    except RunFormatError:
+        return []
+    names = set()
+    for p in (producers or {}).values():
+        client, version = p.get("client") or "kafka-python", p.get("client_version")
+        names.add(f"{client} {version}" if version else client)
+    return sorted(names)
 
 
 def connection_section(run_dir: Path | str, faults: list[dict]) -> dict:

@@ -90,8 +90,9 @@ class ScenarioRun:
         )  # fmt: skip
 
     def _generator(self, plan: ProducerPlan) -> ManagedProcess:
-        argv = [*self._python(), "-m", "producers", "--plan", str(self.layout.config),
-                "--pid", plan.pid]
+        from producers.clients import generator_argv
+
+        argv = generator_argv(plan.client, self.layout.config, plan.pid)
         return ManagedProcess(plan.process_name, argv, self.layout.log(plan.pid),
                               env=self.child_env)
 

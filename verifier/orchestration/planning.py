@@ -27,18 +27,34 @@ class RunOptions:
     user_settings: dict = field(default_factory=dict)
     profile: str = "custom"
     extra_env: dict = field(default_factory=dict)
+    #: the generator client of every column (producers.clients.CLIENTS)
+    client: str = "kafka-python"
+    #: several clients side by side: one column per mode and client (``idempotent/java``)
+    clients: tuple[str, ...] = ()
     #: run `verifier selftest` on each scenario's run folder after its verdict
     selftest: bool = False
 
 
 def plan_producers(scenario: Scenario, run_id: str, opts: RunOptions) -> list[ProducerPlan]:
-    plans = [ProducerPlan(f"{m}-0", m, m, f"{run_id}.{m}", dict(scenario.clients))
-             for m in scenario.workload.modes]
+    from producers.clients import client_version
+
+    clients = opts.clients or (opts.client,)
+    plans = []
+    for c in clients:
+        version = {"client": c, "client_version": client_version(c)}
+        for m in scenario.workload.modes:
+            if len(clients) > 1:  # side by side: the column names the client
+                plans.append(ProducerPlan(f"{m}-{c}-0", f"{m}/{c}", m, f"{run_id}.{m}.{c}",
+                                          dict(scenario.clients), **version))
+            else:
+                plans.append(ProducerPlan(f"{m}-0", m, m, f"{run_id}.{m}",
+                                          dict(scenario.clients), **version))
+    client = {"client": clients[0], "client_version": client_version(clients[0])}
     if opts.user_config is not None:
         label = f"user:{opts.user_config.name}"
         plans.append(ProducerPlan("user-0", label, opts.user_mode or "at-least-once",
                                   f"{run_id}.user", dict(opts.user_settings),
-                                  str(opts.user_config)))
+                                  str(opts.user_config), **client))
     return plans
 
 
@@ -48,8 +64,8 @@ def _substitute(value, plans: list[ProducerPlan], run_id: str):
         return {k: _substitute(v, plans, run_id) for k, v in value.items()}
     if isinstance(value, str) and value.startswith("@"):
         mode = value[1:]
-        for p in plans:
-            if p.mode == mode:
+        for p in plans:  # with several clients: the first client's column of that mode
+            if mode in (p.mode, p.expect):
                 return p.topic
         raise VerifierError(f"fault target {value!r}: no producer of mode {mode!r} in this run")
     return value
@@ -67,13 +83,25 @@ def _resolve_faults(scenario: Scenario, plans, run_id: str, env, processes) -> t
         target = entry.get("target", {})
         if "coordinator" in target:  # the transactional id is "<run id>.<pid>"
             tid = target["coordinator"]["transactional_id"]
-            plan = next((p for p in plans if "@" + p.mode == tid), None)
+            plan = next((p for p in plans if tid in ("@" + p.mode, "@" + p.expect)), None)
             if plan is not None:
                 target = {"coordinator": {"transactional_id": f"{run_id}.{plan.pid}"}}
         entry["target"] = _substitute(target, plans, run_id)
-        specs.append(parse_spec(entry, f"{scenario.source} fault {i}", node_ids,
-                                set(processes)))
+        for one in _per_client(entry, set(processes)):
+            specs.append(parse_spec(one, f"{scenario.source} fault {i}", node_ids,
+                                    set(processes)))
     return specs, skipped
+
+
+def _per_client(entry: dict, processes: set[str]) -> list[dict]:
+    """A process fault naming a mode's generator (``producer:transactional``) hits that
+    mode's generator of every client when several run side by side
+    (``producer:transactional/java``, ``producer:transactional/kafka-python``)."""
+    name = (entry.get("target") or {}).get("process")
+    if not isinstance(name, str) or name in processes:
+        return [entry]
+    matches = sorted(p for p in processes if p.startswith(name + "/"))
+    return [{**entry, "target": {**entry["target"], "process": m}} for m in matches] or [entry]
 
 
 class _Checked:
@@ -92,7 +120,7 @@ def validate_scenario(scenario: Scenario, opts: RunOptions, env) -> list[str]:
     """Every check a run would make of its input, before anything starts: the fault
     specs against this environment, the schedule against the load's length, and each
     producer configuration built client-side. Returns the problems (empty if none)."""
-    from producers.config import check_buildable
+    from producers.config import check_buildable, resolve
 
     run_id = f"{scenario.name}-check-s{opts.seed}"
     plans = plan_producers(scenario, run_id, opts)
@@ -106,6 +134,9 @@ def validate_scenario(scenario: Scenario, opts: RunOptions, env) -> list[str]:
     for p in plans:
         overrides = {**env.client_config, **p.overrides}
         try:
+            if p.client != "kafka-python":  # the mode conflicts; the client checks its own
+                resolve(p.expect, overrides, transactional_id=f"{run_id}.{p.pid}")
+                continue
             check_buildable(p.expect, overrides, transactional_id=f"{run_id}.{p.pid}")
         except VerifierError as exc:
             label = "your producer config" if p.config_file else f"mode {p.mode}"

@@ -96,6 +96,9 @@ class PlannedProducer:
     #: redacted when read from a plan; empty for a preset
     overrides: Mapping[str, Any] = field(default_factory=dict)
     config_file: str | None = None  # where the overrides came from (for the reader)
+    #: the generator's client library (``kafka-python``, ``java``) and its version
+    client: str = "kafka-python"
+    client_version: str | None = None
 
     @property
     def process_name(self) -> str:
@@ -103,7 +106,9 @@ class PlannedProducer:
 
     def to_json(self) -> dict:
         doc = {"mode": self.mode, "expect": self.expect, "topic": self.topic,
-               "process": self.process_name}
+               "process": self.process_name, "client": self.client}
+        if self.client_version is not None:
+            doc["client_version"] = self.client_version
         if self.overrides:
             doc["overrides"] = redacted(self.overrides)
         if self.config_file is not None:
@@ -191,7 +196,9 @@ def read_plan(path: Path) -> RunPlan:
             pid: PlannedProducer(pid=pid, mode=str(p["mode"]), expect=str(p.get("expect",
                                  p["mode"])), topic=str(p["topic"]),
                                  overrides=dict(p.get("overrides") or {}),
-                                 config_file=p.get("config_file"))
+                                 config_file=p.get("config_file"),
+                                 client=str(p.get("client") or "kafka-python"),
+                                 client_version=p.get("client_version"))
             for pid, p in doc["producers"].items()
         }
         return RunPlan(

@@ -45,7 +45,8 @@ def test_written_plan_is_redacted_and_reads_back(tmp_path):
     assert doc["producers"]["user-0"]["overrides"]["ssl_password"] == "***"
     assert doc["producers"]["idempotent-0"] == {"mode": "idempotent", "expect": "idempotent",
                                                 "topic": "r.idem",
-                                                "process": "producer:idempotent"}
+                                                "process": "producer:idempotent",
+                                                "client": "kafka-python"}
     back = read_plan(path)
     assert back.topics == ["r.idem", "r.user"] and back.workload["rate"] == 50.0
     assert back.extra == {"notes": ["n"]} and back.spark_master == "local[2]"

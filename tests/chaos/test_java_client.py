@@ -1,0 +1,60 @@
+"""The chaos tier on the Java client: the quick profile (baseline, ack-loss, producer-kill)
+with every column's generator on Kafka's Java producer (`verifier chaos --client java`).
+
+Not part of `make test`; ports and folder from VERIFIER_CHAOS_BASE_PORT and
+VERIFIER_CHAOS_STATE_DIR (defaults: 29900, .state/chaos-java).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import orjson
+import pytest
+
+from verifier.rundata import jvm
+from verifier.rundata.history import read_history
+
+pytestmark = pytest.mark.chaos
+
+ROOT = Path(__file__).resolve().parents[2]
+BASE_PORT = os.environ.get("VERIFIER_CHAOS_BASE_PORT", "29900")
+STATE_DIR = os.environ.get("VERIFIER_CHAOS_STATE_DIR", str(ROOT / ".state" / "chaos-java"))
+
+
+def test_quick_profile_on_the_java_client_keeps_every_promise(tmp_path):
+    if not jvm.java_generator_built():
+        pytest.skip("the Java generator is not built: run `make setup`")
+    verifier = Path(sys.executable).with_name("verifier")
+    proc = subprocess.run([str(verifier), "chaos", "--client", "java", "--profile", "quick",
+                           "--seed", "1", "--out", str(tmp_path), "--base-port", BASE_PORT,
+                           "--state-dir", STATE_DIR],
+                          cwd=ROOT, capture_output=True, text=True, timeout=1800)
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
+    assert f"client java {jvm.clients_version()}" in proc.stdout
+    matrix = orjson.loads((tmp_path / "verdict.json").read_bytes())
+    cells = [v for row in matrix["grid"]["grid"].values() for v in row.values()]
+    assert cells and set(cells) == {"PASS"}, matrix["grid"]
+    assert {d["scenario"] for d in matrix["runs"]} == {"baseline", "ack-loss", "producer-kill"}
+    for doc in matrix["runs"]:
+        run = Path(doc["run_dir"])
+        assert doc["clients"] == [f"java {jvm.clients_version()}"]
+        config = orjson.loads((run / "config.json").read_bytes())
+        assert {p["client"] for p in config["producers"].values()} == {"java"}
+        for line in doc["fault_summary"]:
+            assert ": fired" in line, line
+        for pid in config["producers"]:
+            h = read_history(run / "histories" / f"{pid}.jsonl")
+            sessions = [e for e in h.events if e["type"] == "session"]
+            assert sessions and {s["client"] for s in sessions} == {"java"}
+        if doc["scenario"] == "producer-kill":
+            h = read_history(run / "histories" / "transactional-0.jsonl")
+            assert h.sessions[:2] == [1, 2], "killed and restarted"
+            ids = [(e["ses"], e["producer_id"], e["epoch"]) for e in h.events
+                   if e["type"] == "producer-id"]
+            last_1 = [i for i in ids if i[0] == 1][-1]
+            first_2 = next(i for i in ids if i[0] == 2)
+            assert first_2[1] == last_1[1] and first_2[2] > last_1[2], ids

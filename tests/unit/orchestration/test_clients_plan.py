@@ -1,0 +1,64 @@
+"""The client dimension in a run's plan: --client names every column's generator,
+--clients puts the same modes of several clients side by side under the same faults."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from producers.clients import client_version, generator_argv
+from verifier.orchestration.planning import RunOptions, _resolve_faults, plan_producers
+from verifier.orchestration.scenario import load_scenario, parse_scenario
+from verifier.rundata import jvm
+from verifier.rundata.errors import UsageError
+from verifier.rundata.plan import RunPlan, read_plan
+
+ENV = SimpleNamespace(skipped_kinds=lambda: set())
+
+
+def test_one_client_keeps_the_columns_and_names_the_client(tmp_path):
+    s = parse_scenario("[workload]\nmodes = ['idempotent', 'transactional']", "x")
+    plans = plan_producers(s, "r1", RunOptions(out=Path("o"), client="java"))
+    assert [(p.pid, p.mode, p.topic, p.client) for p in plans] == [
+        ("idempotent-0", "idempotent", "r1.idempotent", "java"),
+        ("transactional-0", "transactional", "r1.transactional", "java"),
+    ]
+    assert plans[0].client_version == jvm.clients_version()
+    plan = RunPlan(run="r1", scenario="x", seed=1, sink="exactly-once",
+                   bootstrap_servers="127.0.0.1:1", producers={p.pid: p for p in plans})
+    back = read_plan(plan.write(tmp_path / "config.json"))
+    assert back.producer("idempotent-0").client == "java"
+    assert back.producer("idempotent-0").client_version == jvm.clients_version()
+
+
+def test_several_clients_side_by_side_share_the_faults():
+    s = load_scenario("producer-kill")
+    opts = RunOptions(out=Path("o"), clients=("java", "kafka-python"))
+    plans = plan_producers(s, "r1", opts)
+    cols = {p.mode: (p.pid, p.expect, p.topic, p.client) for p in plans}
+    assert cols["idempotent/java"] == ("idempotent-java-0", "idempotent",
+                                       "r1.idempotent.java", "java")
+    assert cols["transactional/kafka-python"] == (
+        "transactional-kafka-python-0", "transactional", "r1.transactional.kafka-python",
+        "kafka-python")
+    assert len(plans) == 2 * len(s.workload.modes)
+    processes = {p.process_name for p in plans} | {"observer"}
+    specs, skipped = _resolve_faults(s, plans, "r1", ENV, processes)
+    killed = sorted(sp.target["process"] for sp in specs)
+    # every producer-kill of the scenario hits that mode's generator of both clients
+    assert killed == sorted(f"producer:{m}/{c}" for m in s.workload.modes
+                            for c in ("java", "kafka-python")), killed
+    assert not skipped
+
+
+def test_generator_commands():
+    java = generator_argv("java", Path("R/config.json"), "idempotent-0")
+    assert java[0] == jvm.java_executable() and "verifier.generator.Main" in java
+    assert java[-4:] == ["--plan", "R/config.json", "--pid", "idempotent-0"]
+    assert generator_argv("kafka-python", Path("R/config.json"), "p")[-6:] == [
+        "-m", "producers", "--plan", "R/config.json", "--pid", "p"]
+    assert client_version("kafka-python")
+    with pytest.raises(UsageError, match="unknown client"):
+        generator_argv("librdkafka-ish", Path("x"), "p")
