@@ -9,7 +9,9 @@ to ok / fail / info in one table:
 - ``java``: Kafka's own Java producer, a plain Java program in ``producers/java`` built at
   ``make setup`` against ``kafka-clients`` at ``KAFKA_CLIENTS_VERSION`` (default: the
   broker's version); table in ``producers/java/.../Outcomes.java`` and
-  docs/java-generator.md.
+  docs/java-generator.md;
+- ``librdkafka``: confluent-kafka (its wheel bundles librdkafka), ``python -m
+  producers.rdkafka``; table in :mod:`producers.rdkafka`.
 
 Both take ``--plan RUN/config.json --pid P`` and read the run from the plan.
 """
@@ -24,7 +26,7 @@ from pathlib import Path
 from verifier.rundata import jvm
 from verifier.rundata.errors import EnvironmentProblem, UsageError
 
-CLIENTS = ("kafka-python", "java")
+CLIENTS = ("kafka-python", "java", "librdkafka")
 DEFAULT_CLIENT = "kafka-python"
 
 #: JVM flags of the Java generator: small heap, one GC thread, quick start (C1 only: the
@@ -47,6 +49,12 @@ def client_version(client: str) -> str:
     """The version of the client library a generator of ``client`` runs."""
     if check_client(client) == "java":
         return jvm.clients_version()
+    if client == "librdkafka":
+        try:
+            import confluent_kafka
+        except ImportError:
+            return "unknown"
+        return confluent_kafka.libversion()[0]
     try:
         return metadata.version("kafka-python")
     except metadata.PackageNotFoundError:
@@ -55,7 +63,13 @@ def client_version(client: str) -> str:
 
 def require_built(client: str) -> None:
     """An :class:`EnvironmentProblem` when the client's generator cannot start here."""
-    if check_client(client) == "java" and not jvm.java_generator_built():
+    if check_client(client) == "librdkafka":
+        try:
+            import confluent_kafka  # noqa: F401
+        except ImportError:
+            raise EnvironmentProblem("confluent-kafka (librdkafka) is not installed: run "
+                                     "`make setup`") from None
+    if client == "java" and not jvm.java_generator_built():
         gen = jvm.java_generator_jars()
         raise EnvironmentProblem(
             f"the Java generator is not built for kafka-clients {gen.version} "
@@ -68,4 +82,5 @@ def generator_argv(client: str, plan: Path, pid: str) -> list[str]:
         return [jvm.java_executable(), *JAVA_OPTS, "-cp",
                 jvm.java_generator_jars().classpath(), JAVA_MAIN, "--plan", str(plan),
                 "--pid", pid]
-    return [sys.executable, "-u", "-m", "producers", "--plan", str(plan), "--pid", pid]
+    module = "producers.rdkafka" if client == "librdkafka" else "producers"
+    return [sys.executable, "-u", "-m", module, "--plan", str(plan), "--pid", pid]

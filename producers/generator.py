@@ -90,6 +90,9 @@ class Session:
         self.started = time.monotonic()
         self.new_records = 0
         self.writer: HistoryWriter | None = None
+        #: what the session line names: the client, its version, its effective config
+        self.client = "kafka-python"
+        self.session_config: dict | None = None  # None: the settings, redacted
 
     # --- budget -------------------------------------------------------------------------
     def remaining(self) -> int | None:
@@ -138,9 +141,9 @@ class Session:
             header["input_topic"] = self.spec.input_topic
         self.writer = HistoryWriter(self.spec.history_path, header)
         self.writer.write({"type": "session", "ses": self.ses, "t": now_ms(),
-                           "config": cfg.redacted(self.spec.settings), "os_pid": os.getpid(),
-                           "client": "kafka-python",
-                           "client_version": client_version("kafka-python")})
+                           "config": self.session_config or cfg.redacted(self.spec.settings),
+                           "os_pid": os.getpid(), "client": self.client,
+                           "client_version": client_version(self.client)})
         return self.writer
 
     def emitter(self, producer: KafkaProducer) -> Emitter:

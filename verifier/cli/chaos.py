@@ -35,7 +35,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--seed", type=int, default=1, help="seeds fault times and proxy rules")
     p.add_argument("--producer-config", type=Path, default=None, metavar="FILE",
                    help="your Java-style producer properties, run as an extra column")
-    p.add_argument("--client", default="kafka-python", choices=("kafka-python", "java"),
+    p.add_argument("--client", default="kafka-python",
+                   choices=("kafka-python", "java", "librdkafka"),
                    help="the producer client every column's generator runs (java: Kafka's "
                         "Java producer at KAFKA_CLIENTS_VERSION, built by `make setup`)")
     p.add_argument("--clients", default=None, metavar="C1,C2",

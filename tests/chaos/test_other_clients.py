@@ -1,8 +1,9 @@
-"""The chaos tier on the Java client: the quick profile (baseline, ack-loss, producer-kill)
-with every column's generator on Kafka's Java producer (`verifier chaos --client java`).
+"""The chaos tier on the other clients: the quick profile (baseline, ack-loss,
+producer-kill) with every column's generator on Kafka's Java producer
+(`verifier chaos --client java`) or on librdkafka (`--client librdkafka`).
 
 Not part of `make test`; ports and folder from VERIFIER_CHAOS_BASE_PORT and
-VERIFIER_CHAOS_STATE_DIR (defaults: 29900, .state/chaos-java).
+VERIFIER_CHAOS_STATE_DIR (defaults: 29900, .state/chaos-clients).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from producers.clients import client_version
 from verifier.rundata import jvm
 from verifier.rundata.history import read_history
 
@@ -22,35 +24,38 @@ pytestmark = pytest.mark.chaos
 
 ROOT = Path(__file__).resolve().parents[2]
 BASE_PORT = os.environ.get("VERIFIER_CHAOS_BASE_PORT", "29900")
-STATE_DIR = os.environ.get("VERIFIER_CHAOS_STATE_DIR", str(ROOT / ".state" / "chaos-java"))
+STATE_DIR = os.environ.get("VERIFIER_CHAOS_STATE_DIR", str(ROOT / ".state" / "chaos-clients"))
 
 
-def test_quick_profile_on_the_java_client_keeps_every_promise(tmp_path):
-    if not jvm.java_generator_built():
+@pytest.mark.parametrize("client", ["java", "librdkafka"])
+def test_quick_profile_on_another_client_keeps_every_promise(tmp_path, client):
+    if client == "java" and not jvm.java_generator_built():
         pytest.skip("the Java generator is not built: run `make setup`")
+    if client == "librdkafka":
+        pytest.importorskip("confluent_kafka")
     verifier = Path(sys.executable).with_name("verifier")
-    proc = subprocess.run([str(verifier), "chaos", "--client", "java", "--profile", "quick",
+    proc = subprocess.run([str(verifier), "chaos", "--client", client, "--profile", "quick",
                            "--seed", "1", "--out", str(tmp_path), "--base-port", BASE_PORT,
                            "--state-dir", STATE_DIR],
                           cwd=ROOT, capture_output=True, text=True, timeout=1800)
     assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
-    assert f"client java {jvm.clients_version()}" in proc.stdout
+    assert f"client {client} {client_version(client)}" in proc.stdout
     matrix = orjson.loads((tmp_path / "verdict.json").read_bytes())
     cells = [v for row in matrix["grid"]["grid"].values() for v in row.values()]
     assert cells and set(cells) == {"PASS"}, matrix["grid"]
     assert {d["scenario"] for d in matrix["runs"]} == {"baseline", "ack-loss", "producer-kill"}
     for doc in matrix["runs"]:
         run = Path(doc["run_dir"])
-        assert doc["clients"] == [f"java {jvm.clients_version()}"]
+        assert doc["clients"] == [f"{client} {client_version(client)}"]
         config = orjson.loads((run / "config.json").read_bytes())
-        assert {p["client"] for p in config["producers"].values()} == {"java"}
+        assert {p["client"] for p in config["producers"].values()} == {client}
         for line in doc["fault_summary"]:
             assert ": fired" in line, line
         for pid in config["producers"]:
             h = read_history(run / "histories" / f"{pid}.jsonl")
             sessions = [e for e in h.events if e["type"] == "session"]
-            assert sessions and {s["client"] for s in sessions} == {"java"}
-        if doc["scenario"] == "producer-kill":
+            assert sessions and {s["client"] for s in sessions} == {client}
+        if doc["scenario"] == "producer-kill" and client == "java":  # librdkafka: no ids
             h = read_history(run / "histories" / "transactional-0.jsonl")
             assert h.sessions[:2] == [1, 2], "killed and restarted"
             ids = [(e["ses"], e["producer_id"], e["epoch"]) for e in h.events
