@@ -23,7 +23,7 @@ from verifier.harness.cluster.processes import (
     signal_process,
 )
 from verifier.harness.kafka_wire import metadata_brokers
-from verifier.harness.procs import STOPPING, spawn
+from verifier.harness.procs import spawn
 from verifier.rundata import jvm
 from verifier.rundata.errors import ClusterError, VerifierError
 from verifier.rundata.waiting import GiveUp, wait_until
@@ -281,11 +281,15 @@ class LocalCluster:
         return "\n".join(text.splitlines()[-lines:])
 
     def down(self, *, remove_data: bool = True) -> None:
-        """Stop every node (SIGTERM, then SIGKILL) and, by default, delete the folder."""
+        """Stop every node (SIGTERM, then SIGKILL) and, by default, delete the folder.
+
+        A tool's own cluster whose data goes with it (a chaos run's) is killed instead: a
+        controlled shutdown buys nothing there, and once two of three nodes are down the
+        last ones wait out their timeout for a quorum that is gone (~25 s per matrix)."""
         for n in self.spec.node_ids:
             if self.node_state(n) in ("running", "paused"):
-                if STOPPING.is_set() and self.owned and remove_data:
-                    self.kill_node(n)  # the tool is being stopped; the data goes anyway
+                if self.owned and remove_data:
+                    self.kill_node(n)  # the data goes anyway
                 else:
                     self.stop_node(n, timeout=15)
             self.pids[n] = None
