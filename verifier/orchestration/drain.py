@@ -96,16 +96,18 @@ def drain(bootstrap_servers: str, topics: list[str], run_dir: Path, timeout: flo
         ]
         return not result.behind, result.behind
 
+    # (name, probe, condition, longest pause between probes): "observed" reads local
+    # progress files, cheap enough to look twice a second (the pause is the drain's slack)
     steps = (
         ("stable", stable, "read_committed end offset == read_uncommitted end offset "
-                           "for every partition"),
+                           "for every partition", 2.0),
         ("observed", observed, "every observer query's position >= the end offset "
-                               "of every partition"),
+                               "of every partition", 0.5),
     )
-    for phase, probe, expected in steps:
+    for phase, probe, expected, pause in steps:
         try:
             wait_until(probe, timeout=remaining(), what=f"the drain ({phase})",
-                       expected=expected, describe=_describe)
+                       expected=expected, describe=_describe, max_interval=pause)
         except WaitTimeout as exc:
             result.elapsed_s = time.monotonic() - started
             raise DrainIncomplete(what=exc.what, expected=exc.expected, observed=exc.observed,
