@@ -9,6 +9,8 @@ import shutil
 import signal
 import subprocess
 import sys
+import threading
+from concurrent.futures import Future
 from pathlib import Path
 
 from verifier.orchestration.scenario import SINKS, load_profiles, load_scenario, scaled
@@ -327,13 +329,24 @@ def _run(args: argparse.Namespace, profile, scenarios, env, opts) -> int:
 
     print(f"profile {profile.name}: {', '.join(s.name for s in scenarios)} "
           f"(seed {args.seed}, output {args.out})", flush=True)
-    # the JVM's start-up lines and log4j output go to OUT/logs/, not the terminal
-    spark = spark_session(app_name="verifier-chaos", master=args.spark_master,
-                          log_file=RunLayout(args.out).spark_log)
+    # The verification's Spark starts while the cluster and the first observer do (its
+    # first use is the first run's verify); the JVM's start-up lines and log4j output go to
+    # OUT/logs/, not the terminal. A daemon thread: a signal meanwhile never waits for it.
+    spark: Future = Future()
+
+    def start_spark() -> None:
+        try:
+            spark.set_result(spark_session(app_name="verifier-chaos", master=args.spark_master,
+                                           log_file=RunLayout(args.out).spark_log))
+        except BaseException as exc:  # noqa: BLE001 - raised where the session is used
+            spark.set_exception(exc)
+
+    threading.Thread(target=start_spark, name="verifier-spark", daemon=True).start()
     from verifier.harness.procs import STOPPING
 
     try:
         return run_matrix(env, scenarios, opts, spark)
     finally:
-        if not STOPPING.is_set():  # when stopped by a signal its JVM dies with the tool
-            spark.stop()
+        # when stopped by a signal its JVM dies with the tool
+        if not STOPPING.is_set() and spark.done() and spark.exception() is None:
+            spark.result().stop()
