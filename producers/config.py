@@ -231,6 +231,19 @@ def build_producer(settings: Mapping[str, Any], bootstrap_servers: str,
     return producer
 
 
+def codec_problem(codec: str | None) -> str | None:
+    """Why kafka-python cannot compress with ``codec`` here (its codec package is not
+    installed), or None. kafka-python would raise a bare RuntimeError in every send."""
+    import kafka.codec as codecs
+
+    have = {"gzip": codecs.has_gzip, "snappy": codecs.has_snappy, "lz4": codecs.has_lz4,
+            "zstd": codecs.has_zstd}
+    if codec is None or codec not in have or have[codec]():
+        return None
+    return (f"compression.type={codec}: kafka-python cannot compress with {codec} here (its "
+            f"package is missing): run `make setup`, or pip install 'kafka-python[{codec}]'")
+
+
 def check_buildable(mode: str, overrides: Mapping[str, Any] | None = None, *,
                     transactional_id: str | None = None) -> Mapping[str, Any]:
     """The client-side part of :func:`build_producer`, with no cluster and in well under
@@ -238,6 +251,9 @@ def check_buildable(mode: str, overrides: Mapping[str, Any] | None = None, *,
     effective-settings comparison. :class:`UsageError` for what a generator would refuse
     once started."""
     settings = resolve(mode, overrides, transactional_id=transactional_id)
+    problem = codec_problem(settings.get("compression_type"))
+    if problem:
+        raise UsageError(problem)
     with quiet_kafka_logs():
         try:  # a known api_version: no bootstrap probe, nothing is connected
             producer = KafkaProducer(bootstrap_servers=["127.0.0.1:1"], api_version=(2, 8),

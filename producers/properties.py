@@ -1,15 +1,21 @@
 """Java-style producer properties (a file or ``--set key=value``) mapped onto the
 generator's settings (kafka-python keyword arguments plus generator-side knobs).
 
-Unknown keys are an error naming them: a user verifying their own configuration must not
-have a setting silently ignored. Secret values never leave this module unredacted in any
-message.
+Unknown keys are an error naming them, with the nearest known key: a user verifying their
+own configuration must not have a setting silently ignored. A real Java application's
+file still runs: on ``--client java`` every kafka-clients producer key runs verbatim
+(:func:`read_user_config`); on the Python clients the Java keys that do not change what is
+delivered (``bootstrap.servers``, the serializers, metrics, socket buffers, ...) are
+accepted and named in the run's notes. Secret values never leave this module unredacted in
+any message.
 """
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -106,6 +112,74 @@ PROPERTY_MAP: dict[str, tuple[str | None, Callable[[str], Any]]] = {
     "ssl.endpoint.identification.algorithm": ("ssl_check_hostname", _endpoint_identification),
 }
 
+#: kafka-clients' producer settings (``ProducerConfig.configNames()``, kafka-clients 4.1.1):
+#: on ``--client java`` each runs verbatim; a key close to one of these is a typo
+JAVA_PRODUCER_KEYS = frozenset("""
+acks batch.size bootstrap.servers buffer.memory client.dns.lookup client.id
+compression.gzip.level compression.lz4.level compression.type compression.zstd.level
+connections.max.idle.ms delivery.timeout.ms enable.idempotence enable.metrics.push
+interceptor.classes key.serializer linger.ms max.block.ms
+max.in.flight.requests.per.connection max.request.size metadata.max.age.ms
+metadata.max.idle.ms metadata.recovery.rebootstrap.trigger.ms metadata.recovery.strategy
+metric.reporters metrics.num.samples metrics.recording.level metrics.sample.window.ms
+partitioner.adaptive.partitioning.enable partitioner.availability.timeout.ms
+partitioner.class partitioner.ignore.keys receive.buffer.bytes reconnect.backoff.max.ms
+reconnect.backoff.ms request.timeout.ms retries retry.backoff.max.ms retry.backoff.ms
+sasl.client.callback.handler.class sasl.jaas.config sasl.kerberos.kinit.cmd
+sasl.kerberos.min.time.before.relogin sasl.kerberos.service.name
+sasl.kerberos.ticket.renew.jitter sasl.kerberos.ticket.renew.window.factor
+sasl.login.callback.handler.class sasl.login.class sasl.login.connect.timeout.ms
+sasl.login.read.timeout.ms sasl.login.refresh.buffer.seconds
+sasl.login.refresh.min.period.seconds sasl.login.refresh.window.factor
+sasl.login.refresh.window.jitter sasl.login.retry.backoff.max.ms sasl.login.retry.backoff.ms
+sasl.mechanism sasl.oauthbearer.assertion.algorithm sasl.oauthbearer.assertion.claim.aud
+sasl.oauthbearer.assertion.claim.exp.seconds sasl.oauthbearer.assertion.claim.iss
+sasl.oauthbearer.assertion.claim.jti.include sasl.oauthbearer.assertion.claim.nbf.seconds
+sasl.oauthbearer.assertion.claim.sub sasl.oauthbearer.assertion.file
+sasl.oauthbearer.assertion.private.key.file
+sasl.oauthbearer.assertion.private.key.passphrase sasl.oauthbearer.assertion.template.file
+sasl.oauthbearer.client.credentials.client.id
+sasl.oauthbearer.client.credentials.client.secret sasl.oauthbearer.clock.skew.seconds
+sasl.oauthbearer.expected.audience sasl.oauthbearer.expected.issuer
+sasl.oauthbearer.header.urlencode sasl.oauthbearer.jwks.endpoint.refresh.ms
+sasl.oauthbearer.jwks.endpoint.retry.backoff.max.ms
+sasl.oauthbearer.jwks.endpoint.retry.backoff.ms sasl.oauthbearer.jwks.endpoint.url
+sasl.oauthbearer.jwt.retriever.class sasl.oauthbearer.jwt.validator.class
+sasl.oauthbearer.scope sasl.oauthbearer.scope.claim.name sasl.oauthbearer.sub.claim.name
+sasl.oauthbearer.token.endpoint.url security.protocol security.providers send.buffer.bytes
+socket.connection.setup.timeout.max.ms socket.connection.setup.timeout.ms
+ssl.cipher.suites ssl.enabled.protocols ssl.endpoint.identification.algorithm
+ssl.engine.factory.class ssl.key.password ssl.keymanager.algorithm
+ssl.keystore.certificate.chain ssl.keystore.key ssl.keystore.location
+ssl.keystore.password ssl.keystore.type ssl.protocol ssl.provider
+ssl.secure.random.implementation ssl.trustmanager.algorithm ssl.truststore.certificates
+ssl.truststore.location ssl.truststore.password ssl.truststore.type transaction.timeout.ms
+transaction.two.phase.commit.enable transactional.id value.serializer
+""".split())
+
+#: what the run puts in place of the user's value, on every client
+REPLACED = {
+    "bootstrap.servers": "replaced by the cluster's",
+    "key.serializer": "replaced by the generator's (ByteArraySerializer: it writes bytes)",
+    "value.serializer": "replaced by the generator's (ByteArraySerializer: it writes bytes)",
+}
+
+#: Java producer keys the Python clients accept without applying them: they do not change
+#: what is delivered, or what the verdict judges
+NO_DELIVERY_EFFECT = frozenset({
+    "client.dns.lookup", "connections.max.idle.ms", "enable.metrics.push",
+    "metadata.max.age.ms", "metadata.max.idle.ms", "metadata.recovery.rebootstrap.trigger.ms",
+    "metadata.recovery.strategy", "metric.reporters", "metrics.num.samples",
+    "metrics.recording.level", "metrics.sample.window.ms", "receive.buffer.bytes",
+    "send.buffer.bytes", "reconnect.backoff.ms", "reconnect.backoff.max.ms",
+    "retry.backoff.max.ms", "socket.connection.setup.timeout.ms",
+    "socket.connection.setup.timeout.max.ms", "compression.gzip.level",
+    "compression.lz4.level", "compression.zstd.level", "auto.include.jmx.reporter",
+    # the generator chooses each record's partition itself (its value names it)
+    "partitioner.class", "partitioner.ignore.keys", "partitioner.adaptive.partitioning.enable",
+    "partitioner.availability.timeout.ms",
+})
+
 _KWARG_TO_JAVA = {name: key for key, (name, _) in reversed(list(PROPERTY_MAP.items())) if name}
 _JAAS = re.compile(r'(\w+)\s*=\s*"((?:[^"\\]|\\.)*)"')
 
@@ -141,17 +215,46 @@ def parse_properties_text(text: str, source: str) -> list[tuple[str, str]]:
     return pairs
 
 
-def map_properties(pairs: Iterable[tuple[str, str]], source: str) -> dict[str, Any]:
-    """Settings from Java properties; unknown keys and bad values are a
-    :class:`UsageError` naming every offending key (never a secret value)."""
+def _nearest(key: str, known: Iterable[str]) -> str | None:
+    found = difflib.get_close_matches(key, sorted(known), n=1, cutoff=0.75)
+    return found[0] if found else None
+
+
+def _unknown(keys: Iterable[str], known: Iterable[str], source: str) -> UsageError:
+    """One message naming every unknown key, each with the nearest known key."""
+    known = set(known)
+    keys = sorted(set(keys))
+    hints = [f"{k}: did you mean {near}?" for k in keys
+             if (near := _nearest(k, known)) is not None]
+    hint = f" ({'; '.join(hints)})" if hints else f" (known: {', '.join(sorted(known))})"
+    return UsageError(f"{source}: unknown producer properties: {', '.join(keys)}{hint}")
+
+
+def map_properties(pairs: Iterable[tuple[str, str]], source: str,
+                   notes: list[str] | None = None, client: str = "kafka-python"
+                   ) -> dict[str, Any]:
+    """Settings from Java properties for a Python client; unknown keys and bad values are
+    a :class:`UsageError` naming every offending key (never a secret value). Java keys
+    that do not change delivery are dropped, each with a line in ``notes``."""
     pairs = list(pairs)
-    unknown = sorted({k for k, _ in pairs if k not in PROPERTY_MAP})
+    java_only = sorted({k for k, _ in pairs if k not in PROPERTY_MAP and k not in REPLACED
+                        and k not in NO_DELIVERY_EFFECT and k in JAVA_PRODUCER_KEYS})
+    unknown = {k for k, _ in pairs if k not in PROPERTY_MAP and k not in REPLACED
+               and k not in NO_DELIVERY_EFFECT and k not in JAVA_PRODUCER_KEYS}
     if unknown:
-        raise UsageError(f"{source}: unknown producer properties: {', '.join(unknown)} "
-                         f"(known: {', '.join(sorted(PROPERTY_MAP))})")
+        raise _unknown(unknown, set(PROPERTY_MAP) | JAVA_PRODUCER_KEYS, source)
+    if java_only:
+        raise UsageError(f"{source}: {', '.join(java_only)}: Java producer settings "
+                         f"{client} has no equivalent for (they run on --client java)")
     out: dict[str, Any] = {}
     bad = []
     for key, value in pairs:
+        if key in REPLACED or key in NO_DELIVERY_EFFECT:
+            if notes is not None:
+                why = REPLACED.get(key) or (f"not applied: {client} has no equivalent and it "
+                                            "does not change what is delivered")
+                notes.append(f"{key}: {why}")
+            continue
         name, parse = PROPERTY_MAP[key]
         try:
             parsed = parse(value)
@@ -178,15 +281,20 @@ def _jaas(config: str, source: str) -> dict[str, str]:
     return {"sasl_plain_username": fields["username"], "sasl_plain_password": fields["password"]}
 
 
-def load_properties(path: Path | None, sets: Iterable[str] = ()) -> dict[str, Any]:
+def _read(path: Path) -> list[tuple[str, str]]:
+    try:
+        text = Path(path).read_text()
+    except OSError as exc:
+        raise UsageError(f"cannot read producer config {path}: {exc}") from exc
+    return parse_properties_text(text, str(path))
+
+
+def load_properties(path: Path | None, sets: Iterable[str] = (),
+                    notes: list[str] | None = None) -> dict[str, Any]:
     """Settings from a properties file, then ``--set key=value`` items on top."""
     out: dict[str, Any] = {}
     if path is not None:
-        try:
-            text = Path(path).read_text()
-        except OSError as exc:
-            raise UsageError(f"cannot read producer config {path}: {exc}") from exc
-        out.update(map_properties(parse_properties_text(text, str(path)), str(path)))
+        out.update(map_properties(_read(path), str(path), notes))
     pairs = []
     for item in sets:
         key, sep, value = item.partition("=")
@@ -195,3 +303,78 @@ def load_properties(path: Path | None, sets: Iterable[str] = ()) -> dict[str, An
         pairs.append((key.strip(), value.strip()))
     out.update(map_properties(pairs, "--set"))
     return out
+
+
+#: the user's properties whose values are mapped for the checks of a Java column (mode,
+#: conflicts, the cluster connection); Java reads everything else itself
+_CHECKED_ON_JAVA = frozenset({
+    "acks", "enable.idempotence", "retries", "max.in.flight.requests.per.connection",
+    "linger.ms", "delivery.timeout.ms", "request.timeout.ms", "transactional.id",
+    "transaction.timeout.ms", "compression.type", "record.size", "batch.size",
+    "buffer.memory",
+})
+
+
+#: kafka-clients secrets the run cannot carry to the Java generator (refused, not leaked)
+_JAVA_SECRETS = frozenset({
+    "ssl.keystore.password", "ssl.truststore.password", "ssl.keystore.key",
+    "sasl.oauthbearer.client.credentials.client.secret",
+    "sasl.oauthbearer.assertion.private.key.passphrase",
+})
+
+
+@dataclass
+class UserConfig:
+    """A user's producer properties as one client runs them."""
+
+    #: kafka-python names: what the mode is derived from and the pre-start checks read
+    settings: dict[str, Any]
+    #: what the plan carries for the user's column (``java``: Java names, verbatim)
+    overrides: dict[str, Any]
+    #: every key accepted but replaced or not applied, one line each (the run's notes)
+    notes: list[str] = field(default_factory=list)
+
+
+def read_user_config(path: Path, client: str = "kafka-python") -> UserConfig:
+    """``--producer-config FILE`` for ``client``: on ``java`` the file runs verbatim (every
+    kafka-clients producer key; ``bootstrap.servers`` and the serializers replaced, each
+    noted); on the Python clients Java keys are mapped (:func:`map_properties`). Typos are
+    a :class:`UsageError` with the nearest known key."""
+    pairs = _read(path)
+    notes: list[str] = []
+    if client != "java":
+        settings = map_properties(pairs, str(path), notes, client)
+        return UserConfig(settings, dict(settings), notes)
+    known = JAVA_PRODUCER_KEYS | set(PROPERTY_MAP)
+    typos = [k for k, _ in pairs if k not in known and _nearest(k, known) is not None]
+    if typos:
+        raise _unknown(typos, known, str(path))
+    overrides: dict[str, Any] = {}
+    secrets = [(k, v) for k, v in pairs if k in SECRET_PROPERTIES or k in _JAVA_SECRETS]
+    if secrets:  # they reach the generator as the plan's redacted kafka-python settings
+        try:
+            overrides.update(map_properties(secrets, str(path)))
+        except UsageError:
+            raise UsageError(f"{path}: {', '.join(k for k, _ in secrets)}: the Java generator "
+                             "takes secrets as sasl.jaas.config (Plain or Scram login module), "
+                             "sasl.password or ssl.key.password only") from None
+        pairs = [(k, v) for k, v in pairs if (k, v) not in secrets]
+    for key, value in pairs:
+        if key in REPLACED:
+            notes.append(f"{key}: {REPLACED[key]}")
+        elif key not in known:
+            notes.append(f"{key}: not a kafka-clients producer setting; passed on as is "
+                         "(a plugin may read it)")
+            overrides[key] = value
+        else:
+            overrides[key] = value
+    checked = [(k, v) for k, v in pairs if k in _CHECKED_ON_JAVA]
+    settings = map_properties(checked, str(path))
+    for key, value in pairs:  # the cluster connection, where kafka-python can read it too
+        name = PROPERTY_MAP.get(key, (None, None))[0]
+        if name and name.startswith(("security_", "sasl_", "ssl_")):
+            try:
+                settings.update(map_properties([(key, value)], str(path)))
+            except UsageError:
+                pass  # JKS stores, other login modules: the Java producer reads them
+    return UserConfig(settings, overrides, notes)

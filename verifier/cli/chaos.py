@@ -259,7 +259,7 @@ def _prepare(args: argparse.Namespace):
     """Every input checked, in well under a second and before any process or JVM starts:
     usage errors (64, one message), then the environment (2, one line). Returns what the
     run needs, or None when the run is to be re-executed in its own network namespace."""
-    from producers.properties import load_properties
+    from producers.properties import UserConfig, read_user_config
     from verifier.harness.environment import ExternalEnvironment, LocalEnvironment
     from verifier.orchestration.orchestrator import RunOptions, spark_env, validate_scenario
     from verifier.rundata import jvm
@@ -276,10 +276,12 @@ def _prepare(args: argparse.Namespace):
 
         os.environ[SPARK_CONF_ENV] = json.dumps(spark_conf)
     user_mode = None
-    settings: dict = {}
-    if args.producer_config is not None:
-        settings = load_properties(args.producer_config)
-        user_mode = derive_mode(settings)
+    clients = _clients(args)
+    user = UserConfig({}, {})
+    if args.producer_config is not None:  # the user's column runs on the first client
+        user = read_user_config(args.producer_config, (clients or (args.client,))[0])
+        user_mode = derive_mode(user.settings)
+    settings = user.settings
     # the connection settings every client of the run uses (in the plan, secrets redacted)
     client_config = security_of(settings)
     in_netns = os.environ.get(IN_NETNS) == "1"
@@ -290,9 +292,10 @@ def _prepare(args: argparse.Namespace):
                                partitions=in_netns)
     opts = RunOptions(out=args.out, seed=args.seed, sink=args.sink,
                       spark_master=args.spark_master, user_config=args.producer_config,
-                      user_mode=user_mode, user_settings=settings, profile=profile.name,
-                      extra_env=spark_env(), selftest=args.selftest,
-                      client=args.client, clients=_clients(args))
+                      user_mode=user_mode, user_settings=settings,
+                      user_overrides=user.overrides, user_notes=user.notes,
+                      profile=profile.name, extra_env=spark_env(), selftest=args.selftest,
+                      client=args.client, clients=clients)
     problems: list[str] = []
     for scenario in scenarios:
         for problem in validate_scenario(scenario, opts, env):
@@ -310,6 +313,8 @@ def _prepare(args: argparse.Namespace):
         _check_reachable(args.bootstrap_servers)
     if user_mode is not None:
         print(f"your producer config {args.producer_config} claims: {user_mode}")
+        for note in user.notes:
+            print(f"your producer config: {note}")
     wants_partition = any(f.get("kind") == "network-partition"
                           for s in scenarios for f in s.faults)
     if wants_partition and not args.bootstrap_servers and not in_netns:

@@ -68,7 +68,7 @@ class ScenarioRun:
         self.processes: dict[str, ManagedProcess] = {}
         self.tails = {p.pid: HistoryTail(self.layout.history(p.pid))
                       for p in self.plans}
-        self.notes: list[str] = []
+        self.notes: list[str] = [f"your producer config: {n}" for n in opts.user_notes]
         self.skipped_faults: list[str] = []  # faults of the scenario that did not run
         self._t0 = time.monotonic()
         self.interrupted = False

@@ -25,6 +25,11 @@ class RunOptions:
     user_mode: str | None = None  # derived mode of the user's config
     #: the user's producer settings read from ``user_config`` (kafka-python names)
     user_settings: dict = field(default_factory=dict)
+    #: what the user's column runs, if not ``user_settings`` (``java``: the file verbatim,
+    #: Java names; producers.properties.read_user_config)
+    user_overrides: dict | None = None
+    #: the user's keys replaced or not applied, one line each (config.json notes)
+    user_notes: list[str] = field(default_factory=list)
     profile: str = "custom"
     extra_env: dict = field(default_factory=dict)
     #: the generator client of every column (producers.clients.CLIENTS)
@@ -53,7 +58,9 @@ def plan_producers(scenario: Scenario, run_id: str, opts: RunOptions) -> list[Pr
     if opts.user_config is not None:
         label = f"user:{opts.user_config.name}"
         plans.append(ProducerPlan("user-0", label, opts.user_mode or "at-least-once",
-                                  f"{run_id}.user", dict(opts.user_settings),
+                                  f"{run_id}.user",
+                                  dict(opts.user_settings if opts.user_overrides is None
+                                       else opts.user_overrides),
                                   str(opts.user_config), **client))
     return plans
 
@@ -132,7 +139,9 @@ def validate_scenario(scenario: Scenario, opts: RunOptions, env) -> list[str]:
     except VerifierError as exc:
         problems.append(str(exc))
     for p in plans:
-        overrides = {**env.client_config, **p.overrides}
+        # a Java column runs the user's file verbatim; its checks read the mapped settings
+        own = opts.user_settings if p.config_file and p.client == "java" else p.overrides
+        overrides = {**env.client_config, **own}
         try:
             if p.client != "kafka-python":  # the mode conflicts; the client checks its own
                 resolve(p.expect, overrides, transactional_id=f"{run_id}.{p.pid}")

@@ -62,3 +62,28 @@ def test_generator_commands():
     assert client_version("kafka-python")
     with pytest.raises(UsageError, match="unknown client"):
         generator_argv("librdkafka-ish", Path("x"), "p")
+
+
+def test_a_java_users_file_runs_verbatim_and_is_checked_mapped(tmp_path):
+    from producers.properties import read_user_config
+    from verifier.orchestration.planning import validate_scenario
+
+    f = tmp_path / "app.properties"
+    f.write_text("bootstrap.servers=kafka:9092\n"
+                 "key.serializer=org.apache.kafka.common.serialization.StringSerializer\n"
+                 "value.serializer=org.apache.kafka.common.serialization.StringSerializer\n"
+                 "acks=all\nenable.idempotence=true\ncompression.type=lz4\n")
+    u = read_user_config(f, "java")
+    opts = RunOptions(out=Path("o"), client="java", user_config=f, user_mode="idempotent",
+                      user_settings=u.settings, user_overrides=u.overrides,
+                      user_notes=u.notes)
+    s = parse_scenario("[workload]\nmodes = ['idempotent']", "x")
+    user = plan_producers(s, "r1", opts)[-1]
+    assert (user.mode, user.expect, user.client) == ("user:app.properties", "idempotent", "java")
+    assert user.overrides == {"acks": "all", "enable.idempotence": "true",
+                              "compression.type": "lz4"}
+    env = SimpleNamespace(skipped_kinds=lambda: set(), client_config={})
+    assert validate_scenario(s, opts, env) == []
+    bad = RunOptions(out=Path("o"), client="java", user_config=f, user_mode="at-most-once",
+                     user_settings=u.settings, user_overrides=u.overrides)
+    assert any("your producer config" in p for p in validate_scenario(s, bad, env))

@@ -91,3 +91,18 @@ def test_secrets_redacted_and_generator_knobs_not_passed_to_kafka_python():
     assert "hunter2" not in repr(shown)
     kwargs = cfg.producer_kwargs(s)
     assert "buffer_memory" not in kwargs and "record_size" not in kwargs
+
+
+@pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd"])
+def test_every_codec_builds_on_kafka_python(codec):
+    # kafka-python needs lz4 / python-snappy / zstandard (pyproject's extras)
+    assert cfg.codec_problem(codec) is None
+    assert cfg.check_buildable("idempotent", {"compression_type": codec})
+
+
+def test_a_missing_codec_is_refused_in_one_line(monkeypatch):
+    import kafka.codec
+
+    monkeypatch.setattr(kafka.codec, "has_lz4", lambda: False)
+    with pytest.raises(UsageError, match=r"compression.type=lz4: .*kafka-python\[lz4\]"):
+        cfg.check_buildable("idempotent", {"compression_type": "lz4"})

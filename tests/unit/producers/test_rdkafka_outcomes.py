@@ -70,3 +70,15 @@ def test_the_docs_show_the_table_row_for_row():
     for ops, code, pred, outcome, why in TABLE:
         when = f"`{pred}()`" if pred else ""
         assert f"| {', '.join(ops)} | `{code}` | {when} | {outcome} | {why} |" in doc, code
+
+
+@pytest.mark.parametrize("codec", ["gzip", "snappy", "lz4", "zstd"])
+def test_every_codec_builds_on_librdkafka(codec):
+    import confluent_kafka
+
+    from producers.rdkafka import librdkafka_config
+
+    conf = librdkafka_config({"compression_type": codec}, "127.0.0.1:1", "t")
+    assert conf["compression.type"] == codec
+    del conf["bootstrap.servers"]  # nothing is connected
+    confluent_kafka.Producer({**conf, "log_level": 0})  # librdkafka refuses an unbuilt codec
