@@ -63,3 +63,47 @@ def test_quick_profile_on_another_client_keeps_every_promise(tmp_path, client):
             last_1 = [i for i in ids if i[0] == 1][-1]
             first_2 = next(i for i in ids if i[0] == 2)
             assert first_2[1] == last_1[1] and first_2[2] > last_1[2], ids
+
+
+APP_PROPERTIES = """\
+# a real Java application's producer.properties, unchanged
+bootstrap.servers=kafka-1.example:9092,kafka-2.example:9092
+key.serializer=org.apache.kafka.common.serialization.StringSerializer
+value.serializer=org.apache.kafka.common.serialization.StringSerializer
+acks=all
+enable.idempotence=true
+compression.type=lz4
+linger.ms=10
+client.id=orders-app
+metadata.max.age.ms=60000
+"""
+
+
+def test_a_java_applications_properties_run_unchanged_on_java(tmp_path):
+    if not jvm.java_generator_built():
+        pytest.skip("the Java generator is not built: run `make setup`")
+    props = tmp_path / "producer.properties"
+    props.write_text(APP_PROPERTIES)
+    scenario = tmp_path / "short-baseline.toml"
+    scenario.write_text('description = "baseline, short"\n\n[workload]\n'
+                        'modes = ["idempotent"]\nduration_s = 8\nrate = 100\n')
+    verifier = Path(sys.executable).with_name("verifier")
+    out = tmp_path / "out"
+    proc = subprocess.run([str(verifier), "chaos", "--client", "java", "--scenario",
+                           str(scenario), "--producer-config", str(props), "--out", str(out),
+                           "--base-port", BASE_PORT, "--state-dir", STATE_DIR],
+                          cwd=ROOT, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-6000:] + proc.stderr[-2000:]
+    assert "claims: idempotent" in proc.stdout
+    for key in ("bootstrap.servers", "key.serializer", "value.serializer"):
+        assert f"your producer config: {key}: replaced by" in proc.stdout, key
+    matrix = orjson.loads((out / "verdict.json").read_bytes())
+    (doc,) = matrix["runs"]
+    verdicts = {c["name"]: c["verdict"] for c in doc["columns"]}
+    assert verdicts == {"idempotent": "PASS", "user:producer.properties": "PASS"}, verdicts
+    config = orjson.loads((Path(doc["run_dir"]) / "config.json").read_bytes())
+    assert config["producers"]["user-0"]["client"] == "java"
+    assert config["producers"]["user-0"]["overrides"]["compression.type"] == "lz4"
+    assert sum("replaced by" in n for n in config["notes"]) == 3, config["notes"]
+    log = (Path(doc["run_dir"]) / "logs" / "user-0.log").read_text()
+    assert "lz4" in log and "orders-app" in log, log[-3000:]
