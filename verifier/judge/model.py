@@ -203,6 +203,8 @@ class RunData:
     drain: Drain
     drain_partitions: DataFrame  # one row per partition of drain.json
     started: dict[str, bool] = field(default_factory=dict)  # pid -> a session began
+    #: pid -> why its generator exited before producing (RUN/generators-failed.json)
+    start_failures: dict[str, str] = field(default_factory=dict)
     nemesis: list[dict] = field(default_factory=list)  # raw nemesis operations
     history: pa.Table | None = None  # the operations as Arrow (load.HISTORY_SCHEMA + pid)
 

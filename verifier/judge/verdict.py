@@ -102,7 +102,11 @@ def _reasons_unknown(col: Column, run: RunData, outcomes, anomalies, topics) -> 
         reasons.append(f"drain incomplete for {'; '.join(parts[:5])}{more}: records not "
                        f"read there may be lost or late, or hide {', '.join(hiding)}")
     for pid, spec in run.config.producers.items():
-        if spec.mode == col.mode and not run.started.get(pid, False):
+        if spec.mode != col.mode:
+            continue
+        if pid in run.start_failures:  # its generator gave up before producing
+            reasons.append(f"producer {pid} never started: {run.start_failures[pid]}")
+        elif not run.started.get(pid, False):
             reasons.append(f"producer {pid} never started")
     for k, a in anomalies.items():
         if a["count"] and a["expectation"] == X.INCONCLUSIVE:

@@ -66,11 +66,20 @@ def render_terminal(doc: dict) -> str:
     if doc.get("interrupted"):
         head += f"  (INTERRUPTED: {doc['interrupted']})"
     lines = [head, _grid(table_rows(doc)), LEGEND]
+    # a reason several columns share (a generator that never started: both isolation
+    # levels of its transactional column) is one line naming them all
+    unknown: dict[str, list[str]] = {}
+    for c in doc["columns"]:
+        for r in c["reasons"]:
+            unknown.setdefault(r, []).append(c["name"])
+    said = set()
     for c in doc["columns"]:
         if c.get("skipped"):
             lines.append(f"{c['name']}: SKIPPED because {c['skipped']}")
         for r in c["reasons"]:
-            lines.append(f"{c['name']}: UNKNOWN because {r}")
+            if r not in said:
+                said.add(r)
+                lines.append(f"{', '.join(unknown[r])}: UNKNOWN because {r}")
         for k in c["forbidden"]:
             s = c["anomalies"][k]["sample"][:1]
             if s:

@@ -28,6 +28,7 @@ FORMATS: dict[str, int] = {
     "proxy-connections": 2,   # RUN/connections.jsonl (v2: per-API counts, activity)
     "verdict": 1,             # RUN/verdict.json (docs/expectations.md §4)
     "selftest": 1,            # RUN/selftest.json (chaos --selftest, docs/expectations.md)
+    "generator-start-failures": 1,  # RUN/generators-failed.json (§5)
     "chaos-matrix": 1,        # OUT/verdict.json: the scenario x mode grid
 }  # fmt: skip
 

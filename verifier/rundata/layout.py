@@ -16,6 +16,7 @@
                                           `verifier chaos` has one for all its runs, in
                                           OUT/logs/ beside the matrix's verdict.json
     RUN/INTERRUPTED                       the run was stopped by a signal: why and when
+    RUN/generators-failed.json            generators that exited before producing
 """
 
 from __future__ import annotations
@@ -113,6 +114,12 @@ class RunLayout:
     def interrupted(self) -> Path:
         """Present when a signal stopped the run: one line, the signal and the phase."""
         return self.root / "INTERRUPTED"
+
+    @property
+    def start_failures(self) -> Path:
+        """Present when a generator exited before producing: its exit code and the last
+        line of its log (:mod:`verifier.rundata.startfail`)."""
+        return self.root / "generators-failed.json"
 
 
 def layout(run_dir: Path | str | RunLayout) -> RunLayout:

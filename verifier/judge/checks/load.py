@@ -10,7 +10,7 @@ cluster file system is never pulled through the driver.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
@@ -20,6 +20,7 @@ from verifier.rundata.formats import RunFormatError, read_json
 from verifier.rundata.history import read_histories
 from verifier.rundata.layout import RunLayout
 from verifier.rundata.nemesis import read_nemesis
+from verifier.rundata.startfail import describe, read_start_failures
 
 #: observation columns and the Spark type each is cast to
 OBSERVATION_COLUMNS = {
@@ -42,6 +43,7 @@ class RunFiles:
     combos: list[tuple[str, str]]
     drain: Drain
     nemesis: list[dict]
+    start_failures: dict[str, str] = field(default_factory=dict)
 
 
 def read_run_files(run_dir: Path | str) -> RunFiles:
@@ -57,6 +59,8 @@ def read_run_files(run_dir: Path | str) -> RunFiles:
         combos=observation_combos(where.observations),
         drain=load_drain(where.drain),
         nemesis=read_nemesis(where.nemesis, config.run),
+        start_failures={pid: describe(e) for pid, e
+                        in read_start_failures(where.start_failures).items()},
     )  # fmt: skip
 
 
@@ -67,7 +71,7 @@ def load_run(spark, run_dir: Path | str, files: RunFiles | None = None) -> RunDa
         config=f.config, events=None, history=f.history,
         observations=load_observations(spark, RunLayout(run_dir).observations, f.combos),
         combos=f.combos, drain=f.drain, drain_partitions=drain_frame(spark, f.drain),
-        started=f.started, nemesis=f.nemesis,
+        started=f.started, nemesis=f.nemesis, start_failures=f.start_failures,
     )  # fmt: skip
 
 
