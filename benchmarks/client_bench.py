@@ -1,0 +1,399 @@
+"""Generator against each client's own bare producer loop (issue 13; a script, not a test).
+
+Per client (kafka-python, java, librdkafka) and mode, on one local 3-node cluster this
+script starts itself (and stops at the end, also on Ctrl-C), measured side by side:
+
+- the tool's generator (``python -m producers``, the Java ``verifier.generator.Main``,
+  ``python -m producers.rdkafka``) run standalone with ``--count``: records /
+  (last event - first invoke) from its own history, so process and JVM start-up,
+  producer construction and ``init_transactions`` are not counted;
+- the client's own bare loop, with the producer settings the generator ran (read from its
+  history's ``session`` line, so acks, batch.size, linger.ms, idempotence, retries and
+  the transactional retry backoff are the same) and a fixed value of the same size:
+
+  - java: Kafka's ``org.apache.kafka.tools.ProducerPerformance`` (kafka-tools jar in
+    ``.jars``), its printed records/sec (excludes producer construction and
+    ``initTransactions``), same JVM flags as the Java generator;
+  - kafka-python / librdkafka: a ``send``/``produce`` loop in its own process (this
+    file, ``--bare``), timed from the first send to the end of ``flush()``; the
+    transactional loop does ``begin``, 10 sends, ``commit``. The kafka-python loop gets
+    the generator's ``fast_txn_retries`` (a patch, not a setting) so both run the same
+    producer.
+
+Plain modes write a 3-partition topic (replication 3); the Python loops go round robin
+over the partitions as the generator does, ProducerPerformance uses the Java client's
+default (sticky) partitioner. Transactional cells write a 1-partition topic: each
+committed transaction then leaves exactly one commit marker in the log, so the number of
+transactions a run made is (log end offset - records). That is how the Java bare side is
+counted: ProducerPerformance has no "records per transaction" option, only
+``--transaction-duration-ms`` (commit once a transaction is that old, checked after each
+send), so a short unmeasured calibration (300 records per value) tries 1, 2, 3, 5, 8 ms
+and keeps the value whose transactions come closest to 10 records; the measured records
+per transaction of both sides are printed, and transactions/s for every transactional
+cell, so a Java bare side that still lands off 10 can be read either way.
+
+Each measurement writes the same number of records (``--records``, ``--txn-records`` for
+transactional cells) to a fresh topic; per cell generator and bare alternate
+``--repeat`` times, and the medians are compared (target: generator / bare >= 0.8).
+
+    .venv/bin/python benchmarks/client_bench.py [--records 20000] [--txn-records 1000] \\
+        [--repeat 2] [--clients java,librdkafka,kafka-python] [--modes ...] [--json OUT]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from producers.clients import JAVA_MAIN, JAVA_OPTS, client_version  # noqa: E402
+from verifier.rundata import jvm  # noqa: E402
+from verifier.rundata.history import history_path, read_history  # noqa: E402
+
+CLIENTS = ("kafka-python", "java", "librdkafka")
+MODES = ("at-most-once", "at-least-once", "idempotent", "transactional")
+TARGET = 0.8
+TXN_SIZE = 10
+JAVA_TXN_DURATIONS_MS = (1, 2, 3, 5, 8)  # ProducerPerformance transaction ages tried
+VERIFIER = str(ROOT / ".venv" / "bin" / "verifier")
+#: session-config keys that are not producer settings of the bare loop
+NOT_PASSED = {"bootstrap.servers", "key.serializer", "value.serializer", "client.id",
+              "record.size", "transactional.id", "record_size", "buffer_memory",
+              "transactional_id", "client_id"}
+
+
+# -- the cluster ------------------------------------------------------------------------
+
+def cluster_up(base_port: int, state_dir: Path) -> str:
+    subprocess.run([VERIFIER, "cluster", "up", "--base-port", str(base_port),
+                    "--state-dir", str(state_dir)], check=True, cwd=ROOT)
+    return json.loads((state_dir / "cluster.json").read_text())["bootstrap_servers"]
+
+
+def cluster_down(state_dir: Path) -> None:
+    subprocess.run([VERIFIER, "cluster", "down", "--state-dir", str(state_dir)], cwd=ROOT,
+                   stdout=subprocess.DEVNULL)
+
+
+def new_topic(bs: str, partitions: int) -> str:
+    from verifier.harness.topics import create_topics
+
+    name = f"cbench-{uuid.uuid4().hex[:8]}"
+    create_topics(bs, {name: partitions}, replication_factor=3)
+    return name
+
+
+def end_offsets(bs: str, topic: str) -> int:
+    """The sum of the topic's log end offsets (records plus transaction markers)."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    c = KafkaConsumer(bootstrap_servers=bs.split(","))
+    try:
+        tps = [TopicPartition(topic, p) for p in c.partitions_for_topic(topic)]
+        return sum(c.end_offsets(tps).values())
+    finally:
+        c.close()
+
+
+# -- one measurement per side -----------------------------------------------------------
+
+def generator_argv(client: str) -> list[str]:
+    if client == "java":
+        return [jvm.java_executable(), *JAVA_OPTS, "-cp",
+                jvm.java_generator_jars().classpath(), JAVA_MAIN]
+    module = "producers.rdkafka" if client == "librdkafka" else "producers"
+    return [sys.executable, "-m", module]
+
+
+def run_generator(bs: str, client: str, mode: str, n: int, size: int, run_dir: Path) -> dict:
+    transactional = mode == "transactional"
+    topic = new_topic(bs, 1 if transactional else 3)
+    pid = f"{client}-{mode}-{topic[-8:]}"
+    cmd = [*generator_argv(client), "--run-dir", str(run_dir), "--run-id", "cbench",
+           "--mode", mode, "--pid", pid, "--topic", topic, "--bootstrap-servers", bs,
+           "--count", str(n), "--record-size", str(size), "--txn-size", str(TXN_SIZE)]
+    subprocess.run(cmd, check=True, cwd=ROOT, stdout=subprocess.DEVNULL,
+                   stderr=subprocess.DEVNULL)
+    events = read_history(history_path(run_dir, pid)).events
+    config = next(e["config"] for e in events if e["type"] == "session")
+    first = next(e["t"] for e in events if e["type"] == "invoke")
+    seconds = (max(e["t"] for e in events) - first) / 1000
+    oks = sum(1 for e in events if e.get("f") == "send" and e["type"] == "ok")
+    if oks != n:
+        raise RuntimeError(f"{client} {mode} generator: {oks} of {n} sends ok")
+    out = {"records": n, "seconds": seconds, "rate": n / seconds, "config": config}
+    if transactional:
+        txns = sum(1 for e in events if e.get("f") == "commit" and e["type"] == "ok")
+        out.update(transactions=txns, txn_rate=txns / seconds, records_per_txn=n / txns)
+    return out
+
+
+def run_bare(bs: str, client: str, mode: str, n: int, size: int, config: dict,
+             txn_duration_ms: int = 1) -> dict:
+    transactional = mode == "transactional"
+    topic = new_topic(bs, 1 if transactional else 3)
+    props = {k: v for k, v in config.items() if k not in NOT_PASSED and v is not None}
+    if client == "java":
+        cmd = [jvm.java_executable(), *JAVA_OPTS, "-cp", jvm.tools_jars().classpath(),
+               "org.apache.kafka.tools.ProducerPerformance", "--topic", topic,
+               "--num-records", str(n), "--record-size", str(size), "--throughput", "-1",
+               "--producer-props", f"bootstrap.servers={bs}",
+               *(f"{k}={v}" for k, v in sorted(props.items()))]
+        if transactional:
+            cmd += ["--transactional-id", f"cbench-{uuid.uuid4().hex[:8]}",
+                    "--transaction-duration-ms", str(txn_duration_ms)]
+        text = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+        rate = float(re.findall(r"([\d.]+) records/sec", text)[-1])
+        seconds = n / rate
+        txns = end_offsets(bs, topic) - n if transactional else None
+    else:
+        cmd = [sys.executable, str(Path(__file__).resolve()), "--bare", client,
+               "--bare-topic", topic, "--bootstrap-servers", bs, "--records", str(n),
+               "--record-size", str(size), "--bare-config", json.dumps(props)]
+        if transactional:
+            cmd += ["--bare-txn-size", str(TXN_SIZE)]
+        text = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+        seconds, txns = json.loads(text.strip().splitlines()[-1])
+        if transactional and end_offsets(bs, topic) - n != txns:
+            raise RuntimeError(f"{client} bare loop: {txns} commits, log says otherwise")
+    out = {"records": n, "seconds": seconds, "rate": n / seconds}
+    if transactional:
+        out.update(transactions=txns, txn_rate=txns / seconds, records_per_txn=n / txns)
+        if client == "java":
+            out["transaction_duration_ms"] = txn_duration_ms
+    return out
+
+
+def calibrate_java_txn(bs: str, n: int, size: int, config: dict) -> tuple[int, list]:
+    """The ProducerPerformance --transaction-duration-ms whose transactions come closest
+    to TXN_SIZE records (a short unmeasured run per value tried, stopping past it)."""
+    tried = []
+    for ms in JAVA_TXN_DURATIONS_MS:
+        r = run_bare(bs, "java", "transactional", n, size, config, ms)
+        tried.append((ms, r["records_per_txn"]))
+        if r["records_per_txn"] >= TXN_SIZE:
+            break
+    best = min(tried, key=lambda t: abs(t[1] - TXN_SIZE))[0]
+    return best, tried
+
+
+# -- the bare loops (run in their own process) --------------------------------------------
+
+def bare_kafka_python(bs: str, topic: str, n: int, size: int, config: dict,
+                      txn_size: int | None) -> tuple[float, int]:
+    from kafka import KafkaProducer
+
+    from producers.transactional import fast_txn_retries
+
+    kwargs = dict(config)
+    if txn_size:
+        kwargs["transactional_id"] = f"cbench-kp-{uuid.uuid4().hex[:8]}"
+    producer = KafkaProducer(bootstrap_servers=bs.split(","), **kwargs)
+    partitions = sorted(producer.partitions_for(topic))
+    value = b"x" * size
+    txns = 0
+    if txn_size:
+        fast_txn_retries(producer)
+        producer.init_transactions()
+    start = time.perf_counter()
+    if txn_size:
+        sent = 0
+        while sent < n:
+            producer.begin_transaction()
+            for _ in range(min(txn_size, n - sent)):
+                producer.send(topic, value, partition=partitions[sent % len(partitions)])
+                sent += 1
+            producer.commit_transaction()
+            txns += 1
+    else:
+        for i in range(n):
+            producer.send(topic, value, partition=partitions[i % len(partitions)])
+        producer.flush()
+    seconds = time.perf_counter() - start
+    producer.close()
+    return seconds, txns
+
+
+def bare_librdkafka(bs: str, topic: str, n: int, size: int, config: dict,
+                    txn_size: int | None) -> tuple[float, int]:
+    from confluent_kafka import Producer
+
+    conf = {"bootstrap.servers": bs, **config}
+    if txn_size:
+        conf["transactional.id"] = f"cbench-rd-{uuid.uuid4().hex[:8]}"
+    producer = Producer(conf)
+    partitions = sorted(producer.list_topics(topic, timeout=30).topics[topic].partitions)
+    value = b"x" * size
+    txns = 0
+
+    def produce(i: int) -> None:
+        while True:
+            try:
+                producer.produce(topic, value, partition=partitions[i % len(partitions)])
+                producer.poll(0)
+                return
+            except BufferError:
+                producer.poll(0.05)
+
+    if txn_size:
+        producer.init_transactions(60)
+    start = time.perf_counter()
+    if txn_size:
+        sent = 0
+        while sent < n:
+            producer.begin_transaction()
+            for _ in range(min(txn_size, n - sent)):
+                produce(sent)
+                sent += 1
+            producer.commit_transaction(60)
+            txns += 1
+    else:
+        for i in range(n):
+            produce(i)
+        producer.flush(60)
+    seconds = time.perf_counter() - start
+    if len(producer):
+        raise RuntimeError(f"{len(producer)} messages still queued")
+    return seconds, txns
+
+
+# -- the run ----------------------------------------------------------------------------
+
+def measure_cell(bs: str, client: str, mode: str, n: int, size: int, repeat: int,
+                 run_dir: Path) -> dict:
+    gens, bares = [], []
+    duration, tried = 1, []
+    for _ in range(repeat):  # interleaved, so drift on a shared machine hits both sides
+        gens.append(run_generator(bs, client, mode, n, size, run_dir))
+        if client == "java" and mode == "transactional" and not tried:
+            duration, tried = calibrate_java_txn(bs, min(n, 300), size, gens[-1]["config"])
+        bares.append(run_bare(bs, client, mode, n, size, gens[-1]["config"], duration))
+    gen = statistics.median(g["rate"] for g in gens)
+    bare = statistics.median(b["rate"] for b in bares)
+    cell = {"client": client, "client_version": client_version(client), "mode": mode,
+            "records": n, "record_size": size, "repeat": repeat,
+            "generator_rate": gen, "bare_rate": bare, "ratio": gen / bare,
+            "meets_target": gen / bare >= TARGET,
+            "producer_config": gens[-1]["config"],
+            "generator_runs": [{k: v for k, v in g.items() if k != "config"} for g in gens],
+            "bare_runs": bares}
+    if mode == "transactional":
+        cell.update(
+            generator_txn_rate=statistics.median(g["txn_rate"] for g in gens),
+            bare_txn_rate=statistics.median(b["txn_rate"] for b in bares),
+            generator_records_per_txn=statistics.median(g["records_per_txn"] for g in gens),
+            bare_records_per_txn=statistics.median(b["records_per_txn"] for b in bares))
+    if tried:
+        cell["java_txn_calibration"] = [{"transaction_duration_ms": ms, "records_per_txn": r}
+                                        for ms, r in tried]
+    return cell
+
+
+def table(cells: list[dict]) -> str:
+    lines = [f"{'client':<14}{'mode':<15}{'generator/s':>12}{'bare/s':>10}{'ratio':>7}"
+             f"{'  txn/s gen / bare (rec/txn)':<34}{'>= 0.8':>7}"]
+    for c in cells:
+        txn = ""
+        if c["mode"] == "transactional":
+            txn = (f"  {c['generator_txn_rate']:.1f} / {c['bare_txn_rate']:.1f} "
+                   f"({c['generator_records_per_txn']:.0f} / {c['bare_records_per_txn']:.1f})")
+        lines.append(f"{c['client']:<14}{c['mode']:<15}{c['generator_rate']:>12,.0f}"
+                     f"{c['bare_rate']:>10,.0f}{c['ratio']:>7.2f}{txn:<34}"
+                     f"{'yes' if c['meets_target'] else 'NO':>7}")
+    return "\n".join(lines)
+
+
+def _terminate(signum, frame):  # SIGTERM stops like Ctrl-C: the cluster goes down
+    raise KeyboardInterrupt
+
+
+def main() -> int:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--records", type=int, default=20000,
+                   help="records per measurement, plain modes (default 20000)")
+    p.add_argument("--txn-records", type=int, default=1000,
+                   help="records per measurement, transactional mode (default 1000)")
+    p.add_argument("--record-size", type=int, default=200)
+    p.add_argument("--repeat", type=int, default=2,
+                   help="generator/bare pairs per cell, interleaved; medians compared")
+    p.add_argument("--clients", default=",".join(CLIENTS))
+    p.add_argument("--modes", default=",".join(MODES))
+    p.add_argument("--json", type=Path, help="write the results here as JSON")
+    p.add_argument("--base-port", type=int, default=35100)
+    p.add_argument("--state-dir", type=Path, default=ROOT / ".state" / "client-bench")
+    p.add_argument("--bootstrap-servers",
+                   help="use this running cluster (3 brokers) instead of starting one")
+    p.add_argument("--bare", choices=("kafka-python", "librdkafka"), help=argparse.SUPPRESS)
+    p.add_argument("--bare-topic", help=argparse.SUPPRESS)
+    p.add_argument("--bare-config", help=argparse.SUPPRESS)
+    p.add_argument("--bare-txn-size", type=int, help=argparse.SUPPRESS)
+    a = p.parse_args()
+    if a.bare:
+        loop = bare_kafka_python if a.bare == "kafka-python" else bare_librdkafka
+        print(json.dumps(loop(a.bootstrap_servers, a.bare_topic, a.records, a.record_size,
+                              json.loads(a.bare_config), a.bare_txn_size)))
+        return 0
+    clients, modes = a.clients.split(","), a.modes.split(",")
+    unknown = [x for x in clients if x not in CLIENTS] + [m for m in modes if m not in MODES]
+    if unknown:
+        p.error(f"unknown client or mode: {', '.join(unknown)}")
+    signal.signal(signal.SIGTERM, _terminate)
+    started = None
+    cells: list[dict] = []
+    t0 = time.monotonic()
+    try:
+        if a.bootstrap_servers:
+            bs = a.bootstrap_servers
+        else:
+            started = a.state_dir
+            bs = cluster_up(a.base_port, a.state_dir)
+        with tempfile.TemporaryDirectory() as tmp:
+            for client in clients:
+                for mode in modes:
+                    n = a.txn_records if mode == "transactional" else a.records
+                    cells.append(measure_cell(bs, client, mode, n, a.record_size, a.repeat,
+                                              Path(tmp)))
+                    c = cells[-1]
+                    print(f"  {client} {mode}: generator {c['generator_rate']:,.0f}/s, "
+                          f"bare {c['bare_rate']:,.0f}/s, ratio {c['ratio']:.2f}", flush=True)
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    finally:
+        if started is not None:
+            cluster_down(started)
+    when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
+    print(f"\n{when}, {os.cpu_count()} cores, 3 local brokers, record {a.record_size} B, "
+          f"{a.records} records per plain measurement, {a.txn_records} per transactional "
+          f"(transactions of {TXN_SIZE}; java bare: the --transaction-duration-ms "
+          f"closest to {TXN_SIZE} records), median of {a.repeat} interleaved pairs, "
+          f"{time.monotonic() - t0:.0f} s in all")
+    print(table(cells))
+    met = [f"{c['client']}/{c['mode']}" for c in cells if c["meets_target"]]
+    missed = [f"{c['client']}/{c['mode']}" for c in cells if not c["meets_target"]]
+    print(f"meet >= {TARGET}: {len(met)} of {len(cells)}"
+          + (f"; below: {', '.join(missed)}" if missed else ""))
+    if a.json:
+        a.json.write_text(json.dumps({"date": when, "cpus": os.cpu_count(),
+                                      "bootstrap_servers": bs, "target": TARGET,
+                                      "txn_size": TXN_SIZE,
+                                      "cells": cells}, indent=2, default=str))
+        print(f"results: {a.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
