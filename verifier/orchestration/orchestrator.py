@@ -36,6 +36,7 @@ from verifier.orchestration.scenario import Scenario
 from verifier.rundata.errors import VerifierError
 from verifier.rundata.layout import RunLayout
 from verifier.rundata.plan import RunPlan
+from verifier.rundata.startfail import describe, last_line, record_start_failure
 from verifier.rundata.waiting import GiveUp, wait_until
 
 log = logging.getLogger(__name__)
@@ -70,6 +71,8 @@ class ScenarioRun:
                       for p in self.plans}
         self.notes: list[str] = [f"your producer config: {n}" for n in opts.user_notes]
         self.skipped_faults: list[str] = []  # faults of the scenario that did not run
+        #: pid -> why its generator exited before producing (RUN/generators-failed.json)
+        self.failed_start: dict[str, str] = {}
         self._t0 = time.monotonic()
         self.interrupted = False
         self._schedule = None  # set by _prepare
@@ -202,23 +205,40 @@ class ScenarioRun:
     def _wait_generators_producing(self) -> None:
         """The fault clock starts once every generator has completed a send: a Python
         process that connects, and for transactions runs init_transactions, takes a few
-        seconds, and a kill before that would exercise nothing."""
+        seconds, and a kill before that would exercise nothing.
+
+        A generator that exits before producing (a setting its client rejects at
+        construction, a missing codec) is recorded in RUN/generators-failed.json and left
+        out: the others run and are judged, its own column is UNKNOWN with that one line.
+        Only when every generator failed does the run stop."""
         def probe():
             waiting = []
             for p in self.plans:
+                if p.pid in self.failed_start:
+                    continue
+                t = self.tails[p.pid].poll()
+                if t.ok + t.info + t.fail:
+                    continue
                 proc = self.processes[p.process_name]
                 if not proc.alive:
-                    raise GiveUp(VerifierError(
-                        f"generator {p.pid} exited ({proc.returncode}) before producing:\n"
-                        f"{proc.log_tail(10)}"))
-                t = self.tails[p.pid].poll()
-                if t.ok + t.info + t.fail == 0:
+                    self._record_start_failure(p, proc)
+                else:
                     waiting.append(p.pid)
+            if len(self.failed_start) == len(self.plans):
+                raise GiveUp(VerifierError("every generator exited before producing: "
+                                           + "; ".join(f"{pid} {why}" for pid, why
+                                                       in self.failed_start.items())))
             return not waiting, waiting
 
         wait_until(probe, timeout=GENERATOR_START_TIMEOUT, what="every generator to produce",
                    expected="a completed send in every history",
                    describe=lambda w: f"no completed send yet from {w}", interval=0.2)
+
+    def _record_start_failure(self, plan: ProducerPlan, proc: ManagedProcess) -> None:
+        entry = record_start_failure(self.layout.start_failures, plan.pid, proc.returncode,
+                                     last_line(proc.log_tail(20)))
+        self.failed_start[plan.pid] = describe(entry)
+        log.info("generator %s %s", plan.pid, self.failed_start[plan.pid])
 
     def _load(self, schedule) -> None:
         for p in self.plans:
@@ -266,7 +286,7 @@ class ScenarioRun:
         for p in self.plans:
             proc = self.processes[p.process_name]
             code = proc.terminate(timeout=GENERATOR_STOP_TIMEOUT)
-            if code not in (0, None):
+            if code not in (0, None) and p.pid not in self.failed_start:  # said once
                 self.notes.append(f"{p.pid} exited {code}: {proc.log_tail(3)}")
 
     def execute(self) -> dict:
