@@ -55,10 +55,30 @@ def create_topics(bootstrap_servers: str, topics: dict[str, int], replication_fa
     """Create ``{name: partitions}`` topics (existing ones are an error) and wait until
     every partition has a leader and a full ISR."""
     with admin(bootstrap_servers, **client_config) as a:
-        new = [NewTopic(name, parts, replication_factor, topic_configs=dict(configs or {}))
-               for name, parts in topics.items()]
-        a.create_topics(new, timeout_ms=int(timeout * 1000))
+        create_while_brokers_register(a, topics, replication_factor, configs, timeout)
     wait_in_sync(bootstrap_servers, list(topics), timeout=timeout, **client_config)
+
+
+def create_while_brokers_register(a, topics: dict[str, int], replication_factor: int,
+                                  configs: dict[str, str] | None, timeout: float) -> None:
+    """CreateTopics, retried while the controller refuses the replication factor: a broker
+    that every broker's metadata already lists may not be registered with the controller
+    yet (seen under load right after start-up: "InvalidReplicationFactorError"). A retry
+    creates only what is still missing; a topic that existed before is still an error."""
+    before = set(a.list_topics())
+    for attempt in Retrying(
+        retry=retry_if_exception_type(KE.InvalidReplicationFactorError),
+        stop=stop_after_delay(timeout),
+        wait=wait_random_exponential(multiplier=0.5, max=3),
+        before_sleep=before_sleep_log(log, logging.INFO),
+        reraise=True,
+    ):
+        with attempt:
+            now = set(a.list_topics())
+            new = [NewTopic(name, parts, replication_factor, topic_configs=dict(configs or {}))
+                   for name, parts in topics.items() if name in before or name not in now]
+            if new:
+                a.create_topics(new, timeout_ms=int(timeout * 1000))
 
 
 def partition_states(bootstrap_servers: str, topics: Iterable[str], **client_config) -> dict:
