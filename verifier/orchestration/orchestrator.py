@@ -20,7 +20,7 @@ from pathlib import Path
 
 from verifier.harness.faults.nemesis import Nemesis
 from verifier.harness.faults.spec import build_schedule
-from verifier.harness.procs import ManagedProcess
+from verifier.harness.procs import ManagedProcess, ProcessError
 from verifier.harness.topics import create_topics
 from verifier.orchestration.drain import DrainIncomplete, drain_to_file
 from verifier.orchestration.phases import PhaseClock
@@ -283,8 +283,16 @@ class ScenarioRun:
             obs.restart()
 
     def _stop_generators(self) -> None:
-        for p in self.plans:
-            proc = self.processes[p.process_name]
+        """Every generator stops cleanly, all at once: each flushes (and a transactional
+        one ends its transaction) in parallel, not one after the other."""
+        procs = [self.processes[p.process_name] for p in self.plans]
+        for proc in procs:
+            if proc.alive:
+                try:
+                    proc.send_signal(signal.SIGTERM)
+                except ProcessError:  # it exited just now: terminate() below says how
+                    pass
+        for p, proc in zip(self.plans, procs, strict=True):
             code = proc.terminate(timeout=GENERATOR_STOP_TIMEOUT)
             if code not in (0, None) and p.pid not in self.failed_start:  # said once
                 self.notes.append(f"{p.pid} exited {code}: {proc.log_tail(3)}")
