@@ -18,11 +18,6 @@ other, notes/spark-kafka.md §4.5) and its own output. Rows are decoded in Spark
 publishes progress (streaming.progress). SIGTERM or SIGINT stops both queries and exits 0;
 after a SIGKILL, the same command line continues from the checkpoints.
 
-``--await-topics SECONDS`` lets the observer be started before its run's topics exist: it
-starts Spark (the slow part: a JVM, tens of seconds on a loaded machine) and then waits
-until every topic exists with its partitions before the queries start. The orchestrator
-uses it to start the next run's observer while the current run is being verified.
-
 The observer only records: no dedup, no asserts, no verdicts.
 """
 
@@ -47,7 +42,7 @@ from verifier.rundata.plan import read_plan
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
-    from pyspark.sql.streaming import DataStreamWriter, StreamingQuery
+    from pyspark.sql.streaming import StreamingQuery
 
 log = logging.getLogger("streaming.observer")
 
@@ -85,9 +80,6 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         "backlog; counts offsets, markers included")
     p.add_argument("--isolation-levels", default=",".join(ISOLATION_LEVELS),
                    help="comma-separated subset of read_committed,read_uncommitted")
-    p.add_argument("--await-topics", type=float, default=0.0, metavar="SECONDS",
-                   help="after Spark has started, wait up to this long for the topics to "
-                        "exist (default: they exist already)")
     p.add_argument("--hold-after-write-ms", type=int, default=0,
                    help="fault injection: pause after each batch is written, before "
                         "Spark commits it, so a kill there forces a replay")
@@ -116,7 +108,6 @@ def _apply_plan(args: argparse.Namespace) -> dict[str, str]:
         if missing:
             raise UsageError(f"{', '.join(missing)} required (or --plan RUN/config.json)")
         args.sink = args.sink or "exactly-once"
-        args.client_security = {}
         return {}
     if flags:
         raise UsageError(f"{', '.join(flags)}: given by the plan, leave out with --plan")
@@ -124,19 +115,11 @@ def _apply_plan(args: argparse.Namespace) -> dict[str, str]:
     args.run_dir, args.run_id = args.plan.parent, plan.run
     args.bootstrap_servers, args.topics = plan.bootstrap_servers, plan.topics
     args.sink, args.spark_master = plan.sink, plan.spark_master
-    args.client_security = plan.client_security()
-    return spark_kafka_options(args.client_security)
+    return spark_kafka_options(plan.client_security())
 
 
 def start_query(spark: SparkSession, args: argparse.Namespace, isolation: str) -> StreamingQuery:
     """One query: the run's topics at ``isolation`` into its own sink and checkpoint."""
-    return build_query(spark, args, isolation).start()
-
-
-def build_query(spark: SparkSession, args: argparse.Namespace,
-                isolation: str) -> DataStreamWriter:
-    """:func:`start_query` up to its start: the frames are built and analysed (a cold
-    JVM's first, slow steps), nothing connects to Kafka yet."""
     checkpoint = checkpoint_dir(args.run_dir, isolation)
     previous = read_progress(args.run_dir, isolation)
     sink = BatchSink(args.run_dir, isolation, checkpoint, args.sink,
@@ -163,6 +146,7 @@ def build_query(spark: SparkSession, args: argparse.Namespace,
         .option("checkpointLocation", str(checkpoint))
         .foreachBatch(sink)
         .trigger(processingTime=f"{args.trigger_ms} milliseconds")
+        .start()
     )
 
 
@@ -194,45 +178,6 @@ def _quietly(action, what: str) -> None:
         log.warning("%s: %s: %s", what, type(exc).__name__, str(exc)[:200])
 
 
-def await_topics(args: argparse.Namespace, stop: threading.Event) -> bool:
-    """Until every topic of the run exists with its partitions (the cluster may still be
-    starting too), at most ``args.await_topics`` seconds. False if a stop signal ended
-    the wait."""
-    from kafka import KafkaConsumer
-
-    from verifier.rundata.waiting import wait_until
-
-    # refused connections while the cluster starts are expected: not worth a log line each
-    logging.getLogger("kafka").setLevel(logging.CRITICAL)
-    consumer = None
-
-    def probe():
-        nonlocal consumer
-        if stop.is_set():
-            return True, []
-        if consumer is None:  # no broker yet: the next probe tries again
-            consumer = KafkaConsumer(bootstrap_servers=args.bootstrap_servers,
-                                     enable_auto_commit=False,
-                                     **{"client_id": "verifier.observer",
-                                        **args.client_security})
-        known = consumer.topics()  # a fresh metadata request
-        missing = [t for t in args.topics
-                   if t not in known or not consumer.partitions_for_topic(t)]
-        return not missing, missing
-
-    try:
-        wait_until(probe, timeout=args.await_topics, what="the run's topics",
-                   expected="every topic with its partitions", interval=0.2,
-                   max_interval=0.5, describe=lambda m: f"missing {m}")
-    finally:
-        if consumer is not None:
-            consumer.close()
-    if stop.is_set():
-        return False
-    log.info("observer %s: the topics exist", args.run_id)
-    return True
-
-
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     logging.basicConfig(level=logging.INFO, stream=sys.stderr,
@@ -248,14 +193,8 @@ def main(argv: list[str] | None = None) -> int:
     log.info("observer %s: topics %s, sink %s, master %s, pid %d", args.run_id, args.topics,
              args.sink, master, os.getpid())
     try:
-        # built before the wait for the topics: an observer started ahead of its run
-        # does the slow first steps while it waits
-        writers = [build_query(spark, args, iso) for iso in args.isolation_levels]
-        if args.await_topics > 0 and not await_topics(args, stop):
-            code = EXIT_OK  # stopped before its run began
-        else:
-            queries = [w.start() for w in writers]
-            code = supervise(queries, stop)
+        queries = [start_query(spark, args, iso) for iso in args.isolation_levels]
+        code = supervise(queries, stop)
     finally:
         _quietly(spark.stop, "stopping Spark")
     log.info("observer %s exits %d", args.run_id, code)

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from verifier.judge.model import ISOLATIONS, KINDS
 from verifier.judge.verdict import PASS, SKIPPED, VERDICT_FORMAT, VERDICT_VERSION, exit_code
-from verifier.orchestration.orchestrator import RunOptions, RunSequence, ScenarioRun, spark_of
+from verifier.orchestration.orchestrator import RunOptions, ScenarioRun, spark_of
 from verifier.orchestration.scenario import Scenario
 from verifier.report.faults import fault_summary
 from verifier.report.files import write_verdict
@@ -92,13 +92,12 @@ def run_selftest(doc: dict, run_dir: Path, seed: int, spark, out=sys.stdout) -> 
     return section
 
 
-def run_one(env, scenario: Scenario, opts: RunOptions, spark, out=sys.stdout,
-            run: ScenarioRun | None = None) -> dict:
+def run_one(env, scenario: Scenario, opts: RunOptions, spark, out=sys.stdout) -> dict:
     from verifier.orchestration.analyze import add_connections, write_outputs
     from verifier.report import render_terminal
     from verifier.report.connections import render_connections
 
-    run = run or ScenarioRun(env, scenario, opts, spark)
+    run = ScenarioRun(env, scenario, opts, spark)
     print(f"\n=== scenario {scenario.name}: {scenario.description.split(chr(10))[0]}",
           file=out, flush=True)
     try:
@@ -154,13 +153,9 @@ def run_matrix(env, scenarios: list[Scenario], opts: RunOptions, spark,
 
     t0 = time.monotonic()
     docs = []
-    runs = RunSequence(env, scenarios, opts, spark)  # the first observer starts now
-    try:
-        with env:
-            for run in runs:  # each observer started while the run before was verified
-                docs.append(run_one(env, run.scenario, opts, spark, out, run=run))
-    finally:
-        runs.discard()
+    with env:
+        for scenario in scenarios:
+            docs.append(run_one(env, scenario, opts, spark, out))
     grid = write_matrix(docs, Path(opts.out), {"profile": opts.profile, "seed": opts.seed,
                                                "environment": env.name})
     print("\n=== verdicts: scenario x mode", file=out)

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import logging
 import os
-import shutil
 import signal
 import sys
 import threading
@@ -42,9 +41,6 @@ from verifier.rundata.waiting import GiveUp, wait_until
 log = logging.getLogger(__name__)
 
 OBSERVER_START_TIMEOUT = 180.0  # Spark JVM start + first batch on a loaded 2-core machine
-#: how long an observer started ahead of its run waits for the run's topics: the run before
-#: it is still being verified (or the cluster still starting)
-OBSERVER_AWAIT_TOPICS = 900.0
 GENERATOR_STOP_TIMEOUT = 90.0  # a clean stop may wait for a commit or abort to finish
 GENERATOR_START_TIMEOUT = 120.0  # connect + init_transactions on a loaded machine
 
@@ -75,10 +71,6 @@ class ScenarioRun:
         self.failed_start: dict[str, str] = {}
         self._t0 = time.monotonic()
         self.interrupted = False
-        self._schedule = None  # set by _prepare
-        self._conn_from: int | None = None  # where this run's part of the connection log starts
-        #: called once this run's processes have stopped, before its verification
-        self.on_drained = None
         self.plan = self._plan()
         # the secrets reach the children through their environment, never argv or files
         self.child_env = {**opts.extra_env, **self.plan.child_env()}
@@ -109,46 +101,18 @@ class ScenarioRun:
                               env=self.child_env)
 
     def _observer(self) -> ManagedProcess:
-        argv = [*self._python(), "-m", "streaming.observer", "--plan", str(self.layout.config),
-                "--await-topics", f"{OBSERVER_AWAIT_TOPICS:g}"]
+        argv = [*self._python(), "-m", "streaming.observer", "--plan", str(self.layout.config)]
         return ManagedProcess("observer", argv, self.layout.log("observer"),
                               env=self.child_env)
 
     # ----- phases -------------------------------------------------------------------
 
-    def prestart(self) -> None:
-        """Start this run's observer ahead of the run: Spark's start-up (tens of seconds on
-        a loaded machine) then overlaps the run before this one (or the cluster's start)
-        instead of delaying this run's drain. The observer waits for the run's topics."""
-        self._prepare()
-        self._mark_connections()
-        self.processes["observer"].start()
-
-    def discard(self) -> None:
-        """A run prepared ahead that will not run: its observer stops, its folder goes."""
-        for proc in self.processes.values():
-            proc.terminate(timeout=10)
-        shutil.rmtree(self.run_dir, ignore_errors=True)
-
-    def _mark_connections(self) -> None:
-        log = getattr(self.env, "connection_log", None)
-        if self._conn_from is None:
-            self._conn_from = log.stat().st_size if log and log.exists() else 0
-
     def _setup(self) -> list:
-        schedule = self._prepare()
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self.logs.mkdir(exist_ok=True)
         topics = {p.topic: self.scenario.workload.partitions for p in self.plans}
         create_topics(self.env.bootstrap_servers, topics, self.env.replication_factor,
                       **self.plan.security)
-        return schedule
-
-    def _prepare(self):
-        """What setup does without the cluster, once: the run folder, the processes, the
-        fault schedule and config.json (before any child starts)."""
-        if self._schedule is not None:
-            return self._schedule
-        self.run_dir.mkdir(parents=True, exist_ok=True)
-        self.logs.mkdir(exist_ok=True)
         for p in self.plans:
             self.processes[p.process_name] = self._generator(p)
         self.processes["observer"] = self._observer()
@@ -160,7 +124,6 @@ class ScenarioRun:
             self.notes.append(f"skipped fault {why}")
         schedule = build_schedule(specs, self.opts.seed, self.scenario.workload.duration_s)
         self._write_config(schedule)
-        self._schedule = schedule
         return schedule
 
     def _write_config(self, schedule) -> None:
@@ -300,16 +263,14 @@ class ScenarioRun:
     def execute(self) -> dict:
         """Run every phase; return the verdict document."""
         self._t0 = time.monotonic()
-        self.clock = PhaseClock()  # the run starts now, not when its observer started ahead
         conn_log = getattr(self.env, "connection_log", None)
-        self._mark_connections()
+        conn_from = conn_log.stat().st_size if conn_log and conn_log.exists() else 0
         display = ProgressDisplay(self._snapshot)
         try:
             try:
                 with self.clock.phase("setup"):
                     schedule = self._setup()
-                    if not self.processes["observer"].alive:  # not started ahead (or died)
-                        self.processes["observer"].start()
+                    self.processes["observer"].start()
                     # The observer reads from the earliest offsets, so load may start
                     # while Spark starts (~30 s saved per scenario); a scenario that kills
                     # the observer waits for its first batch so the kill hits a running
@@ -333,9 +294,7 @@ class ScenarioRun:
                 for proc in self.processes.values():
                     proc.terminate(timeout=30)
                 if conn_log is not None:
-                    save_connections(conn_log, self._conn_from, self.layout.connections)
-            if self.on_drained is not None:  # e.g. the next run's observer starts
-                self.on_drained()
+                    save_connections(conn_log, conn_from, self.layout.connections)
             # the progress line goes on through the verification, and says so
             with self.clock.phase("verify"):
                 doc = self._verify()
@@ -370,44 +329,6 @@ def spark_of(spark):
     """The verification's SparkSession, given as is or as the :class:`Future` of its
     start-up (``verifier chaos`` starts it while the cluster starts)."""
     return spark.result() if isinstance(spark, Future) else spark
-
-
-class RunSequence:
-    """The runs of a matrix, one per scenario, in order; each run's observer is started
-    while the run before it is verified, the first one's while the cluster starts
-    (:meth:`ScenarioRun.prestart`). Iterate inside the environment; :meth:`discard`
-    afterwards stops a run started ahead that never ran."""
-
-    def __init__(self, env, scenarios: list[Scenario], opts: RunOptions, spark) -> None:
-        self.env, self.opts, self.spark = env, opts, spark
-        self.scenarios = list(scenarios)
-        self._ahead: ScenarioRun | None = None
-        self._start_ahead(0)
-
-    def _start_ahead(self, i: int) -> None:
-        if i >= len(self.scenarios) or self._ahead is not None:
-            return
-        run = ScenarioRun(self.env, self.scenarios[i], self.opts, self.spark)
-        try:
-            run.prestart()
-        except Exception as exc:  # noqa: BLE001 - the run then starts its observer itself
-            log.warning("the observer of %s could not start ahead: %s", run.scenario.name, exc)
-            run.discard()
-            return
-        self._ahead = run
-
-    def __iter__(self):
-        for i, scenario in enumerate(self.scenarios):
-            run, self._ahead = self._ahead, None
-            if run is None:
-                run = ScenarioRun(self.env, scenario, self.opts, self.spark)
-            run.on_drained = lambda i=i: self._start_ahead(i + 1)
-            yield run
-
-    def discard(self) -> None:
-        if self._ahead is not None:
-            self._ahead.discard()
-            self._ahead = None
 
 
 def save_connections(log: Path, offset: int, dest: Path) -> None:
