@@ -265,16 +265,16 @@ def _prepare(args: argparse.Namespace):
     from verifier.rundata import jvm
 
     profile, scenarios = _scenarios(args)
-    spark_conf = {}
+    from streaming.session import CHAOS_CONF, SPARK_CONF_ENV
+
+    spark_conf = dict(CHAOS_CONF)  # the tool's defaults; the user's settings replace them
     for item in args.spark_conf:
         key, eq, value = item.partition("=")
         if not eq or not key.strip():
             raise UsageError(f"--spark-conf {item!r}: expected KEY=VALUE")
         spark_conf[key.strip()] = value
-    if spark_conf:  # every Spark application of the run, children included, reads it
-        from streaming.session import SPARK_CONF_ENV
-
-        os.environ[SPARK_CONF_ENV] = json.dumps(spark_conf)
+    # every Spark application of the run, children included, reads it
+    os.environ[SPARK_CONF_ENV] = json.dumps(spark_conf)
     user_mode = None
     clients = _clients(args)
     user = UserConfig({}, {})

@@ -115,5 +115,10 @@ def test_a_users_scenario_file_runs(tmp_path, monkeypatch):
     import json
     import os
 
-    from streaming.session import SPARK_CONF_ENV
-    assert json.loads(os.environ.pop(SPARK_CONF_ENV)) == {"spark.cores.max": "2"}
+    from streaming.session import CHAOS_CONF, SPARK_CONF_ENV
+    # the tool's own defaults (C1-only JIT) and the user's settings, which win
+    assert json.loads(os.environ.pop(SPARK_CONF_ENV)) == {**CHAOS_CONF, "spark.cores.max": "2"}
+    assert main(["chaos", "--scenario", str(path), "--out", str(tmp_path / "out"),
+                 "--spark-conf", "spark.driver.extraJavaOptions=-Xss4m"]) == 0
+    assert json.loads(os.environ.pop(SPARK_CONF_ENV)) == {
+        "spark.driver.extraJavaOptions": "-Xss4m"}
