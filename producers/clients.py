@@ -11,7 +11,7 @@ to ok / fail / info in one table:
   broker's version); table in ``producers/java/.../Outcomes.java`` and
   docs/java-generator.md;
 - ``librdkafka``: confluent-kafka (its wheel bundles librdkafka), ``python -m
-  producers.rdkafka``; table in :mod:`producers.rdkafka`.
+  producers.rdkafka``; table in :mod:`producers.rdkafka_outcomes`.
 
 Both take ``--plan RUN/config.json --pid P`` and read the run from the plan.
 """

@@ -171,25 +171,33 @@ def run_plain(session: Session) -> None:
         partitions = session.partitions(producer)
         session.open_history(partitions)
         em = session.emitter(producer)
-        pacer = Pacer(session.spec.rate, session.stop)
-        if session.spec.mode != "at-most-once":
-            resend = session.resume.unacked  # same ids: cross-session duplicates
-            i = 0
-            while i < len(resend) and not session.stop.is_set():
-                chunk = resend[i:i + pacer.chunk(CHUNK)]
-                pacer.pace(em.write_completions, len(chunk))
-                em.send_many(chunk)
-                i += len(chunk)
-        planner = Planner(partitions, session.resume.next_seq)
-        while session.running():
-            left = session.remaining()
-            k = pacer.chunk(CHUNK if left is None else min(CHUNK, left))
-            pacer.pace(em.write_completions, k)
-            em.send_many([planner.next() for _ in range(k)])
-            session.new_records += k
+        send_plain(session, em, partitions)
         em.flush(session.spec.settings["delivery_timeout_ms"] / 1000)
     finally:
         session.close_producer(producer, 10)
+
+
+def send_plain(session: Session, em, partitions) -> None:
+    """The plain modes' loop, whatever the client (``em``: an emitter with
+    ``send_many`` and ``write_completions``): re-send what the history does not show as
+    acknowledged (every mode but at-most-once), then new records until the budget or a
+    stop, on the session's schedule."""
+    pacer = Pacer(session.spec.rate, session.stop)
+    if session.spec.mode != "at-most-once":
+        resend = session.resume.unacked  # same ids: cross-session duplicates
+        i = 0
+        while i < len(resend) and not session.stop.is_set():
+            chunk = resend[i:i + pacer.chunk(CHUNK)]
+            pacer.pace(em.write_completions, len(chunk))
+            em.send_many(chunk)
+            i += len(chunk)
+    planner = Planner(partitions, session.resume.next_seq)
+    while session.running():
+        left = session.remaining()
+        k = pacer.chunk(CHUNK if left is None else min(CHUNK, left))
+        pacer.pace(em.write_completions, k)
+        em.send_many([planner.next() for _ in range(k)])
+        session.new_records += k
 
 
 def install_stop_handlers(stop: threading.Event) -> None:

@@ -9,7 +9,7 @@ confluent-kafka, whose wheel bundles librdkafka. What differs is the client:
   ``queue.buffering.max.kbytes``; ``max.block.ms`` bounds the transactional calls, which
   take a timeout in librdkafka;
 - outcomes: librdkafka error codes, ``retriable()``, ``txn_requires_abort()``, ``fatal()``
-  mapped to ok / fail / info in :data:`TABLE` (docs/java-generator.md, "librdkafka");
+  mapped to ok / fail / info in :mod:`producers.rdkafka_outcomes`;
 - delivery reports arrive from ``poll()``/``flush()`` on the generator's own thread;
 - librdkafka does not expose its producer id and epoch, so its histories have no
   ``producer-id`` lines.
@@ -21,154 +21,31 @@ import os
 import sys
 import time
 from collections import deque
-from collections.abc import Mapping
 from typing import Any
 
 from producers.emitter import Pacer
-from producers.generator import CHUNK, ClusterUnreachable, GeneratorSpec, Planner, Session
+from producers.generator import (
+    CHUNK,
+    ClusterUnreachable,
+    GeneratorSpec,
+    Planner,
+    Session,
+    send_plain,
+)
+from producers.rdkafka_outcomes import (
+    CLIENT,
+    FAIL,
+    INFO,
+    OK,
+    classify,
+    describe,
+    librdkafka_config,
+    redacted_config,
+)
 from producers.resume import PlannedTxn
 from verifier.rundata.errors import UsageError
 from verifier.rundata.history import now_ms
 from verifier.rundata.records import RecordIdentity, encode_value
-
-CLIENT = "librdkafka"
-
-#: kafka-python setting -> librdkafka property (None: generator-side, not passed on)
-PROPERTIES: Mapping[str, str | None] = {
-    "enable_idempotence": "enable.idempotence", "acks": "acks", "retries": "retries",
-    "max_in_flight_requests_per_connection": "max.in.flight.requests.per.connection",
-    "batch_size": "batch.size", "linger_ms": "linger.ms",
-    "buffer_memory": "queue.buffering.max.kbytes", "compression_type": "compression.type",
-    "request_timeout_ms": "request.timeout.ms", "delivery_timeout_ms": "delivery.timeout.ms",
-    "retry_backoff_ms": "retry.backoff.ms", "transactional_id": "transactional.id",
-    "transaction_timeout_ms": "transaction.timeout.ms", "client_id": "client.id",
-    "max_request_size": "message.max.bytes",
-    "security_protocol": "security.protocol", "sasl_mechanism": "sasl.mechanism",
-    "sasl_plain_username": "sasl.username", "sasl_plain_password": "sasl.password",
-    "ssl_cafile": "ssl.ca.location", "ssl_certfile": "ssl.certificate.location",
-    "ssl_keyfile": "ssl.key.location", "ssl_password": "ssl.key.password",
-    "ssl_crlfile": "ssl.crl.location", "ssl_ciphers": "ssl.cipher.suites",
-    "max_block_ms": None, "record_size": None, "ssl_check_hostname": None,
-}  # fmt: skip
-
-SECRET_PROPERTIES = frozenset({"sasl.password", "ssl.key.password"})
-
-
-def librdkafka_config(settings: Mapping[str, Any], bootstrap_servers: str,
-                      client_id: str) -> dict[str, Any]:
-    """The librdkafka properties for the generator's settings; a setting librdkafka has
-    no equivalent for is a :class:`UsageError` naming it."""
-    conf: dict[str, Any] = {"bootstrap.servers": bootstrap_servers, "client.id": client_id}
-    unknown = []
-    for key, value in settings.items():
-        if key not in PROPERTIES:
-            unknown.append(key)
-            continue
-        prop = PROPERTIES[key]
-        if prop is None or value is None and key != "compression_type":
-            continue
-        if key == "acks":
-            value = "all" if value == -1 else value
-        elif key == "compression_type":
-            value = value or "none"
-        elif key == "buffer_memory":
-            value = max(1, int(value) // 1024)
-        conf[prop] = value
-    if unknown:
-        raise UsageError(f"librdkafka has no equivalent for {', '.join(sorted(unknown))}")
-    txn_timeout = conf.get("transaction.timeout.ms")
-    if txn_timeout is not None and conf.get("delivery.timeout.ms", 300000) > txn_timeout:
-        # librdkafka refuses message.timeout.ms > transaction.timeout.ms (a record must
-        # time out before its transaction does); Java and kafka-python allow it
-        conf["delivery.timeout.ms"] = txn_timeout
-    return conf
-
-
-def redacted_config(conf: Mapping[str, Any]) -> dict[str, Any]:
-    return {k: ("***" if k in SECRET_PROPERTIES else v) for k, v in sorted(conf.items())}
-
-
-# --- the exception table ------------------------------------------------------------------
-
-OK, FAIL, INFO = "ok", "fail", "info"
-
-#: (operations, error code name or "*", predicate or None, outcome, why); first match wins.
-#: Codes are librdkafka's (``KafkaError.<NAME>``; a leading ``_`` is a local error).
-TABLE: tuple[tuple[tuple[str, ...], str, str | None, str, str], ...] = (
-    (("enqueue",), "*", None, FAIL, "produce() raised (queue full past max.block.ms, unknown "
-     "partition, producer in an error state): the record never entered the queue"),
-    (("begin",), "*", None, FAIL, "begin_transaction() is local: no request was sent"),
-    (("send",), "DUPLICATE_SEQUENCE_NUMBER", None, OK, "the broker has it already"),
-    (("send",), "_PURGE_QUEUE", None, FAIL, "purged from the queue: never sent"),
-    (("send",), "MSG_SIZE_TOO_LARGE", None, FAIL, "rejected"),
-    (("send",), "_MSG_SIZE_TOO_LARGE", None, FAIL, "refused locally: never sent"),
-    (("send",), "INVALID_MSG_SIZE", None, FAIL, "rejected"),
-    (("send",), "RECORD_LIST_TOO_LARGE", None, FAIL, "rejected"),
-    (("send",), "TOPIC_AUTHORIZATION_FAILED", None, FAIL, "rejected"),
-    (("send",), "CLUSTER_AUTHORIZATION_FAILED", None, FAIL, "rejected"),
-    (("send",), "TRANSACTIONAL_ID_AUTHORIZATION_FAILED", None, FAIL, "rejected"),
-    (("send",), "INVALID_REQUIRED_ACKS", None, FAIL, "rejected"),
-    (("send",), "POLICY_VIOLATION", None, FAIL, "rejected"),
-    (("send",), "UNSUPPORTED_VERSION", None, FAIL, "rejected"),
-    (("send",), "UNSUPPORTED_FOR_MESSAGE_FORMAT", None, FAIL, "rejected"),
-    (("send",), "UNSUPPORTED_COMPRESSION_TYPE", None, FAIL, "rejected"),
-    (("send",), "INVALID_RECORD", None, FAIL, "rejected"),
-    (("send",), "PRODUCER_FENCED", None, FAIL, "fenced: the old epoch is rejected"),
-    (("send",), "INVALID_PRODUCER_EPOCH", None, FAIL, "old epoch: rejected"),
-    (("send",), "_FENCED", None, FAIL, "the producer was fenced: not sent"),
-    (("send",), "OUT_OF_ORDER_SEQUENCE_NUMBER", None, FAIL, "the leader rejected the sequence"),
-    (("send",), "INVALID_TXN_STATE", None, FAIL, "rejected"),
-    (("send",), "*", None, INFO, "anything else, every retriable error and _MSG_TIMED_OUT, "
-     "_PURGE_INFLIGHT, _TRANSPORT included: an earlier attempt may have been appended"),
-    (("commit",), "*", "txn_requires_abort", FAIL, "the transaction must be aborted: the "
-     "commit did not happen"),
-    (("commit",), "_STATE", None, FAIL, "not in a state to commit: no EndTxn was sent"),
-    (("commit",), "*", None, INFO, "timeout, retriable, fenced or fatal: a commit already "
-     "prepared completes; read back before a redo"),
-    (("abort",), "*", None, INFO, "timeout or fatal: the new producer's init_transactions "
-     "aborts what is still open"),
-    (("init",), "*", "fatal", FAIL, "fatal: give up"),
-    (("init",), "TRANSACTIONAL_ID_AUTHORIZATION_FAILED", None, FAIL, "not allowed: give up"),
-    (("init",), "_INVALID_ARG", None, FAIL, "bad settings: give up"),
-    (("init",), "_NOT_CONFIGURED", None, FAIL, "no transactional.id: give up"),
-    (("init",), "*", None, INFO, "retried (timeouts, coordinator moving)"),
-)  # fmt: skip
-
-
-def _error(exc: BaseException | Any):
-    """The librdkafka ``KafkaError`` in an exception (or the error itself), or None."""
-    from confluent_kafka import KafkaError, KafkaException
-
-    if isinstance(exc, KafkaError):
-        return exc
-    if isinstance(exc, KafkaException) and exc.args and isinstance(exc.args[0], KafkaError):
-        return exc.args[0]
-    return None
-
-
-def rule(exc: BaseException | Any, op: str):
-    """The row of :data:`TABLE` deciding operation ``op`` that ended with ``exc``."""
-    err = _error(exc)
-    name = err.name() if err is not None else type(exc).__name__
-    for ops, code, pred, outcome, why in TABLE:
-        if op not in ops or code not in ("*", name):
-            continue
-        if pred is not None and not (err is not None and getattr(err, pred)()):
-            continue
-        return ops, code, pred, outcome, why
-    raise ValueError(f"no rule for operation {op!r}")
-
-
-def classify(exc: BaseException | Any | None, op: str) -> str:
-    return OK if exc is None else rule(exc, op)[3]
-
-
-def describe(exc: BaseException | Any) -> str:
-    err = _error(exc)
-    if err is not None:
-        return f"KafkaError {err.name()}: {err.str()}"
-    return f"{type(exc).__name__}: {exc}"
-
 
 # --- sending --------------------------------------------------------------------------------
 
@@ -323,22 +200,7 @@ def run_plain(session: Session, conf: dict) -> None:
     parts = _partitions(session, producer)
     session.open_history(parts)
     em = RdEmitter(producer, session, session.spec.settings["acks"])
-    pacer = Pacer(session.spec.rate, session.stop)
-    if session.spec.mode != "at-most-once":
-        resend = session.resume.unacked
-        i = 0
-        while i < len(resend) and not session.stop.is_set():
-            chunk = resend[i:i + pacer.chunk(CHUNK)]
-            pacer.pace(em.write_completions, len(chunk))
-            em.send_many(chunk)
-            i += len(chunk)
-    planner = Planner(parts, session.resume.next_seq)
-    while session.running():
-        left = session.remaining()
-        k = pacer.chunk(CHUNK if left is None else min(CHUNK, left))
-        pacer.pace(em.write_completions, k)
-        em.send_many([planner.next() for _ in range(k)])
-        session.new_records += k
+    send_plain(session, em, parts)
     em.flush()
 
 
@@ -430,42 +292,21 @@ class RdTxnRunner:
 
 
 def run_transactional(session: Session, conf: dict) -> None:
-    import random
-
-    from producers.transactional import _committed_after_all
+    from producers.transactional import transaction_loop
 
     runner = RdTxnRunner(session, conf)
     runner.connect()
     parts = _partitions(session, runner.producer)
     session.open_history(parts)
     runner.em = RdEmitter(runner.producer, session, session.spec.settings["acks"])
-    planner = Planner(parts, session.resume.next_seq)
-    rng = random.Random(f"{session.spec.seed}:{session.spec.pid}:{session.ses}")
-    redo = deque(session.resume.uncommitted)
-    next_txn = session.resume.next_txn
     pacer = Pacer(session.spec.rate, session.stop)
-    while redo or session.running():
-        if session.stop.is_set():
-            break
-        if redo:
-            txn = redo.popleft()
-            if txn.probe and _committed_after_all(session, txn):
-                continue
-        else:
-            size = session.spec.txn_size
-            left = session.remaining()
-            if left is not None:
-                size = min(size, left)
-            recs = tuple(planner.next() for _ in range(size))
-            session.new_records += size
-            txn = PlannedTxn(next_txn, rng.random() < session.spec.abort_fraction, recs)
-            next_txn += 1
+
+    def run_one(txn: PlannedTxn) -> tuple[bool, bool]:
         result, replace = runner.run(txn, pacer)
-        if result == "redo":
-            redo.appendleft(PlannedTxn(txn.txn, False, txn.recs, runner.unanswered))
-            session.stop.wait(session.spec.settings["retry_backoff_ms"] / 1000)
-        if replace and not session.stop.is_set():
-            runner.connect()
+        return result == "redo", replace
+
+    transaction_loop(session, runner, Planner(parts, session.resume.next_seq), pacer,
+                     run_one, catch_up=False)
     runner.em.write_completions()
 
 

@@ -228,8 +228,8 @@ def txn_size(nominal: int, pacer: Pacer) -> int:
 
 
 def _plan(session: Session, planner: Planner, rng: random.Random, next_txn: int,
-          pacer: Pacer) -> PlannedTxn:
-    size = txn_size(session.spec.txn_size, pacer)
+          pacer: Pacer | None) -> PlannedTxn:
+    size = session.spec.txn_size if pacer is None else txn_size(session.spec.txn_size, pacer)
     left = session.remaining()
     if left is not None:
         size = min(size, left)
@@ -246,33 +246,48 @@ def run_transactional(session: Session) -> None:
         partitions = session.partitions(runner.producer)
         session.open_history(partitions)
         runner.em = session.emitter(runner.producer)
-        planner = Planner(partitions, session.resume.next_seq)
-        # seeded per session, so a restart does not replay the same abort decisions
-        rng = random.Random(f"{session.spec.seed}:{session.spec.pid}:{session.ses}")
-        redo = deque(session.resume.uncommitted)
-        next_txn = session.resume.next_txn
         # one schedule for the whole session, as the other modes pace: the time a commit
         # takes is made up by the next records, instead of restarting the clock each
         # transaction (which capped the rate at txn_size / (txn_size / rate + commit))
         pacer = Pacer(session.spec.rate, session.stop)
-        while redo or session.running():
-            if session.stop.is_set():
-                break
-            if redo:
-                txn = redo.popleft()
-                if txn.probe and _committed_after_all(session, txn):
-                    continue
-            else:
-                txn = _plan(session, planner, rng, next_txn, pacer)
-                next_txn += 1
+
+        def run_one(txn: PlannedTxn) -> tuple[bool, bool]:
             result, replace = runner.run(txn, before_send=_pacing(pacer))
-            if result is TxnResult.REDO:
-                redo.appendleft(PlannedTxn(txn.txn, False, txn.recs, runner.unanswered))
-                session.stop.wait(session.spec.settings["retry_backoff_ms"] / 1000)
-            if replace and not session.stop.is_set():
-                runner.connect()
+            return result is TxnResult.REDO, replace
+
+        transaction_loop(session, runner, Planner(partitions, session.resume.next_seq),
+                         pacer, run_one)
     finally:
         runner.close()
+
+
+def transaction_loop(session: Session, runner, planner: Planner, pacer: Pacer, run_one,
+                     catch_up: bool = True) -> None:
+    """The transactional flow, whatever the client: redo what earlier sessions left
+    uncommitted (an unanswered commit read back first), then new transactions until the
+    budget or a stop. ``run_one(txn) -> (redo, replace)`` runs one transaction on the
+    client's ``runner`` (which has ``unanswered`` and ``connect``); ``catch_up``: size new
+    transactions from the schedule (:func:`txn_size`), else ``txn_size`` records each."""
+    # seeded per session, so a restart does not replay the same abort decisions
+    rng = random.Random(f"{session.spec.seed}:{session.spec.pid}:{session.ses}")
+    redo = deque(session.resume.uncommitted)
+    next_txn = session.resume.next_txn
+    while redo or session.running():
+        if session.stop.is_set():
+            break
+        if redo:
+            txn = redo.popleft()
+            if txn.probe and _committed_after_all(session, txn):
+                continue
+        else:
+            txn = _plan(session, planner, rng, next_txn, pacer if catch_up else None)
+            next_txn += 1
+        redone, replace = run_one(txn)
+        if redone:
+            redo.appendleft(PlannedTxn(txn.txn, False, txn.recs, runner.unanswered))
+            session.stop.wait(session.spec.settings["retry_backoff_ms"] / 1000)
+        if replace and not session.stop.is_set():
+            runner.connect()
 
 
 def _committed_after_all(session: Session, txn: PlannedTxn) -> bool:

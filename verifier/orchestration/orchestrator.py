@@ -231,9 +231,11 @@ class ScenarioRun:
                 proc.send_signal(signal.SIGTERM)
         deadline = time.monotonic() + 3
         for proc in procs:
-            while proc.alive and time.monotonic() < deadline:
-                time.sleep(0.05)
-            if proc.alive:
+            if not proc.alive:
+                continue
+            try:
+                proc.wait(max(0.0, deadline - time.monotonic()))
+            except VerifierError:  # not gone within the shared 3 s
                 proc.kill()
 
     def _ensure_observer(self) -> None:

@@ -1,4 +1,4 @@
-"""The librdkafka generator's exception table (producers/rdkafka.py) and its settings."""
+"""The librdkafka generator's exception table (producers/rdkafka_outcomes.py) and its settings."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import pytest
 ck = pytest.importorskip("confluent_kafka")
 
 from producers.config import MODES, resolve  # noqa: E402
-from producers.rdkafka import TABLE, classify, librdkafka_config, redacted_config  # noqa: E402
+from producers.rdkafka_outcomes import TABLE, classify, librdkafka_config, redacted_config  # noqa: E402
 from verifier.rundata.errors import UsageError  # noqa: E402
 
 KE, KX = ck.KafkaError, ck.KafkaException
@@ -76,7 +76,7 @@ def test_the_docs_show_the_table_row_for_row():
 def test_every_codec_builds_on_librdkafka(codec):
     import confluent_kafka
 
-    from producers.rdkafka import librdkafka_config
+    from producers.rdkafka_outcomes import librdkafka_config
 
     conf = librdkafka_config({"compression_type": codec}, "127.0.0.1:1", "t")
     assert conf["compression.type"] == codec
