@@ -16,9 +16,10 @@ from verifier.rundata.waiting import wait_until
 
 
 def generator(name: str, run_dir: Path, bootstrap: str, topic: str, mode: str, pid: str,
-              *extra: str) -> ManagedProcess:
-    """A ``python -m producers`` process (not started)."""
-    argv = [sys.executable, "-m", "producers", "--run-dir", str(run_dir), "--run-id", "it",
+              *extra: str, module: str = "producers") -> ManagedProcess:
+    """A ``python -m producers`` process (``module``: another Python client's generator),
+    not started."""
+    argv = [sys.executable, "-m", module, "--run-dir", str(run_dir), "--run-id", "it",
             "--mode", mode, "--pid", pid, "--topic", topic, "--bootstrap-servers", bootstrap,
             *extra]
     return ManagedProcess(name, argv, run_dir / "logs" / f"{name}.log", cwd=PROJECT_ROOT)
@@ -32,6 +33,34 @@ def run_to_end(proc: ManagedProcess, timeout: float = 90) -> None:
 
 def history(run_dir: Path, pid: str) -> History:
     return read_history(history_path(run_dir, pid))
+
+
+def check_one_clean_session(run_dir: Path, bootstrap: str, topic: str, mode: str, pid: str,
+                            n: int) -> History:
+    """A generator's single session of ``n`` sends on a healthy 3-partition topic: every
+    send acknowledged, dense sequences round robin, every ``ok`` offset holding the record
+    the history names and nothing else in the log; a seeded transactional run both commits
+    and aborts. Returns the history for the client's own checks."""
+    h = history(run_dir, pid)
+    assert h.header["mode"] == mode and h.sessions == [1] and not h.torn_tail
+    invokes = [e for e in h.events if e["type"] == "invoke" and e["f"] == "send"]
+    oks = [e for e in h.events if e["type"] == "ok" and e["f"] == "send"]
+    assert len(invokes) == n
+    assert len(oks) == n, "a healthy cluster acknowledges every send"
+    assert {(e["p"], e["seq"]) for e in oks} == {(e["p"], e["seq"]) for e in invokes}
+    for p in range(3):  # dense sequence per partition, round robin over all three
+        assert sorted(e["seq"] for e in invokes if e["p"] == p) == list(range(n // 3))
+    log = {(p, off): rid for p, off, rid in read_log(bootstrap, topic, "read_uncommitted")}
+    for e in oks:
+        rid = log.get((e["p"], e["offset"]))
+        assert rid is not None, f"no record at partition {e['p']} offset {e['offset']}"
+        assert (rid.run, rid.pid, rid.ses, rid.p, rid.seq, rid.txn) == \
+            ("it", pid, 1, e["p"], e["seq"], e["txn"])
+    assert len(log) == n
+    if mode == "transactional":
+        ends = [e for e in h.events if e.get("f") in ("commit", "abort") and e["type"] == "ok"]
+        assert {e["f"] for e in ends} == {"commit", "abort"}, "seeded: some of each"
+    return h
 
 
 def read_log(bootstrap: str, topic: str, isolation: str) -> list[tuple[int, int, RecordIdentity]]:

@@ -3,17 +3,22 @@ the same history format, record values, restart policy and transactional flow.""
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pytest
 
 from producers.config import MODES
-from tests.integration.producers.helpers import copies, history, read_log, run_to_end
+from tests.integration.producers.helpers import (
+    check_one_clean_session,
+    copies,
+    generator,
+    history,
+    read_log,
+    run_to_end,
+)
 from tests.integration.producers.test_restarts import _open_txn
 from verifier.harness.procs import ManagedProcess
 from verifier.harness.topics import create_topics
-from verifier.rundata.jvm import PROJECT_ROOT
 from verifier.rundata.waiting import wait_until
 
 pytestmark = pytest.mark.integration
@@ -24,10 +29,8 @@ N = 300
 
 def rd_generator(name: str, run_dir: Path, bootstrap: str, topic: str, mode: str, pid: str,
                  *extra: str) -> ManagedProcess:
-    argv = [sys.executable, "-m", "producers.rdkafka", "--run-dir", str(run_dir), "--run-id",
-            "it", "--mode", mode, "--pid", pid, "--topic", topic, "--bootstrap-servers",
-            bootstrap, *extra]
-    return ManagedProcess(name, argv, run_dir / "logs" / f"{name}.log", cwd=PROJECT_ROOT)
+    return generator(name, run_dir, bootstrap, topic, mode, pid, *extra,
+                     module="producers.rdkafka")
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -39,24 +42,9 @@ def test_every_ok_offset_holds_the_record_the_history_names(bootstrap, topic_nam
         if mode == "transactional" else []
     run_to_end(rd_generator(pid, tmp_path, bootstrap, topic_name, mode, pid, "--count",
                             str(N), "--record-size", "300", *extra))
-    h = history(tmp_path, pid)
-    assert h.header["mode"] == mode and h.sessions == [1] and not h.torn_tail
+    h = check_one_clean_session(tmp_path, bootstrap, topic_name, mode, pid, N)
     session = next(e for e in h.events if e["type"] == "session")
     assert session["client"] == "librdkafka" and session["config"]["acks"] in (1, "all")
-    invokes = [e for e in h.events if e["type"] == "invoke" and e["f"] == "send"]
-    oks = [e for e in h.events if e["type"] == "ok" and e["f"] == "send"]
-    assert len(invokes) == N and len(oks) == N
-    assert {(e["p"], e["seq"]) for e in oks} == {(e["p"], e["seq"]) for e in invokes}
-    log = {(p, off): rid for p, off, rid in read_log(bootstrap, topic_name, "read_uncommitted")}
-    for e in oks:
-        rid = log.get((e["p"], e["offset"]))
-        assert rid is not None, f"no record at partition {e['p']} offset {e['offset']}"
-        assert (rid.run, rid.pid, rid.ses, rid.p, rid.seq, rid.txn) == \
-            ("it", pid, 1, e["p"], e["seq"], e["txn"])
-    assert len(log) == N
-    if mode == "transactional":
-        ends = [e for e in h.events if e.get("f") in ("commit", "abort") and e["type"] == "ok"]
-        assert {e["f"] for e in ends} == {"commit", "abort"}, "seeded: some of each"
 
 
 def test_transactional_kill_mid_transaction_and_restart(cluster, bootstrap, topic_name,
