@@ -1,7 +1,8 @@
 # Task runner. Every variable is overridable: make test KAFKA_VERSION=4.1.1 TEST_BASE_PORT=29100
 #
 # Versions (why these, see pyproject.toml and compose/pom.xml):
-#   KAFKA_VERSION  the broker and kafka-tools jars Maven resolves (Kafka 4.x, KRaft only)
+#   KAFKA_VERSION  the broker and kafka-tools jars Maven resolves (any KRaft release 3.3 to 4.x;
+#                  `verifier setup --kafka-versions A,B` resolves more, side by side)
 #   KAFKA_CLIENTS_VERSION  the Java producer the Java generator runs (default KAFKA_VERSION)
 #   PySpark        pinned in pyproject.toml; the Spark Kafka connector jars follow the
 #                  installed PySpark version exactly

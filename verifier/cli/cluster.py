@@ -7,6 +7,7 @@ import time
 from pathlib import Path
 
 from verifier.harness.cluster import ClusterSpec, LocalCluster, default_state_dir, up
+from verifier.rundata import jvm
 from verifier.rundata.errors import ClusterError, UsageError
 
 
@@ -30,6 +31,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="client ports are BASE+n, replication BASE+100+n, controller BASE+200+n")
     q.add_argument("--heap-mb", type=int, default=512, help="broker heap per node")
     q.add_argument("--timeout", type=float, default=180.0, help="readiness deadline, seconds")
+    q.add_argument("--kafka-version", default=None, metavar="VERSION",
+                   help="broker release, KRaft 3.3 to 4.x (default $KAFKA_VERSION or "
+                        f"{jvm.DEFAULT_KAFKA_VERSION}); its jars are resolved on first use")
     add("status", "print the bootstrap servers and each node's state", cmd_status)
     add("down", "stop every node and delete the cluster folder", cmd_down)
     add("kill", "SIGKILL one node", cmd_node, node=True)
@@ -52,7 +56,8 @@ def _load(args: argparse.Namespace) -> LocalCluster:
 
 
 def print_status(cluster: LocalCluster) -> None:
-    print(f"cluster {cluster.cluster_id} in {cluster.state_dir}")
+    print(f"cluster {cluster.cluster_id} (Kafka {cluster.spec.kafka_version}) in "
+          f"{cluster.state_dir}")
     print(f"bootstrap servers: {cluster.bootstrap_servers}")
     for s in cluster.status():
         via = "" if s.advertised_port == s.client_port else f" (advertised {s.advertised_port})"
@@ -61,7 +66,8 @@ def print_status(cluster: LocalCluster) -> None:
 
 def cmd_up(args: argparse.Namespace) -> int:
     try:
-        spec = ClusterSpec(nodes=args.nodes, base_port=args.base_port, heap_mb=args.heap_mb)
+        spec = ClusterSpec(nodes=args.nodes, base_port=args.base_port, heap_mb=args.heap_mb,
+                           kafka_version=args.kafka_version or jvm.kafka_version())
     except ValueError as exc:
         raise UsageError(str(exc)) from exc
     t0 = time.monotonic()

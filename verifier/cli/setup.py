@@ -14,12 +14,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-tools", action="store_true", help="skip kafka-tools (benchmarks)")
     p.add_argument("--no-java-generator", action="store_true",
                    help="skip building the Java generator (producers/java, --client java)")
+    p.add_argument("--kafka-versions", default=None, metavar="V1,V2",
+                   help="also resolve the broker jars of these releases (KRaft 3.3 to 4.x), "
+                        "each into .jars/broker-<version>, side by side")
     p.set_defaults(func=run)
 
 
 def run(args: argparse.Namespace) -> int:
     jvm.require_java()
     sets = [jvm.broker_jars()]
+    for version in jvm.parse_kafka_versions(args.kafka_versions) if args.kafka_versions else []:
+        if version != sets[0].version:
+            sets.append(jvm.broker_jars(version))
     if not args.no_spark:
         sets.append(jvm.spark_kafka_jars())
     if not args.no_tools:

@@ -17,25 +17,67 @@ from functools import lru_cache
 from importlib import metadata
 from pathlib import Path
 
-from verifier.rundata.errors import CommandFailed, EnvironmentProblem
+from verifier.rundata.errors import CommandFailed, EnvironmentProblem, UsageError
 
 PROJECT_ROOT = Path(__file__).resolve().parents[2]
 POM = PROJECT_ROOT / "compose" / "pom.xml"
 MAVEN_SETTINGS = PROJECT_ROOT / "compose" / "maven-settings.xml"
 LOG4J_CONFIG = PROJECT_ROOT / "compose" / "log4j2.properties"
+#: Kafka 3.x brokers log through Log4j 1 (reload4j), configured by this file
+LOG4J1_CONFIG = PROJECT_ROOT / "compose" / "log4j.properties"
 
 #: Kafka broker and tools version; 4.1.x is the newest line covered by our notes
 #: (KRaft-only, Java 17). Overridable with KAFKA_VERSION (the Makefile passes it).
 DEFAULT_KAFKA_VERSION = "4.1.1"
+#: the oldest broker line whose KRaft mode the cluster manager runs (KRaft was declared
+#: production-ready in 3.3); every later 3.x and 4.x release on Maven Central works
+MIN_KAFKA = (3, 3)
 MIN_JAVA = 17
+
+_VERSION = re.compile(r"(\d+)\.(\d+)\.(\d+)")
 
 
 def jars_root() -> Path:
     return Path(os.environ.get("VERIFIER_JARS_DIR", PROJECT_ROOT / ".jars"))
 
 
+def parse_kafka_version(text: str) -> tuple[int, int, int]:
+    """``"3.6.2"`` -> ``(3, 6, 2)``; a version the cluster manager cannot run (not a
+    release number, older than 3.3, or a 5.x it has never seen) is a usage error."""
+    m = _VERSION.fullmatch(text.strip())
+    if not m:
+        raise UsageError(f"Kafka version {text!r} is not a release number like 3.9.1 or 4.1.1")
+    version = (int(m[1]), int(m[2]), int(m[3]))
+    if version[:2] < MIN_KAFKA or version[0] > 4:
+        raise UsageError(f"Kafka version {text}: the local cluster runs KRaft releases from "
+                         f"{MIN_KAFKA[0]}.{MIN_KAFKA[1]} to 4.x")
+    return version
+
+
 def kafka_version() -> str:
-    return os.environ.get("KAFKA_VERSION", DEFAULT_KAFKA_VERSION)
+    """The broker version: KAFKA_VERSION, by default 4.1.1 (validated)."""
+    version = os.environ.get("KAFKA_VERSION") or DEFAULT_KAFKA_VERSION
+    parse_kafka_version(version)
+    return version.strip()
+
+
+def parse_kafka_versions(text: str) -> list[str]:
+    """A comma-separated list of broker versions, each validated, order kept, no repeats."""
+    out: list[str] = []
+    for part in text.split(","):
+        if not part.strip():
+            continue
+        parse_kafka_version(part)
+        if part.strip() not in out:
+            out.append(part.strip())
+    if not out:
+        raise UsageError(f"no Kafka version in {text!r}")
+    return out
+
+
+def uses_log4j1(version: str) -> bool:
+    """Kafka 3.x brokers log through Log4j 1 (reload4j); 4.x through Log4j 2."""
+    return parse_kafka_version(version)[0] < 4
 
 
 def clients_version() -> str:
@@ -54,8 +96,10 @@ def spark_version() -> str:
 
 @dataclass(frozen=True)
 class JarSet:
-    profile: str  # profile name in compose/pom.xml
+    profile: str  # the set's name: its folder is .jars/<profile>-<version>
     version: str
+    #: the profile in compose/pom.xml that resolves it, when not ``profile`` itself
+    pom_profile: str | None = None
 
     @property
     def folder(self) -> Path:
@@ -72,8 +116,11 @@ class JarSet:
         return sorted(self.folder.glob("*.jar"))
 
 
-def broker_jars() -> JarSet:
-    return JarSet("broker", kafka_version())
+def broker_jars(version: str | None = None) -> JarSet:
+    """The broker's classpath at ``version`` (default :func:`kafka_version`): several
+    versions live side by side in ``.jars/broker-<version>``; a 3.x set carries Log4j 1."""
+    version = version or kafka_version()
+    return JarSet("broker", version, "broker-log4j1" if uses_log4j1(version) else None)
 
 
 def tools_jars() -> JarSet:
@@ -161,7 +208,7 @@ def resolve(jarset: JarSet, *, quiet: bool = True) -> Path:
     version_prop = "spark.version" if jarset.profile == "spark-kafka" else "kafka.version"
     cmd = [
         mvn, "-B", *(["-q"] if quiet else []),
-        "-gs", str(MAVEN_SETTINGS), "-f", str(POM), "-P", jarset.profile,
+        "-gs", str(MAVEN_SETTINGS), "-f", str(POM), "-P", jarset.pom_profile or jarset.profile,
         f"-D{version_prop}={jarset.version}",
         "org.apache.maven.plugins:maven-dependency-plugin:3.6.1:copy-dependencies",
         "-DincludeScope=runtime", f"-DoutputDirectory={folder}",

@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from verifier.harness.cluster.config import ClusterSpec, broker_properties, render_properties
+from verifier.harness.cluster.config import (
+    ClusterSpec,
+    broker_properties,
+    jvm_options,
+    render_properties,
+)
+from verifier.rundata import jvm
+from verifier.rundata.errors import UsageError
 
 
 def test_three_node_ports_and_quorum():
@@ -78,3 +85,49 @@ def test_a_sasl_plain_client_listener():
     plain = ClusterSpec(nodes=1)
     assert plain.probe_port(1) == plain.client_port(1)
     assert "sasl.enabled.mechanisms" not in broker_properties(plain, 1, "/d")
+
+
+@pytest.mark.parametrize("bad", ["3.2.3", "2.8.0", "5.0.0", "4.1", "latest", "4.1.1-rc1"])
+def test_versions_outside_kraft_3_3_to_4_are_refused(bad):
+    with pytest.raises(UsageError, match="3.3 to 4.x|release number"):
+        jvm.parse_kafka_version(bad)
+    with pytest.raises(ValueError):
+        ClusterSpec(nodes=1, kafka_version=bad)
+
+
+def test_version_lists_keep_order_and_drop_repeats():
+    assert jvm.parse_kafka_versions("3.5.2, 4.1.1,3.5.2,") == ["3.5.2", "4.1.1"]
+    with pytest.raises(UsageError):
+        jvm.parse_kafka_versions(" , ")
+
+
+def test_each_version_has_its_own_jar_folder_and_logging(monkeypatch, tmp_path):
+    monkeypatch.setenv("VERIFIER_JARS_DIR", str(tmp_path))
+    old, new = jvm.broker_jars("3.6.2"), jvm.broker_jars("4.1.1")
+    assert old.folder == tmp_path / "broker-3.6.2" and new.folder == tmp_path / "broker-4.1.1"
+    assert old.pom_profile == "broker-log4j1" and new.pom_profile is None  # reload4j vs log4j2
+    opts_old = jvm_options(ClusterSpec(nodes=1, kafka_version="3.6.2"), "/logs")
+    opts_new = jvm_options(ClusterSpec(nodes=1, kafka_version="4.1.1"), "/logs")
+    assert f"-Dlog4j.configuration=file:{jvm.LOG4J1_CONFIG}" in opts_old
+    assert not any("log4j2" in o for o in opts_old)
+    assert f"-Dlog4j2.configurationFile={jvm.LOG4J_CONFIG}" in opts_new
+    assert jvm.LOG4J1_CONFIG.exists() and jvm.LOG4J_CONFIG.exists()
+
+
+def test_properties_follow_the_version():
+    old = broker_properties(ClusterSpec(nodes=3, kafka_version="3.3.2"), 1, "/d")
+    new = broker_properties(ClusterSpec(nodes=3, kafka_version="4.1.1"), 1, "/d")
+    # the static quorum every KRaft line understands
+    assert old["controller.quorum.voters"] == new["controller.quorum.voters"]
+    assert not any(k.startswith("share.") for k in old)  # share groups are 4.x
+    assert new["share.coordinator.state.topic.replication.factor"] == "3"
+
+
+def test_the_version_is_part_of_the_spec(monkeypatch):
+    monkeypatch.setenv("KAFKA_VERSION", "3.9.1")
+    assert ClusterSpec(nodes=1).kafka_version == "3.9.1"
+    spec = ClusterSpec(nodes=1, kafka_version="3.5.2")
+    assert ClusterSpec.from_json(spec.to_json()).kafka_version == "3.5.2"
+    legacy = spec.to_json()
+    del legacy["kafka_version"]  # a folder from before versions were recorded
+    assert ClusterSpec.from_json(legacy).kafka_version == jvm.DEFAULT_KAFKA_VERSION

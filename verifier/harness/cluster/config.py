@@ -21,6 +21,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from verifier.rundata import jvm
+from verifier.rundata.errors import UsageError
+
 HOST = "127.0.0.1"
 
 
@@ -39,8 +42,15 @@ class ClusterSpec:
     node_uid_base: int | None = None
     #: user -> password: the client listener (EXTERNAL) takes SASL_PLAINTEXT with PLAIN
     sasl_plain_users: dict[str, str] = field(default_factory=dict)
+    #: the broker release every node runs (KRaft, 3.3 to 4.x; default KAFKA_VERSION):
+    #: its jars are .jars/broker-<version>, and the properties and logging follow it
+    kafka_version: str = field(default_factory=jvm.kafka_version)
 
     def __post_init__(self) -> None:
+        try:
+            jvm.parse_kafka_version(self.kafka_version)
+        except UsageError as exc:
+            raise ValueError(str(exc)) from None
         if self.nodes not in (1, 3):
             raise ValueError(f"nodes must be 1 or 3, not {self.nodes}")
         if not 1024 <= self.base_port <= 65535 - 400:
@@ -112,6 +122,7 @@ class ClusterSpec:
             "overrides": dict(self.overrides),
             "node_uid_base": self.node_uid_base,
             "sasl_plain_users": dict(self.sasl_plain_users),
+            "kafka_version": self.kafka_version,
         }
 
     @classmethod
@@ -124,6 +135,8 @@ class ClusterSpec:
             overrides=dict(data.get("overrides", {})),
             node_uid_base=data.get("node_uid_base"),
             sasl_plain_users=dict(data.get("sasl_plain_users") or {}),
+            # a folder written before versions were recorded ran the default
+            kafka_version=data.get("kafka_version") or jvm.DEFAULT_KAFKA_VERSION,
         )
 
 
@@ -165,8 +178,6 @@ def broker_properties(spec: ClusterSpec, node: int, data_dir: str) -> dict[str, 
         "transaction.state.log.replication.factor": rf,
         "transaction.state.log.min.isr": min_isr,
         "transaction.state.log.num.partitions": "4",
-        "share.coordinator.state.topic.replication.factor": rf,
-        "share.coordinator.state.topic.min.isr": min_isr,
         # A killed transactional producer holds read_committed readers back until its
         # transaction times out; scan for expired ones every second, not every 10 s.
         "transaction.abort.timed.out.transaction.cleanup.interval.ms": "1000",
@@ -180,6 +191,11 @@ def broker_properties(spec: ClusterSpec, node: int, data_dir: str) -> dict[str, 
         "num.recovery.threads.per.data.dir": "1",
         "log.segment.bytes": str(64 * 1024 * 1024),
     }
+    if jvm.parse_kafka_version(spec.kafka_version)[0] >= 4:
+        # share groups' state topic (KIP-932) exists from 4.0 on; 3.x brokers only warn
+        # about unknown keys, but each version gets only the keys it knows
+        props["share.coordinator.state.topic.replication.factor"] = rf
+        props["share.coordinator.state.topic.min.isr"] = min_isr
     if spec.sasl_plain_users:
         users = " ".join(f'user_{u}="{pw}"' for u, pw in sorted(spec.sasl_plain_users.items()))
         props["sasl.enabled.mechanisms"] = "PLAIN"
@@ -193,8 +209,14 @@ def render_properties(props: dict[str, str]) -> str:
     return "".join(f"{k}={v}\n" for k, v in props.items())
 
 
-def jvm_options(spec: ClusterSpec, log_dir: str, log4j_config: str) -> list[str]:
+def jvm_options(spec: ClusterSpec, log_dir: str) -> list[str]:
+    """The broker JVM's flags; its logging configuration follows the version: Log4j 1
+    (reload4j, ``-Dlog4j.configuration``) on 3.x, Log4j 2 on 4.x."""
     heap = f"{spec.heap_mb}m"
+    if jvm.uses_log4j1(spec.kafka_version):
+        logging = f"-Dlog4j.configuration=file:{jvm.LOG4J1_CONFIG}"
+    else:
+        logging = f"-Dlog4j2.configurationFile={jvm.LOG4J_CONFIG}"
     return [
         f"-Xms{min(spec.heap_mb, 256)}m",
         f"-Xmx{heap}",
@@ -203,5 +225,5 @@ def jvm_options(spec: ClusterSpec, log_dir: str, log4j_config: str) -> list[str]
         "-XX:+ExitOnOutOfMemoryError",
         "-Djava.awt.headless=true",
         f"-Dkafka.logs.dir={log_dir}",
-        f"-Dlog4j2.configurationFile={log4j_config}",
+        logging,
     ]

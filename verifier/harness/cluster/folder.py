@@ -75,7 +75,7 @@ class ClusterFolder:
         data = {
             "version": STATE_VERSION,
             "cluster_id": cluster_id,
-            "kafka_version": jvm.kafka_version(),
+            "kafka_version": spec.kafka_version,
             "spec": spec.to_json(),
             "pids": {str(k): v for k, v in pids.items()},
             "bootstrap_servers": spec.bootstrap_servers(),

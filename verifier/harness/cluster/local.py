@@ -81,7 +81,7 @@ class LocalCluster:
     def create(cls, state_dir: Path, spec: ClusterSpec) -> LocalCluster:
         """Write every node's configuration and format its storage (not started)."""
         jvm.require_java()
-        jars = jvm.resolve(jvm.broker_jars())
+        jars = jvm.resolve(jvm.broker_jars(spec.kafka_version))
         if ClusterFolder(state_dir).holds_cluster():
             raise ClusterError(f"{state_dir} already holds a cluster")
         cluster = cls(state_dir, spec, new_cluster_id(), {n: None for n in spec.node_ids})
@@ -90,8 +90,7 @@ class LocalCluster:
         return cluster
 
     def _jvm_opts(self, node: int) -> list[str]:
-        return jvm_options(self.spec, str(self.folder.node_dir(node) / "logs"),
-                           str(jvm.LOG4J_CONFIG))
+        return jvm_options(self.spec, str(self.folder.node_dir(node) / "logs"))
 
     # ----- per-node control ---------------------------------------------------------
 
@@ -139,7 +138,7 @@ class LocalCluster:
                     f"port {port} needed by node {node} is already in use by another process; "
                     "stop it or choose another base port (--base-port)"
                 )
-        jars = jvm.broker_jars()
+        jars = jvm.broker_jars(self.spec.kafka_version)
         if not jars.present:
             jvm.resolve(jars)
         log = open(self.log_file(node), "ab")  # noqa: SIM115 - handed to the child
