@@ -1,7 +1,8 @@
-"""What a kafka-python producer does with its TCP connections, measured from the fault
-proxy's connection log: connections at construction, the idle close after
-``connections_max_idle_ms``, the re-open on the next send (the seeds' claims, checked
-for the client this tool runs)."""
+"""What the producers do with their TCP connections, measured from the fault proxy's
+connection log against the seeds' claims (``../shared/seeds/``, Kafka 2.1's Java
+producer): connections at construction, the idle close after connections.max.idle.ms,
+the re-open on the next send; for kafka-python, for the Java producer the tool builds,
+and for a broker that closes idle connections a client keeps (client idle time -1)."""
 
 from __future__ import annotations
 
@@ -14,6 +15,8 @@ import pytest
 from kafka import KafkaProducer
 
 from tests.conftest import TEST_BASE_PORT, TEST_STATE_DIR
+from verifier.harness.cluster import ClusterSpec, up
+from verifier.harness.faults.proxy_process import ProxyProcess, proxied
 from verifier.harness.topics import create_topics
 from verifier.report.connections import render_connections, summarize
 from verifier.rundata.connections import ConnectionLog, fold
@@ -22,16 +25,18 @@ from verifier.rundata.waiting import wait_until
 pytestmark = pytest.mark.integration
 
 IDLE_MS = 3000
+#: the one-node cluster with a short broker idle time: its own ports, +1801..+2101
+IDLE_BROKER_PORT = TEST_BASE_PORT + 1800
 
 
 def _log() -> Path:
     return TEST_STATE_DIR.parent / f"test-proxy-{TEST_BASE_PORT}" / "connections.jsonl"
 
 
-def _rows(offset: int, client_id: str) -> list[dict]:
+def _rows(offset: int, client_id: str, path: Path | None = None) -> list[dict]:
     import json
 
-    with open(_log(), "rb") as f:
+    with open(path or _log(), "rb") as f:
         f.seek(offset)
         lines = f.read().splitlines()
     rows = [json.loads(x) for x in lines if x.strip()]
@@ -108,3 +113,115 @@ def test_kafka_python_producer_connection_lifecycle(cluster, bootstrap, topic_na
 
         head = {"type": "header", "format": "proxy-connections", "version": 2}
         Path(capture).write_text("".join(json.dumps(r) + "\n" for r in [head, *rows]))
+
+
+
+def _java(pid: str, run_dir: Path, bootstrap: str, topic: str, idle_ms: int):
+    """A Java generator sending two records 8 s apart (its pacer waits one interval before
+    the first), so construction, the idle time and the next send are apart in the log."""
+    from tests.integration.producers.test_java_generator import java_generator
+    from verifier.rundata import jvm
+
+    if not jvm.java_generator_built():
+        pytest.skip("the Java generator is not built: run `make setup`")
+    return java_generator(pid, run_dir, bootstrap, topic, "at-least-once", pid, "--count", "2",
+                          "--rate", str(1 / GAP_S), "--partitions", "0",
+                          "--set", f"connections.max.idle.ms={idle_ms}")
+
+
+GAP_S = 8
+
+
+
+def _closed_conns(path: Path, offset: int, cid: str) -> list:
+    """The connections of an exited client, once the proxy has logged every close."""
+    def closed():
+        conns = fold(_rows(offset, cid, path))[0]
+        return bool(conns) and all(c.closed for c in conns), conns
+
+    conns = wait_until(closed, timeout=30, what="the proxy's close lines",
+                       expected="every connection of the exited generator closed")
+    return sorted(conns, key=lambda c: c.opened)
+
+
+def _show(conns: list) -> str:
+    t0 = conns[0].opened
+    lines = [f"  +{c.opened - t0} ms .. +{c.closed - t0} ms  broker {c.broker}  closed by "
+             f"{c.by}  {c.purpose}  apis {sorted(c.api)}" for c in conns]
+    return "\n".join(lines) + "\n" + render_connections(
+        summarize(ConnectionLog(2, conns, conns[-1].closed), []))
+
+
+def test_java_producer_connection_lifecycle(cluster, bootstrap, topic_name, tmp_path):
+    """The seeds describe Kafka 2.1's Java producer: a connection to every bootstrap server
+    when it is constructed, idle connections closed after connections.max.idle.ms, a new
+    connection on the next send. Measured here for the Java producer this tool builds
+    (KAFKA_CLIENTS_VERSION, 4.1.1 by default), through the proxy's connection log."""
+    create_topics(bootstrap, {topic_name: 1}, replication_factor=3)
+    offset = _log().stat().st_size
+    pid = f"conn-{uuid.uuid4().hex[:6]}"
+    proc = _java(pid, tmp_path, bootstrap, topic_name, IDLE_MS)
+    proc.start()
+    assert proc.wait(90) == 0, proc.log_tail(40)
+    conns = _closed_conns(_log(), offset, f"verifier.generator.{pid}")
+    shown = _show(conns)
+    print(f"\n{shown}")
+
+    produce = [c for c in conns if 0 in c.api]
+    first_send = min(c.first_request_t for c in produce)
+    start = [c for c in conns if c.opened < first_send - 1000]
+    # construction: not one connection per bootstrap server (3 here) as the seeds say of
+    # 2.1, but two: the bootstrap one that fetches the metadata and one to a broker it
+    # names (ApiVersions only); neither carries a Produce request
+    assert len(start) == 2 and len({c.broker for c in start}) == 2, shown
+    assert any(3 in c.api for c in start) and not any(0 in c.api for c in start), shown
+    # idle close: by the client, after at least connections.max.idle.ms of silence, but
+    # only when its network thread next wakes up (the next send), not at the idle time
+    idle = [c for c in conns if c.closed < conns[-1].closed - 1000]
+    assert idle and {c.by for c in idle} == {"client"}, shown
+    for c in idle:
+        nxt = min(x.first_request_t for x in conns if x.first_request_t > c.last_t + 500)
+        assert c.closed - c.last_t >= IDLE_MS, shown
+        assert c.closed >= nxt - 1500, f"closed before the client woke up again\n{shown}"
+    # re-open on the next send: each of the two sends (8 s apart) opened its own
+    # connection to the partition's leader, the second after the first was closed
+    assert len(produce) == 2 and produce[0].broker == produce[1].broker, shown
+    assert produce[1].opened >= produce[0].closed, shown
+
+
+def test_broker_closes_idle_connections_a_client_keeps(tmp_path):
+    """connections.max.idle.ms = -1 on the client: the seeds' "zombie" connections, never
+    closed by the producer; a broker with connections.max.idle.ms = 3000 closes them
+    itself, and the next send opens a new one."""
+    spec = proxied(ClusterSpec(nodes=1, base_port=IDLE_BROKER_PORT,
+                               overrides={"connections.max.idle.ms": str(IDLE_MS)}))
+    proxy = ProxyProcess(spec, tmp_path / "proxy")
+    proxy.start()
+    try:
+        node, _ = up(tmp_path / "cluster", spec)
+        try:
+            boot = spec.bootstrap_servers()
+            create_topics(boot, {"idle": 1}, replication_factor=1)
+            log = tmp_path / "proxy" / "connections.jsonl"
+            offset = log.stat().st_size
+            proc = _java("zombie", tmp_path / "run", boot, "idle", -1)
+            proc.start()
+            assert proc.wait(90) == 0, proc.log_tail(40)
+            conns = _closed_conns(log, offset, "verifier.generator.zombie")
+        finally:
+            node.down()
+    finally:
+        proxy.stop()
+    shown = _show(conns)
+    print(f"\n{shown}")
+    before_exit = [c for c in conns if c.closed < conns[-1].closed - 1000]
+    assert before_exit and {c.by for c in before_exit} == {"broker"}, shown
+    for c in before_exit:  # the broker checks idleness every few hundred ms
+        assert IDLE_MS <= c.closed - c.last_t <= IDLE_MS + 3000, shown
+        # measured: the Java producer answers a broker's close of its last connection with
+        # a metadata refresh on a new one at once, so a broker idle time shorter than the
+        # client's gives a churn (a new connection every idle period), never none open
+        t = c.closed + 1000
+        assert any(x.opened <= t < x.closed for x in conns), shown
+    produce = [c for c in conns if 0 in c.api]
+    assert len(produce) == 2 and produce[1].opened >= produce[0].closed, shown
