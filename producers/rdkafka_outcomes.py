@@ -23,6 +23,8 @@ PROPERTIES: Mapping[str, str | None] = {
     "retry_backoff_ms": "retry.backoff.ms", "transactional_id": "transactional.id",
     "transaction_timeout_ms": "transaction.timeout.ms", "client_id": "client.id",
     "max_request_size": "message.max.bytes",
+    # librdkafka >= 1.9; its default 0 never closes (the idle-connections scenario sets it)
+    "connections_max_idle_ms": "connections.max.idle.ms",
     "security_protocol": "security.protocol", "sasl_mechanism": "sasl.mechanism",
     "sasl_plain_username": "sasl.username", "sasl_plain_password": "sasl.password",
     "ssl_cafile": "ssl.ca.location", "ssl_certfile": "ssl.certificate.location",

@@ -63,6 +63,13 @@ def test_secrets_are_redacted_and_unknown_settings_refused():
         librdkafka_config({"metadata_max_age_ms": 1}, "b:1", "c")
 
 
+def test_the_idle_connections_setting_reaches_librdkafka():
+    conf = librdkafka_config({**resolve("idempotent"), "connections_max_idle_ms": 4000},
+                             "127.0.0.1:1", "c")
+    assert conf["connections.max.idle.ms"] == 4000
+    ck.Producer(conf)
+
+
 def test_the_docs_show_the_table_row_for_row():
     from verifier.rundata.jvm import PROJECT_ROOT
 
