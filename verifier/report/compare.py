@@ -227,14 +227,20 @@ def load_of(doc: dict, col: dict, work: dict | None = None) -> dict | None:
             "requested_rate": rate, "requested": round(rate * seconds) if rate else None}
 
 
+def rate_text(rate: float) -> str:
+    """A records/s figure: whole numbers, two digits below 10 (a paced idle run sends
+    one record every few seconds, which is not "0/s")."""
+    return f"{rate:.0f}" if rate >= 10 or rate == 0 else f"{rate:.2g}"
+
+
 def load_text(load: dict | None) -> str:
     if load is None:
         return "rate unknown"
     if load["requested"]:
         pct = 100 * load["sent"] / load["requested"] if load["requested"] else 0
         return (f"sent {load['sent']} of {load['requested']} ({pct:.0f}%), "
-                f"{load['rate']:.0f}/s of {load['requested_rate']:.0f}/s")
-    return f"sent {load['sent']}, {load['rate']:.0f}/s"
+                f"{rate_text(load['rate'])}/s of {rate_text(load['requested_rate'])}/s")
+    return f"sent {load['sent']}, {rate_text(load['rate'])}/s"
 
 
 def summary(docs: list[dict], workloads: dict[str, dict] | None = None) -> list[dict]:
@@ -308,7 +314,7 @@ def render_summary(entries: list[dict]) -> str:
         elif e["load"]:
             lo = min(x["rate"] for x in e["load"])
             hi = max(x["rate"] for x in e["load"])
-            lines.append(f"  {'load'.ljust(width)}  {lo:.0f}-{hi:.0f} records/s")
+            lines.append(f"  {'load'.ljust(width)}  {rate_text(lo)}-{rate_text(hi)} records/s")
         for k, kind in e["kinds"].items():
             lines.append(f"  {k.ljust(width)}  {where_text(kind)}")
     return "\n".join(lines)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from verifier.judge.model import KINDS
-from verifier.report.compare import load_of, workload
+from verifier.report.compare import load_of, rate_text, workload
 
 COUNT_ROWS = ("sent", "acknowledged", "indeterminate", "committed", "observed")
 LEGEND = (
@@ -42,7 +42,7 @@ def rate_row(doc: dict) -> list[str] | None:
         return None
     asked = work.get("rate")
     return [f"sent/s (of {asked:g})" if asked else "sent/s",
-            *[f"{x['rate']:.0f}" if x else "?" for x in loads]]
+            *[rate_text(x["rate"]) if x else "?" for x in loads]]
 
 
 def _grid(rows: list[list[str]]) -> str:

@@ -32,3 +32,11 @@ def test_without_a_load_phase_there_is_no_rate_row():
     doc.pop("phases")
     assert rate_row(doc) is None
     assert "sent/s" not in render_terminal(doc)
+
+
+def test_a_paced_idle_run_shows_its_rate_not_zero(monkeypatch):
+    monkeypatch.setattr(terminal, "workload", lambda doc: {"rate": 0.125, "duration_s": 40})
+    doc = baseline_doc()
+    for col in doc["columns"]:
+        col["counts"]["sent"] = 5
+    assert rate_row(doc)[:2] == ["sent/s (of 0.125)", "0.12"]
