@@ -1,4 +1,7 @@
-"""junit.xml: a test case per scenario x mode, a failure per forbidden anomaly kind."""
+"""junit.xml: a test case per scenario x mode, a failure per forbidden anomaly kind; per
+scenario a ``connections`` case (a failure for each connection finding the scenario's
+``fail_on`` forbids, the other findings in its output) and a ``selftest`` case when the
+run was self-tested."""
 
 from __future__ import annotations
 
@@ -45,10 +48,37 @@ def render_junit(docs: list[dict]) -> str:
             if c["verdict"] == "UNKNOWN":
                 e = ET.SubElement(case, "error", type="unknown", message="; ".join(c["reasons"]))
                 e.text = "\n".join(c["reasons"])
+        if (doc.get("connections") or {}).get("available"):
+            _connections_case(suite, doc)
         if doc.get("selftest"):  # chaos --selftest: would the checks have caught it here?
             _selftest_case(suite, doc)
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
+
+
+def _connections_case(suite: ET.Element, doc: dict) -> None:
+    """The connection checks (leak, reconnect storm, no reconnect after a heal) as one
+    case: a finding fails it only if the scenario lists its check in ``fail_on``, as it
+    fails the run; tolerated findings are in the case's output, so a CI page shows them."""
+    sec = doc["connections"]
+    findings = sec.get("findings") or []
+    forbidden = [f for f in findings if f.get("expectation") == "forbidden"]
+    suite.set("tests", str(int(suite.get("tests", "0")) + 1))
+    case = ET.SubElement(suite, "testcase", classname=doc["scenario"], name="connections")
+    if forbidden:
+        suite.set("failures", str(int(suite.get("failures", "0")) + 1))
+        kinds = sorted({f["check"] for f in forbidden})
+        f = ET.SubElement(case, "failure", type="connections",
+                          message=f"{len(forbidden)} connection finding(s) the scenario "
+                                  f"forbids: {', '.join(kinds)}")
+        f.text = "\n".join(_finding_line(x) for x in forbidden[:SAMPLE_LINES])
+    out = [f"{sec.get('total', 0)} connections opened"]
+    out += [f"tolerated: {_finding_line(x)}" for x in findings if x not in forbidden]
+    ET.SubElement(case, "system-out").text = "\n".join(out)
+
+
+def _finding_line(f: dict) -> str:
+    return f"{f['check']} {f['subject']}: {f['detail']}"
 
 
 def _selftest_case(suite: ET.Element, doc: dict) -> None:

@@ -152,6 +152,25 @@ def test_reconnect_after_heal_and_the_no_reconnect_finding():
     assert svg.count("<svg") == 1 and "generator idempotent-0 → b2" in svg
     assert "broker-kill" in svg
 
+    # junit.xml: the forbidden finding fails the scenario's connections case; the same
+    # finding only tolerated is in the case's output and the case passes
+    import xml.etree.ElementTree as ET
+
+    from verifier.report.junit import render_junit
+
+    doc = {"scenario": "broker-kill", "run": "r", "sink": "exactly-once", "columns": [],
+           "connections": section}
+    case = ET.fromstring(render_junit([doc])).find("./testsuite/testcase[@name='connections']")
+    failure = case.find("failure")
+    assert failure is not None and "no-reconnect" in failure.get("message")
+    assert "no-reconnect observer" in failure.text
+    tolerated = summarize(ConnectionLog(2, conns, T0 + 60_000), [fault],
+                          {"reconnect_within_s": 30})
+    suite = ET.fromstring(render_junit([{**doc, "connections": tolerated}])).find("testsuite")
+    case = suite.find("testcase[@name='connections']")
+    assert case.find("failure") is None and suite.get("failures") == "0"
+    assert "tolerated: no-reconnect observer" in case.find("system-out").text
+
 
 def test_thresholds_are_checked():
     assert thresholds(None)["storm_opens_per_s"] == 30
