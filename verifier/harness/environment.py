@@ -13,7 +13,7 @@ import logging
 from pathlib import Path
 
 from verifier.harness.cluster import ClusterSpec, LocalCluster, up
-from verifier.harness.faults.actions import FaultEnv
+from verifier.harness.faults.actions import FaultEnv, NotApplied
 from verifier.harness.faults.proxy_process import ProxyProcess, proxied
 from verifier.harness.faults.spec import BROKER_KINDS, PROXY_KINDS
 from verifier.harness.topics import admin, wait_in_sync
@@ -67,6 +67,28 @@ class LocalEnvironment:
     @property
     def bootstrap_servers(self) -> str:
         return self.spec.bootstrap_servers()
+
+    @property
+    def kafka_version(self) -> str:
+        return self.spec.kafka_version
+
+    def use_broker_settings(self, settings: dict[str, str]) -> str | None:
+        """Run the brokers with these start-time settings (a scenario's ``[broker]``
+        table; ``{}``: the defaults): the nodes restart one by one when the running ones
+        have others. Each key must be one the brokers' version knows. Returns a note for
+        the run, or None when nothing was done."""
+        from verifier.harness.broker_config import check_known
+
+        assert self.cluster is not None
+        restarted = self.cluster.reconfigure(settings)
+        self.spec = self.cluster.spec
+        if settings:
+            check_known(self.bootstrap_servers, settings, self.kafka_version,
+                        **self.client_config)
+        if not restarted:
+            return None
+        what = ", ".join(f"{k}={v}" for k, v in sorted(settings.items())) or "the defaults"
+        return f"brokers restarted one by one with {what}"
 
     @property
     def replication_factor(self) -> int:
@@ -126,6 +148,16 @@ class ExternalEnvironment:
     @property
     def bootstrap_servers(self) -> str:
         return self._bootstrap
+
+    #: the tool cannot tell an external cluster's release (the protocol does not say)
+    kafka_version = "external"
+
+    def use_broker_settings(self, settings: dict[str, str]) -> str | None:
+        if settings:
+            raise NotApplied("start-time [broker] settings need the local cluster (the "
+                             "tool cannot restart an external cluster's brokers); use "
+                             "apply = \"dynamic\"")
+        return None
 
     @property
     def replication_factor(self) -> int:

@@ -110,6 +110,7 @@ class ScenarioRun:
     def _setup(self) -> list:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.logs.mkdir(exist_ok=True)
+        self._broker_settings()
         topics = {p.topic: self.scenario.workload.partitions for p in self.plans}
         create_topics(self.env.bootstrap_servers, topics, self.env.replication_factor,
                       **self.plan.security)
@@ -126,9 +127,33 @@ class ScenarioRun:
         self._write_config(schedule)
         return schedule
 
+    def _broker_settings(self) -> None:
+        """The scenario's start-time ``[broker]`` settings (or the defaults, after a
+        scenario that had some) on the running brokers; a dynamic table runs as a
+        ``broker-config`` fault of the schedule instead."""
+        from verifier.harness.faults.actions import NotApplied
+
+        b = self.scenario.broker
+        settings = dict(b.settings) if b is not None and b.apply == "start" else {}
+        use = getattr(self.env, "use_broker_settings", None)
+        try:
+            if use is None:  # an environment without broker control
+                if settings:
+                    raise NotApplied(f"the {self.env.name} environment cannot set start-time "
+                                     "broker settings")
+                return
+            note = use(settings)
+        except NotApplied as exc:
+            self.skipped_faults.append(f"[broker] settings ({exc})")
+            self.notes.append(f"skipped [broker] settings: {exc}")
+            return
+        if note:
+            self.notes.append(note)
+
     def _write_config(self, schedule) -> None:
         """config.json, before any child starts: the plan with the resolved faults."""
-        self.plan = self._plan({"scenario_spec": self.scenario.to_json(),
+        self.plan = self._plan({"kafka_version": getattr(self.env, "kafka_version", "unknown"),
+                                "scenario_spec": self.scenario.to_json(),
                                 "schedule": schedule.to_json(), "notes": list(self.notes)})
         self.plan.write(self.layout.config)
 

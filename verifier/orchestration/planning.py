@@ -82,7 +82,7 @@ def _resolve_faults(scenario: Scenario, plans, run_id: str, env, processes) -> t
     """Fault specs with @mode references replaced; skipped kinds reported, not run."""
     specs, skipped = [], []
     node_ids = list(env.spec.node_ids) if hasattr(env, "spec") else None
-    for i, raw in enumerate(scenario.faults, 1):
+    for i, raw in enumerate((*scenario.faults, *scenario.broker_faults()), 1):
         if raw.get("kind") in env.skipped_kinds():
             skipped.append(raw)
             continue

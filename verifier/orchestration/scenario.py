@@ -9,6 +9,7 @@ scales their workload; the result is one plain frozen value per scenario run.
 
 from __future__ import annotations
 
+import re
 import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -30,6 +31,34 @@ class Workload:
     abort_fraction: float = 0.2
 
 
+#: how a ``[broker]`` table takes effect
+BROKER_APPLY = ("start", "dynamic")
+#: settings the local cluster's port plan and quorum own: a scenario may not replace them
+OWNED_BROKER_KEYS = frozenset({
+    "process.roles", "node.id", "controller.quorum.voters", "controller.quorum.bootstrap.servers",
+    "listeners", "advertised.listeners", "listener.security.protocol.map",
+    "inter.broker.listener.name", "controller.listener.names", "log.dirs", "log.dir",
+})
+_CONFIG_NAME = re.compile(r"[a-z0-9]+([._-][a-z0-9]+)*")
+
+
+@dataclass(frozen=True)
+class BrokerSettings:
+    """A scenario's ``[broker]`` table: Kafka broker settings and how they apply.
+
+    ``start``: in every node's ``server.properties`` (the local cluster's nodes are
+    restarted one by one when the running ones have other settings); ``dynamic``: set on
+    the cluster-wide default with IncrementalAlterConfigs ``at`` seconds into the load
+    (a ``broker-config`` event of the nemesis history) and restored when faults heal."""
+
+    settings: dict[str, str]
+    apply: str = "start"
+    at: float = 0.0
+
+    def to_json(self) -> dict:
+        return {"apply": self.apply, "at": self.at, "settings": dict(self.settings)}
+
+
 @dataclass(frozen=True)
 class Scenario:
     name: str
@@ -44,6 +73,8 @@ class Scenario:
     connections: dict = field(default_factory=dict)
     #: kafka-python producer settings every preset generator gets on top of its mode's
     clients: dict = field(default_factory=dict)
+    #: the ``[broker]`` table: broker settings the scenario needs (None: the defaults)
+    broker: BrokerSettings | None = None
 
     def to_json(self) -> dict:
         return {
@@ -55,7 +86,18 @@ class Scenario:
             "drain_timeout_s": self.drain_timeout_s,
             "connections": dict(self.connections),
             "clients": dict(self.clients),
+            **({"broker": self.broker.to_json()} if self.broker else {}),
         }
+
+    def broker_faults(self) -> tuple[dict, ...]:
+        """A dynamic ``[broker]`` table as the nemesis runs it: one ``broker-config``
+        fault from ``at`` to the end of the load (healing restores the old values)."""
+        b = self.broker
+        if b is None or b.apply != "dynamic":
+            return ()
+        return ({"kind": "broker-config", "target": {"all": True}, "start": b.at,
+                 "duration": round(self.workload.duration_s - b.at, 3),
+                 "params": {"settings": dict(b.settings)}},)
 
 
 @dataclass(frozen=True)
@@ -96,7 +138,7 @@ def parse_scenario(text: str, name: str, source: str = "<string>") -> Scenario:
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"{source}: not valid TOML: {exc}") from exc
     _check_keys(source, data, {"description", "workload", "faults", "options",
-                               "connections", "clients"})
+                               "connections", "clients", "broker"})
     options = data.get("options", {})
     # no "nodes": every scenario of a matrix shares one environment (3 local nodes, or the
     # user's cluster), so a per-scenario node count could not be honoured
@@ -104,20 +146,76 @@ def parse_scenario(text: str, name: str, source: str = "<string>") -> Scenario:
     sink = options.get("sink", "exactly-once")
     if sink not in SINKS:
         raise UsageError(f"{source}: sink must be one of {list(SINKS)}, not {sink!r}")
+    workload = parse_workload(f"{source} [workload]", data.get("workload", {}))
+    broker = (parse_broker(f"{source} [broker]", data["broker"], workload.duration_s)
+              if "broker" in data else None)
     faults = data.get("faults", [])
     if not isinstance(faults, list) or not all(isinstance(f, dict) for f in faults):
         raise UsageError(f"{source}: [[faults]] must be a list of tables")
     return Scenario(
         name=name,
         description=str(data.get("description", "")),
-        workload=parse_workload(f"{source} [workload]", data.get("workload", {})),
+        workload=workload,
         faults=tuple(faults),
         sink=sink,
         drain_timeout_s=float(options.get("drain_timeout_s", 120.0)),
         source=source,
         connections=_connection_checks(source, data.get("connections", {})),
         clients=_clients(source, data.get("clients", {})),
+        broker=broker,
     )
+
+
+def _flatten(prefix: str, value, out: dict) -> None:
+    """TOML reads ``transaction.partition.verification.enable = false`` as nested
+    tables; the Kafka name is the dotted path."""
+    if isinstance(value, dict):
+        for k, v in value.items():
+            _flatten(f"{prefix}.{k}" if prefix else str(k), v, out)
+    else:
+        out[prefix] = value
+
+
+def _setting_text(where: str, key: str, value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, int | float | str):
+        return str(value)
+    raise UsageError(f"{where}: {key} must be a string, number or boolean, not {value!r}")
+
+
+def parse_broker(where: str, data, duration_s: float) -> BrokerSettings:
+    """``[broker]``: ``apply`` (start | dynamic), ``at`` (dynamic only: seconds into the
+    load), and ``settings`` (Kafka broker settings, dotted names written plainly)."""
+    if not isinstance(data, dict):
+        raise UsageError(f"{where}: expected a table")
+    _check_keys(where, data, {"apply", "at", "settings"})
+    apply = data.get("apply", "start")
+    if apply not in BROKER_APPLY:
+        raise UsageError(f"{where}: apply must be one of {list(BROKER_APPLY)}, not {apply!r}")
+    raw = data.get("settings")
+    if not isinstance(raw, dict) or not raw:
+        raise UsageError(f"{where}: settings must be a non-empty table of broker settings, "
+                         "e.g. settings = { \"transaction.partition.verification.enable\" "
+                         "= false }")
+    flat: dict = {}
+    _flatten("", raw, flat)
+    settings = {}
+    for key, value in flat.items():
+        if not _CONFIG_NAME.fullmatch(key):
+            raise UsageError(f"{where}: {key!r} is not a Kafka setting name")
+        if key in OWNED_BROKER_KEYS:
+            raise UsageError(f"{where}: {key} belongs to the local cluster's port plan and "
+                             "quorum and cannot be set by a scenario")
+        settings[key] = _setting_text(where, key, value)
+    at = data.get("at", 0)
+    if "at" in data and apply != "dynamic":
+        raise UsageError(f"{where}: at applies to apply = \"dynamic\" only (start-time "
+                         "settings hold from the first broker start)")
+    if isinstance(at, bool) or not isinstance(at, int | float) or not 0 <= at < duration_s:
+        raise UsageError(f"{where}: at must be a number of seconds in [0, {duration_s:g}) "
+                         f"(the load's duration), not {at!r}")
+    return BrokerSettings(settings=settings, apply=apply, at=float(at))
 
 
 #: producer settings a scenario may give every generator (connection behaviour only)
@@ -196,4 +294,7 @@ def scaled(scenario: Scenario, profile: Profile) -> Scenario:
     workload = replace(w, duration_s=round(w.duration_s * profile.time_scale, 3),
                        rate=w.rate * profile.rate_scale)
     faults = tuple(_scale_fault(f, profile.time_scale) for f in scenario.faults)
-    return replace(scenario, workload=workload, faults=faults)
+    broker = scenario.broker
+    if broker is not None and broker.at:
+        broker = replace(broker, at=round(broker.at * profile.time_scale, 3))
+    return replace(scenario, workload=workload, faults=faults, broker=broker)

@@ -84,6 +84,11 @@ class ClusterFolder:
         tmp.write_text(json.dumps(data, indent=2))
         tmp.replace(self.path / STATE_FILE)
 
+    def write_properties(self, spec: ClusterSpec, node: int) -> None:
+        """Node ``node``'s ``server.properties`` for ``spec`` (read at its next start)."""
+        self.properties_file(node).write_text(render_properties(
+            broker_properties(spec, node, str(self.node_dir(node) / "data"))))
+
     def format(self, spec: ClusterSpec, cluster_id: str, jars: Path,
                jvm_opts: Callable[[int], list[str]]) -> None:
         """Write every node's properties and format its storage (all nodes at once: each
@@ -93,8 +98,7 @@ class ClusterFolder:
             d = self.node_dir(n)
             (d / "data").mkdir(parents=True, exist_ok=True)
             (d / "logs").mkdir(parents=True, exist_ok=True)
-            self.properties_file(n).write_text(
-                render_properties(broker_properties(spec, n, str(d / "data"))))
+            self.write_properties(spec, n)
             cmd = [
                 jvm.java_executable(), *jvm_opts(n), "-cp", str(jars / "*"),
                 "kafka.tools.StorageTool", "format", "-t", cluster_id,

@@ -216,6 +216,24 @@ class LocalCluster:
 
     # ----- whole cluster ------------------------------------------------------------
 
+    def reconfigure(self, overrides: dict[str, str], timeout: float = READY_TIMEOUT) -> bool:
+        """Run every node with these extra broker settings (replacing the earlier
+        ones): a rolling restart, one node at a time and each ready before the next, so a
+        3-node quorum and its partitions stay available. False if nothing changed."""
+        if dict(self.spec.overrides) == dict(overrides):
+            return False
+        from dataclasses import replace
+
+        self.spec = replace(self.spec, overrides=dict(overrides))
+        for n in self.spec.node_ids:
+            self.folder.write_properties(self.spec, n)
+        self.save()
+        for n in self.spec.node_ids:
+            if self.node_state(n) in ("running", "paused"):
+                self.restart_node(n, timeout=timeout)
+        return True
+
+
     def start(self, timeout: float = READY_TIMEOUT) -> None:
         """Start every node that is not running and wait until the cluster is ready."""
         started = []

@@ -117,6 +117,24 @@ def heal_partition(fault: ScheduledFault, env: FaultEnv, state: dict) -> dict:
     return {"node": state["node"], **env.partition.heal(state["node"])}
 
 
+# ----- broker settings (the admin API) -------------------------------------------------
+
+def start_broker_config(fault: ScheduledFault, env: FaultEnv, state: dict) -> dict:
+    from verifier.harness.broker_config import set_dynamic
+
+    settings = fault.params["settings"]
+    state["previous"] = set_dynamic(env.bootstrap_servers, settings, **env.client_config)
+    return {"settings": dict(settings),
+            "previous": {str(n): v for n, v in state["previous"].items()}}
+
+
+def heal_broker_config(fault: ScheduledFault, env: FaultEnv, state: dict) -> dict:
+    from verifier.harness.broker_config import restore_dynamic
+
+    return {"restored": restore_dynamic(env.bootstrap_servers, state["previous"],
+                                        **env.client_config)}
+
+
 # ----- generator and observer processes ------------------------------------------------
 
 def start_process_kill(fault: ScheduledFault, env: FaultEnv, state: dict) -> dict:
@@ -150,6 +168,7 @@ HANDLERS: dict[str, tuple[Handler, Handler]] = {
     "producer-kill": (start_process_kill, heal_process_kill),
     "observer-kill": (start_process_kill, heal_process_kill),
     "process-kill": (start_process_kill, heal_process_kill),
+    "broker-config": (start_broker_config, heal_broker_config),
 }
 
 

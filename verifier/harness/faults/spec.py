@@ -34,7 +34,10 @@ PROXY_KINDS = {"ack-loss": "drop_response", "latency": "latency", "blackhole": "
                "reset": "reset"}
 BROKER_KINDS = ("broker-kill", "broker-pause", "network-partition")
 PROCESS_KINDS = ("producer-kill", "observer-kill", "process-kill")
-KINDS = (*PROXY_KINDS, *BROKER_KINDS, *PROCESS_KINDS)
+#: broker settings changed with the admin API for the fault's window (a scenario's
+#: dynamic ``[broker]`` table), restored at heal; works on any cluster
+CONFIG_KINDS = ("broker-config",)
+KINDS = (*PROXY_KINDS, *BROKER_KINDS, *PROCESS_KINDS, *CONFIG_KINDS)
 SPEC_FIELDS = {"kind", "target", "start", "duration", "params"}
 
 
@@ -141,6 +144,10 @@ def _validate_target(kind: str, target, node_ids, processes) -> None:
             raise UsageError(f"unknown process {target['process']!r}; known: "
                              f"{sorted(processes)}")
         return
+    if kind in CONFIG_KINDS:
+        if target != {"all": True}:
+            raise UsageError(f"target must be {{\"all\": true}} (every broker), not {target!r}")
+        return
     validate_broker_target(target, node_ids, allow_all=kind in PROXY_KINDS)
 
 
@@ -152,6 +159,12 @@ def _validate_params(kind: str, params: dict) -> None:
             Rule.from_json({"kind": PROXY_KINDS[kind], **params}, 0)
         except RuleError as exc:
             raise UsageError(str(exc)) from None
+    elif kind in CONFIG_KINDS:
+        settings = params.get("settings")
+        if set(params) != {"settings"} or not isinstance(settings, dict) or not settings or \
+                not all(isinstance(k, str) and isinstance(v, str) for k, v in settings.items()):
+            raise UsageError("params must be {\"settings\": {NAME: VALUE, ...}} with string "
+                             f"values, not {params!r}")
     elif params:
         raise UsageError(f"takes no params, got {sorted(params)}")
 
