@@ -3,7 +3,8 @@
 Built from the proxy's connection log (:mod:`verifier.rundata.connections`) and the
 run's fault windows: per process, connections opened at start-up and later, who closed
 them, idle closes, the most open at once, connections that only ever carried metadata;
-per fault, the reconnects and the time from the heal to the first answered request; and
+per fault, the reconnects, the longest silence and the time from the heal to the first
+answered request; and
 three checks with thresholds from the scenario's ``[connections]`` table:
 
 - ``leak``: a process whose open connections keep growing (the low-water mark of its
@@ -196,7 +197,8 @@ def fault_recovery(conns: list[Connection], faults: list[dict], log_end: int,
             rec = {"reconnects": reopened,
                    "closed_in_fault": sum(1 for c in connected
                                           if c.closed is not None and c.closed <= after),
-                   "recovery_s": None if first is None else round((first - after) / 1000, 2)}
+                   "recovery_s": None if first is None else round((first - after) / 1000, 2),
+                   "silence_s": longest_silence(cs, start, after + within_s * 1000)}
             entry["processes"][proc] = rec
             late = first is None or first - after > within_s * 1000
             if heal is not None and late and log_end >= heal + within_s * 1000:
@@ -208,6 +210,27 @@ def fault_recovery(conns: list[Connection], faults: list[dict], log_end: int,
                                  else f": the first came {rec['recovery_s']} s after")})
         rows.append(entry)
     return rows, findings
+
+
+def longest_silence(conns: list[Connection], t0: int, t1: int) -> float | None:
+    """The longest time within ``[t0, t1]`` in which none of a process's connections had
+    an answered request (bursts closer than a second are one): how long a fault stalled
+    it, whether or not it needed a new connection. Up to its last answer only (a process
+    that ends or never answers again has its tail judged by the no-reconnect check);
+    None without an answer since ``t0`` or without activity bursts (a version 1 log)."""
+    spans = sorted((s, e) for c in conns for s, e in c.activity)
+    if not spans or max(e for _, e in spans) < t0:  # no answer at all since t0
+        return None
+    t1 = min(t1, max(e for _, e in spans))
+    longest, covered = 0, t0
+    for s, e in spans:
+        if e < covered:
+            continue
+        if s > t1:
+            break
+        longest = max(longest, min(s, t1) - covered)
+        covered = max(covered, e)
+    return round(max(longest, 0) / 1000, 1)
 
 
 def _active_in(c: Connection, t0: int, t1: int) -> bool:
@@ -281,16 +304,7 @@ def render_connections(section: dict | None) -> str:
         lines.append("  " + "  ".join(v.ljust(w) if i in (0, 6, 7) else v.rjust(w)
                                       for i, (v, w) in enumerate(zip(r, widths, strict=True)))
                      .rstrip())
-    t0 = section.get("t0") or 0
-    for f in section["faults"]:
-        when = f"{(f['start'] - t0) / 1000:.1f} s"
-        when += f" .. {(f['end'] - t0) / 1000:.1f} s" if f["end"] is not None else " (not healed)"
-        parts = []
-        for proc, r in f["processes"].items():
-            rec = "none" if r["recovery_s"] is None else f"{r['recovery_s']} s"
-            parts.append(f"{proc}: {r['reconnects']} reopened, first answer {rec}")
-        lines.append(f"  fault {f['fault']} ({when}): " + ("; ".join(parts) or
-                                                          "no client was connected"))
+    lines += _fault_lines(section)
     lim = section["thresholds"]
     if section["findings"]:
         for f in section["findings"]:
@@ -301,6 +315,30 @@ def render_connections(section: dict | None) -> str:
                      f"(> {lim['storm_opens_per_s']} opens/s to a broker), every client "
                      f"answered within {lim['reconnect_within_s']:g} s of each heal")
     return "\n".join(lines)
+
+
+def _fault_lines(section: dict) -> list[str]:
+    """Per fault, a row per process connected when it began: connections it lost and
+    re-opened, the longest time without an answer, the first answer after the heal."""
+    t0, lines = section.get("t0") or 0, []
+    for f in section["faults"]:
+        when = f"{(f['start'] - t0) / 1000:.1f} s"
+        when += f" .. {(f['end'] - t0) / 1000:.1f} s" if f["end"] is not None else " (not healed)"
+        head = f"  fault {f['fault']} ({when})"
+        if not f["processes"]:
+            lines.append(f"{head}: no client was connected")
+            continue
+        rows = [[head, "lost", "reopened", "longest silence", "first answer after heal"]]
+        for proc, r in f["processes"].items():
+            silence = r.get("silence_s")
+            rows.append([f"    {proc}", str(r["closed_in_fault"]), str(r["reconnects"]),
+                         "-" if silence is None else f"{silence:.1f} s",
+                         "none" if r["recovery_s"] is None else f"{r['recovery_s']:.1f} s"])
+        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+        lines += ["  ".join(v.ljust(w) if i == 0 else v.rjust(w)
+                            for i, (v, w) in enumerate(zip(r, widths, strict=True)))
+                  for r in rows]
+    return lines
 
 
 PURPOSE_COLORS = {"produce": "#1f77b4", "fetch": "#2ca02c", "coordinator": "#9467bd",
