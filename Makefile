@@ -22,11 +22,17 @@ NODES         ?= 3
 TEST_BASE_PORT ?= 19100
 TEST_STATE_DIR ?= .state/test-cluster-$(TEST_BASE_PORT)
 PYTEST_ARGS   ?=
+# ENV=docker: `make chaos` on containers (verifier chaos --environment docker)
+ENV           ?= embedded
+# the private Docker engine of the container tier (compose/docker-engine.sh): its data,
+# socket and pid file; started only when no engine answers, stopped afterwards
+DOCKER_STATE  ?= .state/docker
 
 BIN := $(VENV)/bin
 export KAFKA_VERSION KAFKA_CLIENTS_VERSION
 
-.PHONY: setup system-deps jars test unit integration test-chaos chaos chaos-quick cluster-up cluster-down lint clean distclean
+.PHONY: setup system-deps jars test unit integration test-chaos chaos chaos-quick cluster-up cluster-down lint clean distclean \
+	docker-engine docker-engine-down docker-image test-containers
 
 setup: $(VENV)/.installed jars system-deps ## Python packages in .venv, JVM jars in .jars
 
@@ -36,7 +42,7 @@ system-deps:
 $(VENV)/.installed: pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/pip install -q --upgrade pip
-	$(BIN)/pip install -q -e '.[dev]'
+	$(BIN)/pip install -q -e '.[dev,docker]'
 	touch $@
 
 jars: $(VENV)/.installed
@@ -63,7 +69,28 @@ test-chaos: setup
 	$(BIN)/pytest tests/chaos -m chaos $(PYTEST_ARGS)
 
 chaos: setup ## every mode under every fault, side by side
+ifeq ($(ENV),docker)
+	@compose/docker-engine.sh run $(DOCKER_STATE) $(BIN)/verifier chaos --environment docker \
+	  --profile $(PROFILE) --out $(OUT) $(if $(filter 1 yes true,$(SELFTEST)),--selftest)
+else
 	$(BIN)/verifier chaos --profile $(PROFILE) --out $(OUT) $(if $(filter 1 yes true,$(SELFTEST)),--selftest)
+endif
+
+# The container tier (tests/containers, marker `containers`): the image build, the docker
+# environment against the embedded one, the pytest plugin, the compose file. Runs on the
+# engine that answers, else on a private one it starts and stops; where no engine can run,
+# its tests skip with the reason. Fails if a container or network is left behind.
+test-containers: setup
+	@compose/docker-engine.sh run $(DOCKER_STATE) $(BIN)/pytest tests/containers -m containers $(PYTEST_ARGS)
+
+docker-engine: ## the engine that answers, or a private one (DOCKER_HOST in $(DOCKER_STATE)/env)
+	@compose/docker-engine.sh up $(DOCKER_STATE)
+
+docker-engine-down: ## stop the private engine by its pid
+	@compose/docker-engine.sh down $(DOCKER_STATE)
+
+docker-image: setup ## build delivery-verifier-kafka:$(KAFKA_VERSION) (compose/docker-compose.yml uses it)
+	@compose/docker-engine.sh run $(DOCKER_STATE) $(BIN)/verifier image
 
 cluster-up: setup
 	$(BIN)/verifier cluster up --nodes $(NODES)
@@ -74,7 +101,8 @@ cluster-down:
 lint:
 	$(BIN)/ruff check verifier producers streaming tests benchmarks
 
-clean: ## stop local clusters, remove runs and state (keeps .venv and .jars)
+clean: ## stop local clusters and the private Docker engine, remove runs and state (keeps .venv and .jars)
+	-compose/docker-engine.sh down $(DOCKER_STATE)
 	-for d in .state/*/; do [ -f "$$d/cluster.json" ] && $(BIN)/verifier cluster down --state-dir "$$d"; done; true
 	rm -rf .state runs out .pytest_cache
 

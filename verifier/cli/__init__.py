@@ -27,6 +27,7 @@ COMMAND_MODULES = [
     "verifier.cli.selftest",
     "verifier.cli.produce",
     "verifier.cli.chaos",
+    "verifier.cli.image",
 ]
 
 

@@ -46,6 +46,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "(idempotent/java), same faults: e.g. java,kafka-python")
     p.add_argument("--bootstrap-servers", default=None,
                    help="an external cluster (default: start the embedded local cluster)")
+    p.add_argument("--environment", choices=("embedded", "docker"), default="embedded",
+                   help="where the cluster runs: embedded (one JVM per broker on this "
+                        "machine) or docker (containers of an image built here from the "
+                        "same jars, through testcontainers; needs a Docker engine and the "
+                        "docker extra)")
     p.add_argument("--spark-master", default=None, help="Spark master (default local[2]); "
                    "on a standalone master (spark://) each of the tool's applications takes "
                    "one core unless --spark-conf spark.cores.max=N says otherwise")
@@ -285,8 +290,16 @@ def _prepare(args: argparse.Namespace):
     # the connection settings every client of the run uses (in the plan, secrets redacted)
     client_config = security_of(settings)
     in_netns = os.environ.get(IN_NETNS) == "1"
+    docker = args.environment == "docker"
+    if docker and args.bootstrap_servers:
+        raise UsageError("--environment docker starts its own cluster; it does not go with "
+                         "--bootstrap-servers")
     if args.bootstrap_servers:
         env = ExternalEnvironment(args.bootstrap_servers, client_config)
+    elif docker:
+        from verifier.harness.containers.environment import DockerEnvironment
+
+        env = DockerEnvironment(args.state_dir.resolve(), base_port=args.base_port)
     else:
         env = LocalEnvironment(args.state_dir.resolve(), base_port=args.base_port,
                                partitions=in_netns)
@@ -311,13 +324,17 @@ def _prepare(args: argparse.Namespace):
         require_built(client)
     if args.bootstrap_servers:
         _check_reachable(args.bootstrap_servers)
+    if docker:
+        from verifier.harness.containers.engine import require_engine
+
+        require_engine()  # one line (exit 2) when no engine answers
     if user_mode is not None:
         print(f"your producer config {args.producer_config} claims: {user_mode}")
         for note in user.notes:
             print(f"your producer config: {note}")
     wants_partition = any(f.get("kind") == "network-partition"
                           for s in scenarios for f in s.faults)
-    if wants_partition and not args.bootstrap_servers and not in_netns:
+    if wants_partition and not args.bootstrap_servers and not in_netns and not docker:
         why_not = _partition_capable()
         if why_not is None:
             return None
