@@ -305,8 +305,7 @@ def run_transactional(session: Session, conf: dict) -> None:
         result, replace = runner.run(txn, pacer)
         return result == "redo", replace
 
-    transaction_loop(session, runner, Planner(parts, session.resume.next_seq), pacer,
-                     run_one, catch_up=False)
+    transaction_loop(session, runner, Planner(parts, session.resume.next_seq), pacer, run_one)
     runner.em.write_completions()
 
 

@@ -228,8 +228,8 @@ def txn_size(nominal: int, pacer: Pacer) -> int:
 
 
 def _plan(session: Session, planner: Planner, rng: random.Random, next_txn: int,
-          pacer: Pacer | None) -> PlannedTxn:
-    size = session.spec.txn_size if pacer is None else txn_size(session.spec.txn_size, pacer)
+          pacer: Pacer) -> PlannedTxn:
+    size = txn_size(session.spec.txn_size, pacer)
     left = session.remaining()
     if left is not None:
         size = min(size, left)
@@ -261,13 +261,13 @@ def run_transactional(session: Session) -> None:
         runner.close()
 
 
-def transaction_loop(session: Session, runner, planner: Planner, pacer: Pacer, run_one,
-                     catch_up: bool = True) -> None:
+def transaction_loop(session: Session, runner, planner: Planner, pacer: Pacer,
+                     run_one) -> None:
     """The transactional flow, whatever the client: redo what earlier sessions left
     uncommitted (an unanswered commit read back first), then new transactions until the
     budget or a stop. ``run_one(txn) -> (redo, replace)`` runs one transaction on the
-    client's ``runner`` (which has ``unanswered`` and ``connect``); ``catch_up``: size new
-    transactions from the schedule (:func:`txn_size`), else ``txn_size`` records each."""
+    client's ``runner`` (which has ``unanswered`` and ``connect``); new transactions are
+    sized from the schedule (:func:`txn_size`), so a slow commit is caught up."""
     # seeded per session, so a restart does not replay the same abort decisions
     rng = random.Random(f"{session.spec.seed}:{session.spec.pid}:{session.ses}")
     redo = deque(session.resume.uncommitted)
@@ -280,7 +280,7 @@ def transaction_loop(session: Session, runner, planner: Planner, pacer: Pacer, r
             if txn.probe and _committed_after_all(session, txn):
                 continue
         else:
-            txn = _plan(session, planner, rng, next_txn, pacer if catch_up else None)
+            txn = _plan(session, planner, rng, next_txn, pacer)
             next_txn += 1
         redone, replace = run_one(txn)
         if redone:

@@ -206,6 +206,9 @@ final class Generator {
         }
     }
 
+    /** A transaction holds at most this many seconds of the rate's records. */
+    static final double MAX_TXN_SECONDS = 2.0;
+
     /** Spaces sends to a target rate (records/s), as producers/emitter.py's Pacer. */
     final class Pacer {
         final double interval;
@@ -214,6 +217,23 @@ final class Generator {
 
         Pacer(Double rate) {
             interval = rate == null ? 0.0 : 1.0 / rate;
+        }
+
+        /** Records due but not paced yet: how far behind its schedule the sender is. */
+        long due() {
+            if (interval == 0.0) return 0;
+            return Math.max(0, (long) ((System.nanoTime() - start) / 1e9 / interval) - n);
+        }
+
+        /**
+         * A new transaction's size: {@code nominal} records, or every record already due
+         * when the previous commit took longer than its records were worth, up to
+         * {@link #MAX_TXN_SECONDS} of them (as producers/transactional.py's txn_size).
+         */
+        int txnSize(int nominal) {
+            if (interval == 0.0) return nominal;
+            long most = Math.max(nominal, (long) (MAX_TXN_SECONDS / interval));
+            return (int) Math.min(most, Math.max(nominal, due()));
         }
 
         int chunk(long most) {
@@ -430,7 +450,7 @@ final class Generator {
                     txn = redo.pollFirst();
                     if (!txn.probe.isEmpty() && committedAfterAll(txn)) continue;
                 } else {
-                    int size = spec.txnSize;
+                    int size = pacer.txnSize(spec.txnSize); // catch up after a slow commit
                     Long left = remaining();
                     if (left != null) size = (int) Math.min(size, left);
                     List<int[]> recs = new ArrayList<>();
