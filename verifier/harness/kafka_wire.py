@@ -268,3 +268,228 @@ def metadata_partitions(host: str, port: int, topics: list[str],
         if size < 4 or size > MAX_FRAME:
             raise WireError(f"metadata response size {size}")
         return _parse_metadata_v1_partitions(_read_exact(sock, size))
+
+
+# ----- request identity: what the hold fault matches and the nemesis history records ----
+
+API_INIT_PRODUCER_ID = 22
+API_ADD_PARTITIONS_TO_TXN = 24
+API_ADD_OFFSETS_TO_TXN = 25
+API_END_TXN = 26
+API_TXN_OFFSET_COMMIT = 28
+
+API_NAMES = {API_PRODUCE: "Produce", 1: "Fetch", API_METADATA: "Metadata", 10: "FindCoordinator",
+             API_INIT_PRODUCER_ID: "InitProducerId",
+             API_ADD_PARTITIONS_TO_TXN: "AddPartitionsToTxn",
+             API_ADD_OFFSETS_TO_TXN: "AddOffsetsToTxn", API_END_TXN: "EndTxn",
+             API_TXN_OFFSET_COMMIT: "TxnOffsetCommit", 18: "ApiVersions"}
+#: the first flexible version (compact strings, tagged fields, header v2) of each API
+#: whose body this module reads
+FLEXIBLE_FROM = {API_PRODUCE: 9, API_INIT_PRODUCER_ID: 2, API_ADD_PARTITIONS_TO_TXN: 3,
+                 API_ADD_OFFSETS_TO_TXN: 3, API_END_TXN: 3, API_TXN_OFFSET_COMMIT: 3}
+#: APIs whose request starts with the transactional id (Produce: from v3)
+_TXN_FIRST = (API_INIT_PRODUCER_ID, API_ADD_OFFSETS_TO_TXN, API_END_TXN, API_TXN_OFFSET_COMMIT)
+#: a v2 record batch's header up to its record count (KIP-98)
+_BATCH = struct.Struct(">qiibihiqqqhii")
+
+
+class _Reader:
+    """Reads Kafka's primitive types from a payload; flexible versions use compact
+    (varint-prefixed) strings, arrays and bytes."""
+
+    def __init__(self, payload: bytes, pos: int, flexible: bool) -> None:
+        self.b, self.pos, self.flexible = payload, pos, flexible
+
+    def _take(self, n: int) -> bytes:
+        if n < 0 or self.pos + n > len(self.b):
+            raise WireError(f"field of {n} bytes runs past the end ({len(self.b)} bytes)")
+        out = self.b[self.pos : self.pos + n]
+        self.pos += n
+        return out
+
+    def fixed(self, fmt: str) -> int:
+        s = struct.Struct(">" + fmt)
+        return s.unpack(self._take(s.size))[0]
+
+    def uvarint(self) -> int:
+        value, self.pos = _read_uvarint(self.b, self.pos)
+        return value
+
+    def string(self) -> str | None:
+        n = self.uvarint() - 1 if self.flexible else self.fixed("h")
+        return None if n < 0 else self._take(n).decode("utf-8", "replace")
+
+    def array_len(self) -> int:
+        return self.uvarint() - 1 if self.flexible else self.fixed("i")
+
+    def blob(self) -> bytes | None:
+        n = self.uvarint() - 1 if self.flexible else self.fixed("i")
+        return None if n < 0 else self._take(n)
+
+    def uuid(self) -> str:
+        return self._take(16).hex()
+
+    def tagged(self) -> None:
+        if self.flexible:
+            self.pos = _skip_tagged_fields(self.b, self.pos)
+
+
+@dataclass(frozen=True)
+class PartitionWrite:
+    """One partition a request writes to or adds to a transaction; for Produce the first
+    record batch's producer fields (magic 2), for Produce v13+ the topic as its id."""
+
+    topic: str
+    partition: int
+    base_sequence: int | None = None
+    records: int | None = None
+    producer_id: int | None = None
+    producer_epoch: int | None = None
+
+
+@dataclass(frozen=True)
+class RequestIdentity:
+    """Who sent a request and what it is about: the header, and for the transactional
+    APIs the transactional id, producer id and epoch, and the partitions."""
+
+    api_key: int
+    api_version: int
+    correlation_id: int
+    client_id: str | None
+    transactional_id: str | None = None
+    producer_id: int | None = None
+    producer_epoch: int | None = None
+    #: EndTxn: commit (True) or abort (False)
+    committed: bool | None = None
+    acks: int | None = None
+    partitions: tuple[PartitionWrite, ...] = ()
+
+    @property
+    def api_name(self) -> str:
+        return API_NAMES.get(self.api_key, str(self.api_key))
+
+    def to_json(self) -> dict:
+        out = {"api": self.api_name, "api_key": self.api_key, "api_version": self.api_version,
+               "correlation_id": self.correlation_id, "client_id": self.client_id}
+        for name in ("transactional_id", "producer_id", "producer_epoch", "committed", "acks"):
+            if getattr(self, name) is not None:
+                out[name] = getattr(self, name)
+        if self.partitions:
+            out["partitions"] = [{k: v for k, v in p.__dict__.items() if v is not None}
+                                 for p in self.partitions]
+        return out
+
+
+def _body_reader(payload: bytes, header: RequestHeader) -> _Reader:
+    """A reader at the start of the request body (past header v1, or v2's tags)."""
+    (n,) = _INT16.unpack_from(payload, _HEADER.size)
+    flexible = header.api_version >= FLEXIBLE_FROM.get(header.api_key, 1 << 15)
+    r = _Reader(payload, _HEADER.size + 2 + max(n, 0), flexible)
+    r.tagged()  # request header v2
+    return r
+
+
+def _batch_fields(records: bytes | None) -> dict:
+    if not records or len(records) < _BATCH.size or records[16] != 2:
+        return {}
+    f = _BATCH.unpack_from(records, 0)
+    return {"producer_id": f[9], "producer_epoch": f[10], "base_sequence": f[11],
+            "records": f[12]}
+
+
+def request_identity(payload: bytes) -> RequestIdentity:
+    """Parse what identifies a request (a :class:`RequestIdentity`); APIs this module
+    does not read get the header only. A body that does not parse is a WireError."""
+    h = decode_request_header(payload)
+    base = dict(api_key=h.api_key, api_version=h.api_version, correlation_id=h.correlation_id,
+                client_id=h.client_id)
+    if h.api_key not in FLEXIBLE_FROM:
+        return RequestIdentity(**base)
+    r = _body_reader(payload, h)
+    if h.api_key == API_PRODUCE:
+        txn = r.string() if h.api_version >= 3 else None
+        acks = r.fixed("h")
+        r.fixed("i")  # timeout
+        parts = []
+        for _ in range(r.array_len()):
+            topic = r.uuid() if h.api_version >= 13 else (r.string() or "")
+            for _ in range(r.array_len()):
+                index = r.fixed("i")
+                batch = _batch_fields(r.blob())
+                r.tagged()
+                parts.append(PartitionWrite(topic, index, **batch))
+            r.tagged()
+        pid = next((p.producer_id for p in parts if p.producer_id is not None), None)
+        epoch = next((p.producer_epoch for p in parts if p.producer_epoch is not None), None)
+        return RequestIdentity(**base, transactional_id=txn, producer_id=pid,
+                               producer_epoch=epoch, acks=acks, partitions=tuple(parts))
+    if h.api_key == API_ADD_PARTITIONS_TO_TXN:
+        if h.api_version >= 4:  # batched (brokers' verification); the first transaction
+            if r.array_len() < 1:
+                return RequestIdentity(**base)
+        txn, pid, epoch = r.string(), r.fixed("q"), r.fixed("h")
+        if h.api_version >= 4:
+            r.fixed("?")  # verify only
+        parts = []
+        for _ in range(r.array_len()):
+            topic = r.string() or ""
+            parts += [PartitionWrite(topic, r.fixed("i")) for _ in range(r.array_len())]
+            r.tagged()
+        return RequestIdentity(**base, transactional_id=txn, producer_id=pid,
+                               producer_epoch=epoch, partitions=tuple(parts))
+    txn = r.string()
+    if h.api_key == API_END_TXN:
+        pid, epoch, committed = r.fixed("q"), r.fixed("h"), bool(r.fixed("b"))
+        return RequestIdentity(**base, transactional_id=txn, producer_id=pid,
+                               producer_epoch=epoch, committed=committed)
+    if h.api_key == API_ADD_OFFSETS_TO_TXN:
+        return RequestIdentity(**base, transactional_id=txn, producer_id=r.fixed("q"),
+                               producer_epoch=r.fixed("h"))
+    if h.api_key == API_TXN_OFFSET_COMMIT:
+        r.string()  # group id
+        return RequestIdentity(**base, transactional_id=txn, producer_id=r.fixed("q"),
+                               producer_epoch=r.fixed("h"))
+    return RequestIdentity(**base, transactional_id=txn)  # InitProducerId
+
+
+def response_summary(payload: bytes, api_key: int, api_version: int) -> dict:
+    """What a response says, for the APIs the hold fault follows: Produce, per partition
+    ``[partition, error code, base offset]``; the transactional APIs, their error code
+    (AddPartitionsToTxn v0-3: the first partition error that is not 0). Others: {}."""
+    if api_key not in FLEXIBLE_FROM:
+        return {}
+    r = _Reader(payload, 4, api_version >= FLEXIBLE_FROM[api_key])
+    r.tagged()  # response header v1
+    if api_key == API_PRODUCE:
+        results = []
+        for _ in range(r.array_len()):
+            topic = r.uuid() if api_version >= 13 else (r.string() or "")
+            for _ in range(r.array_len()):
+                index, error, offset = r.fixed("i"), r.fixed("h"), r.fixed("q")
+                results.append([topic, index, error, offset])
+                if api_version >= 2:
+                    r.fixed("q")  # log append time
+                if api_version >= 5:
+                    r.fixed("q")  # log start offset
+                if api_version >= 8:
+                    for _ in range(r.array_len()):  # record errors
+                        r.fixed("i")
+                        r.string()
+                        r.tagged()
+                    r.string()  # error message
+                r.tagged()  # (current leader, v10+, is a tagged field)
+            r.tagged()
+        return {"partitions": results}
+    r.fixed("i")  # throttle time
+    if api_key == API_ADD_PARTITIONS_TO_TXN and api_version < 4:
+        for _ in range(r.array_len()):
+            r.string()
+            for _ in range(r.array_len()):
+                r.fixed("i")
+                error = r.fixed("h")
+                if error:
+                    return {"error_code": error}
+                r.tagged()
+            r.tagged()
+        return {"error_code": 0}
+    return {"error_code": r.fixed("h")}

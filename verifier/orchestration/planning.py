@@ -94,16 +94,50 @@ def _resolve_faults(scenario: Scenario, plans, run_id: str, env, processes) -> t
             if plan is not None:
                 target = {"coordinator": {"transactional_id": f"{run_id}.{plan.pid}"}}
         entry["target"] = _substitute(target, plans, run_id)
-        for one in _per_client(entry, set(processes)):
+        for one in _per_client(entry, set(processes), plans, run_id):
             specs.append(parse_spec(one, f"{scenario.source} fault {i}", node_ids,
                                     set(processes)))
     return specs, skipped
 
 
-def _per_client(entry: dict, processes: set[str]) -> list[dict]:
+def _transactional_ids(entry: dict, plans, run_id: str) -> list[dict] | None:
+    """A hold whose ``transactional_id`` (or its ``release_on``'s) names a mode
+    (``"@transactional"``): one hold per generator of that mode, every client's, with its
+    real transactional id ``<run id>.<pid>``. None if the entry names no mode."""
+    params = entry.get("params")
+    if entry.get("kind") != "hold" or not isinstance(params, dict):
+        return None
+    release = params.get("release_on") if isinstance(params.get("release_on"), dict) else {}
+    refs = {v for v in (params.get("transactional_id"), release.get("transactional_id"))
+            if isinstance(v, str) and v.startswith("@")}
+    if not refs:
+        return None
+    if len(refs) > 1:
+        raise VerifierError(f"hold: transactional ids {sorted(refs)}: one mode per hold")
+    (ref,) = refs
+    matches = [p for p in plans if ref in ("@" + p.mode, "@" + p.expect)]
+    if not matches:
+        raise VerifierError(f"hold: no producer of mode {ref[1:]!r} in this run")
+    out = []
+    for p in matches:
+        tid = f"{run_id}.{p.pid}"
+        new = dict(params)
+        if new.get("transactional_id") == ref:
+            new["transactional_id"] = tid
+        if release.get("transactional_id") == ref:
+            new["release_on"] = {**release, "transactional_id": tid}
+        out.append({**entry, "params": new})
+    return out
+
+
+def _per_client(entry: dict, processes: set[str], plans=(), run_id: str = "") -> list[dict]:
     """A process fault naming a mode's generator (``producer:transactional``) hits that
     mode's generator of every client when several run side by side
-    (``producer:transactional/java``, ``producer:transactional/kafka-python``)."""
+    (``producer:transactional/java``, ``producer:transactional/kafka-python``); so does a
+    hold naming a mode's transactional id (``"@transactional"``)."""
+    held = _transactional_ids(entry, plans, run_id)
+    if held is not None:
+        return held
     name = (entry.get("target") or {}).get("process")
     if not isinstance(name, str) or name in processes:
         return [entry]

@@ -22,9 +22,12 @@ def fault_summary(run_dir: Path) -> list[str]:
         return []  # the run's own checks report a missing or damaged nemesis history
     starts: dict[int, dict] = {}
     heals: dict[int, dict] = {}
+    holds: dict[int, list[dict]] = {}
     for ev in ops:
         if ev.get("type") in ("ok", "fail", "info") and ev.get("id"):
             (starts if ev.get("f") == "start" else heals)[ev["id"]] = ev
+        elif ev.get("type") == "event" and ev.get("id"):
+            holds.setdefault(ev["id"], []).append(ev)
     idents = producer_identities(Path(run_dir))
     lines = []
     for fid, ev in sorted(starts.items()):
@@ -33,11 +36,50 @@ def fault_summary(run_dir: Path) -> list[str]:
         detail = ev.get("detail") or {}
         target = detail.get("node") or detail.get("process") or ev.get("target")
         heal = (heals.get(fid) or {}).get("detail") or {}
-        extra = f", {heal['hits']} of {heal['matched']} responses hit" if "hits" in heal else ""
+        if ev["fault"] == "hold":
+            extra = hold_text(holds.get(fid, []))
+        elif "hits" in heal:
+            extra = f", {heal['hits']} of {heal['matched']} responses hit"
+        else:
+            extra = ""
         if ev["type"] == "ok" and isinstance(target, str) and target in idents:
             extra += f"; {idents[target]}"
         lines.append(f"{ev['fault']} on {target_text(target)}: {what}{extra}")
     return lines
+
+
+def hold_text(events: list[dict]) -> str:
+    """What a hold fault did: each held request, what released it, the broker's answer."""
+    by_hold: dict[int, dict[str, dict]] = {}
+    for ev in events:
+        by_hold.setdefault(ev["detail"].get("hold"), {})[ev["f"]] = ev["detail"]
+    if not by_hold:
+        return ", no request matched"
+    parts = []
+    for h in by_hold.values():
+        req = (h.get("hold") or h.get("release") or {}).get("request", {})
+        what = req.get("api", "?")
+        if req.get("partitions"):
+            what += " " + ",".join(_partition_text(p) for p in req["partitions"])
+        text = f"held {what}"
+        if "release" in h:
+            text += f", released by {h['release'].get('reason')} after " \
+                    f"{h['release'].get('held_ms')} ms"
+        else:
+            text += ", never released"
+        answer = (h.get("answer") or {}).get("response") or {}
+        if "partitions" in answer:
+            text += "; broker answered " + ", ".join(
+                f"error {e} offset {o}" for _, _, e, o in answer["partitions"])
+        elif "error_code" in answer:
+            text += f"; broker answered error {answer['error_code']}"
+        parts.append(text)
+    return ": " + "; ".join(parts)
+
+
+def _partition_text(p: dict) -> str:
+    seq = p.get("base_sequence")
+    return f"{p.get('topic')}-{p.get('partition')}" + ("" if seq is None else f" seq {seq}")
 
 
 def target_text(target) -> str:

@@ -5,6 +5,7 @@
     POST   /rules   {rule}      set a rule (verifier.harness.faults.rules); returns it with its id
     DELETE /rules/<id>          remove one rule; returns it with its final counters
     DELETE /rules               remove every rule (heal); returns them
+    GET    /holds?since=N       hold / release / answer events after number N
     POST   /reset   {"broker"}  RST the open connections (of one broker, or all)
 
 Also the proxy process's ``main`` and :class:`ProxyClient`, the caller's side
@@ -54,10 +55,17 @@ def route(proxy: Proxy, method: str, path: str, body: dict | None) -> tuple[int,
             return 201, proxy.add_rule(body or {}).to_json()
         except RuleError as exc:
             raise _HttpError(400, str(exc)) from exc
+    if method == "GET" and parts == ["holds"]:
+        query = dict(q.partition("=")[::2] for q in path.partition("?")[2].split("&") if q)
+        try:
+            since = int(query.get("since") or 0)
+        except ValueError as exc:
+            raise _HttpError(400, f"since must be an integer: {exc}") from exc
+        return 200, proxy.events_since(since)
     if method == "DELETE" and parts == ["rules"]:
-        return 200, [r.to_json() for r in proxy.rules.clear()]
+        return 200, [r.to_json() for r in proxy.clear_rules()]
     if method == "DELETE" and len(parts) == 2 and parts[0] == "rules" and parts[1].isdigit():
-        rule = proxy.rules.remove(int(parts[1]))
+        rule = proxy.remove_rule(int(parts[1]))
         if rule is None:
             raise _HttpError(404, f"no rule {parts[1]}")
         return 200, rule.to_json()
@@ -180,6 +188,10 @@ class ProxyClient:
 
     def clear_rules(self) -> list[dict]:
         return self._call("DELETE", "/rules")
+
+    def holds(self, since: int = 0) -> list[dict]:
+        """Hold, release and answer events numbered above ``since`` (docs/faults.md)."""
+        return self._call("GET", f"/holds?since={int(since)}")
 
     def reset(self, broker: int | None = None) -> int:
         return self._call("POST", "/reset", {"broker": broker})["reset"]

@@ -8,6 +8,11 @@
 Each fault action is an ``invoke`` line and one completion line (docs/formats.md §3):
 ``ok`` with a ``detail``, ``fail`` (not applied) or ``info`` (unknown: it may have been
 applied). The final heal-all is recorded as ``fault: "all"`` with ``id: 0``.
+
+A ``hold`` fault's proxy rule acts on its own (it holds a request, later releases it and
+sees the broker's answer): while the schedule has one, a poller copies those proxy events
+into the history as ``event`` lines (``f``: ``hold``, ``release``, ``answer``) with the
+fault's id and the request's identity.
 """
 
 from __future__ import annotations
@@ -29,7 +34,7 @@ from verifier.harness.faults.actions import (
     heal_everything,
 )
 from verifier.harness.faults.spec import Schedule, ScheduledFault
-from verifier.rundata.errors import UsageError
+from verifier.rundata.errors import UsageError, VerifierError
 from verifier.rundata.formats import header
 from verifier.rundata.nemesis import NEMESIS_FORMAT
 from verifier.rundata.waiting import wait_until
@@ -98,10 +103,15 @@ class Nemesis:
         self.active: dict[int, tuple[ScheduledFault, dict]] = {}
         self.killed: set[str] = set()
         self.errors: list[str] = []
+        #: proxy rule id -> its fault, for hold events that arrive after the heal
+        self._healed_rules: dict[int, ScheduledFault] = {}
         self._stop = threading.Event()
         self._lock = threading.Lock()  # one fault action at a time, also during heal-all
         self._thread: threading.Thread | None = None
         self._signals = sigterm_as_interrupt()
+        self._holds = any(f.kind == "hold" for f in schedule.faults) and env.proxy is not None
+        self._hold_seq = 0  # the last proxy hold event copied
+        self._poller: threading.Thread | None = None
 
     # ----- lifecycle ---------------------------------------------------------------------
 
@@ -110,6 +120,11 @@ class Nemesis:
         self._signals.__enter__()
         self._thread = threading.Thread(target=self._run, name="nemesis", daemon=True)
         self._thread.start()
+        if self._holds:
+            self._hold_seq = max((e["seq"] for e in self.env.proxy.holds(0)), default=0)
+            self._poller = threading.Thread(target=self._poll_holds, name="nemesis-holds",
+                                            daemon=True)
+            self._poller.start()
         return self
 
     def __exit__(self, exc_type=None, *exc) -> None:
@@ -121,10 +136,58 @@ class Nemesis:
                 return
             self.stop()
             self.heal_all()
+            if self._holds:
+                self._final_hold_events()
         finally:
             self._signals.__exit__(None, None, None)
             if self.history is not None:
                 self.history.close()
+
+    # ----- hold events ----------------------------------------------------------------
+
+    def _poll_holds(self, interval: float = 0.2) -> None:
+        while not self._stop.wait(interval):
+            self.copy_hold_events()
+
+    def copy_hold_events(self) -> list[dict]:
+        """Copy the proxy's new hold / release / answer events into the history, each
+        with the id of the fault whose rule made it. Under the action lock, so a rule's
+        fault is known before its first event is copied."""
+        with self._lock:
+            try:
+                events = self.env.proxy.holds(self._hold_seq)
+            except VerifierError as exc:
+                log.warning("nemesis: hold events not read: %s", exc)
+                return []
+            faults = {state.get("rule"): fault for fault, state in self.active.values()}
+            faults.update(self._healed_rules)
+            for e in events:
+                self._hold_seq = max(self._hold_seq, e["seq"])
+                fault = faults.get(e["rule"])
+                detail = {k: v for k, v in e.items() if k not in ("seq", "event", "t")}
+                self.history.write({"type": "event", "f": e["event"], "fault": "hold",
+                                    "target": fault.target if fault else {},
+                                    "id": fault.id if fault else 0, "t": e["t"],
+                                    "detail": detail})
+            return events
+
+    def _final_hold_events(self, timeout: float = 5.0) -> None:
+        """After the heal: what the proxy still reports (releases at the rules'
+        removal, and the broker's answers to them, awaited a few seconds)."""
+        if self._poller is not None:
+            self._poller.join(2)
+        released, answered = set(), set()
+        deadline = time.monotonic() + timeout
+        while True:
+            for e in self.copy_hold_events():
+                if e["event"] == "release" and e.get("delivered") and \
+                        e.get("request", {}).get("acks") != 0:
+                    released.add(e["hold"])
+                elif e["event"] == "answer":
+                    answered.add(e["hold"])
+            if released <= answered or time.monotonic() > deadline:
+                return
+            time.sleep(0.1)
 
     def stop(self, timeout: float = 300) -> None:
         """Stop starting faults; wait for the action in progress (a broker restart can
@@ -186,6 +249,8 @@ class Nemesis:
         if not state:  # the start failed before it resolved a target: heal-all covers it
             self.active.pop(fault.id)
             return
+        if "rule" in state:
+            self._healed_rules[state["rule"]] = fault
         # A heal that failed stays active; heal-all's catch-all covers it at the end.
         if self._record("heal", fault, lambda: heal(fault, self.env, state)) == "ok":
             self.active.pop(fault.id, None)

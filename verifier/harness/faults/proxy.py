@@ -5,7 +5,11 @@ port, so every client connection passes it; replication and the quorum go direct
 reads Kafka frames in both directions, pairs each response with its request (responses
 on a connection come back in request order; ``acks=0`` produce requests get none), and
 applies the rules of :mod:`verifier.harness.faults.rules`: lose a Produce response after the
-broker appended, close the connection instead, delay, blackhole, reset.
+broker appended, close the connection instead, delay, blackhole, reset, or hold one
+request (its broker-side connection kept open for it) until a later event passes the
+proxy, a time has passed or the rule is removed. Every hold, release and the released
+request's answer is an event with the request's identity (``GET /holds``), which the
+nemesis copies into the run's history.
 
 Run it as its own process (``python -m verifier.harness.faults.proxy``), controlled over HTTP
 on 127.0.0.1 (:mod:`verifier.harness.faults.control`). Every connection's open and close is
@@ -30,11 +34,14 @@ from verifier.harness.kafka_wire import (
     API_PRODUCE,
     MAX_FRAME,
     FrameBuffer,
+    RequestIdentity,
     WireError,
     decode_request_header,
     frame,
     produce_acks,
+    request_identity,
     response_correlation_id,
+    response_summary,
 )
 from verifier.rundata.formats import header
 
@@ -48,6 +55,22 @@ BURST_GAP_MS = 1000
 #: bursts kept per connection; beyond, the last one is extended (bounds the close record)
 MAX_BURSTS = 500
 _CLOSE = object()  # sentinel in a write queue: close after what is queued before it
+#: hold events kept for the control interface (a run holds a handful)
+HOLD_EVENTS_SIZE = 10_000
+#: how long a connection whose client is gone stays open for a held request's answer
+HELD_ANSWER_TIMEOUT_S = 30.0
+
+
+class Held:
+    """One request a ``hold`` rule keeps: the frame, who sent it, what became of it."""
+
+    def __init__(self, hold_id: int, rule: Rule, conn: Connection, payload: bytes,
+                 request: RequestIdentity) -> None:
+        self.id, self.rule, self.conn = hold_id, rule, conn
+        self.payload, self.request = payload, request
+        self.t = now_ms()
+        self.released = False
+        self.timer: asyncio.TimerHandle | None = None
 
 
 def now_ms() -> int:
@@ -100,6 +123,14 @@ class Connection:
         self.reason: str | None = None
         self.by: str | None = None
         self._logged_open = False
+        self.to_broker: asyncio.Queue | None = None
+        #: a hold with client_view "timeout": nothing more is forwarded for this client
+        self.stalled = False
+        #: the client's side ended while a held request still needs the broker's side
+        self.client_gone = False
+        #: held requests not yet answered by the broker (released or not)
+        self.held_open = 0
+        self.held_done = asyncio.Event()
 
     @property
     def counters(self) -> collections.Counter:
@@ -143,16 +174,64 @@ class Connection:
                 return
             to_broker: asyncio.Queue = asyncio.Queue()
             to_client: asyncio.Queue = asyncio.Queue()
+            self.to_broker = to_broker
             tasks = [asyncio.create_task(c) for c in (
                 self._read_requests(to_broker), self._read_responses(up_r, to_client),
                 self._write(to_broker, self.up_w, "broker"),
                 self._write(to_client, self.client_w, "client"))]
-            _, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+            done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_COMPLETED)
+            upstream = {tasks[1], tasks[2]}
+            if self.held_open and not done & upstream:
+                # the client's side ended (it gave up, or the hold reset it) while a held
+                # request still needs the broker's side: keep that open until the broker
+                # has answered every held request (or the broker closes, or a deadline)
+                self.client_gone = True
+                for t in pending - upstream:
+                    t.cancel()
+                waiter = asyncio.create_task(self.held_done.wait())
+                await asyncio.wait([waiter, *(pending & upstream)],
+                                   timeout=HELD_ANSWER_TIMEOUT_S + self._longest_hold_s(),
+                                   return_when=asyncio.FIRST_COMPLETED)
+                pending = {*pending, waiter}
             for t in pending:
                 t.cancel()
             await asyncio.gather(*pending, return_exceptions=True)
         finally:
             self._close()
+
+    def _longest_hold_s(self) -> float:
+        """The latest a request held on this connection can still be released."""
+        waits = [h.rule.release_after_ms / 1000 for h in self.proxy.held_on(self)
+                 if h.rule.release_after_ms and not h.released]
+        return max(waits, default=0.0) or 600.0
+
+    def reset_client(self, reason: str) -> None:
+        """RST the client's side only (a hold with client_view "reset"): the broker's
+        side stays open for the held request."""
+        self.end(reason, "fault")
+        sock = self.client_w.get_extra_info("socket")
+        if sock is not None:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+        self.client_w.transport.abort()
+
+    def send_released(self, held: Held) -> bool:
+        """Queue a released request to the broker on this connection; False if the
+        broker's side is gone."""
+        if self.up_w is None or self.up_w.is_closing() or self.to_broker is None:
+            self.held_answered()
+            return False
+        if held.request.acks == 0:  # no answer will come
+            self.held_answered()
+        else:
+            self.pending.append((held.request.correlation_id, held.request.api_key,
+                                 held.request.api_version, held.request, held))
+        self.to_broker.put_nowait((asyncio.get_running_loop().time(), frame(held.payload)))
+        return True
+
+    def held_answered(self) -> None:
+        self.held_open -= 1
+        if self.held_open <= 0:
+            self.held_done.set()
 
     def _close(self) -> None:
         for w in (self.client_w, self.up_w):
@@ -186,10 +265,22 @@ class Connection:
                     if self.proxy.rules.blackholed(self.broker):
                         self._blackholed()
                         continue
+                    if self.stalled:  # a hold stalled this connection for its client
+                        self.counters["frames_swallowed"] += 1
+                        continue
+                    ident = self.proxy.identify(self, payload) if self.proxy.watching() else None
+                    if ident is not None:
+                        rule = self.proxy.rules.hold_for(self.broker, ident)
+                        if rule is not None:
+                            self.proxy.hold(rule, self, payload, ident)
+                            continue
                     if acks != 0:  # an acks=0 produce request gets no response
-                        self.pending.append((header.correlation_id, header.api_key))
+                        self.pending.append((header.correlation_id, header.api_key,
+                                             header.api_version, ident, None))
                     delay = self.proxy.rules.delay(self.broker, downstream=False)
                     out.put_nowait((loop.time() + delay, frame(payload)))
+                    if ident is not None:  # after the trigger went on its way
+                        self.proxy.passed(ident, "request")
             except WireError as exc:
                 self.counters["malformed"] += 1
                 log.warning("broker %s conn %s: closing, malformed request: %s",
@@ -229,14 +320,15 @@ class Connection:
             rule.hits += 1
         self.counters["frames_blackholed"] += 1
 
-    def _match(self, corr: int) -> int | None:
-        """The api key of the request this response answers (None if unknown)."""
+    def _match(self, corr: int) -> tuple | None:
+        """The pending entry of the request this response answers: (correlation id, api
+        key, api version, identity or None, Held or None); None if unknown."""
         while self.pending:
-            pcorr, api_key = self.pending.popleft()
-            if pcorr == corr:
-                return api_key
+            entry = self.pending.popleft()
+            if entry[0] == corr:
+                return entry
             # Responses come in request order; a skipped entry had no response.
-            log.debug("conn %s: no response for correlation id %s", self.id, pcorr)
+            log.debug("conn %s: no response for correlation id %s", self.id, entry[0])
         return None
 
     async def _read_responses(self, up_r: asyncio.StreamReader, out: asyncio.Queue) -> None:
@@ -250,10 +342,19 @@ class Connection:
                 frames = buf.feed(data)
                 for payload in frames:
                     corr = response_correlation_id(payload)
-                    api_key = self._match(corr)
+                    entry = self._match(corr)
+                    api_key = None if entry is None else entry[1]
                     self._on_response(api_key, len(payload) + 4)
                     self.responses += 1
                     self.counters["responses"] += 1
+                    if entry is not None and entry[4] is not None:  # a released request
+                        self.proxy.answered(entry[4], payload, to_client=not self.client_gone)
+                        if self.client_gone:
+                            continue
+                    elif self.client_gone:
+                        continue
+                    if entry is not None and entry[3] is not None:
+                        self.proxy.passed(entry[3], "response")
                     if self.proxy.rules.blackholed(self.broker):
                         self._blackholed()
                         continue
@@ -301,6 +402,11 @@ class Proxy:
         self.counters: dict[int, collections.Counter] = {
             b: collections.Counter() for b in self.routes}
         self.drops: collections.deque[dict] = collections.deque(maxlen=DROP_LOG_SIZE)
+        #: hold, release and answer events, numbered (``GET /holds?since=N``)
+        self.hold_events: collections.deque[dict] = collections.deque(maxlen=HOLD_EVENTS_SIZE)
+        self._event_seq = 0
+        self._held: dict[int, Held] = {}  # not yet released
+        self._next_hold = 1
         self._conns: dict[int, Connection] = {}
         self._servers: list[asyncio.base_events.Server] = []
         self._next_conn = 1
@@ -331,6 +437,100 @@ class Proxy:
         self.drops.append({"t": now_ms(), "broker": conn.broker, "conn": conn.id,
                            "client_id": conn.client_id, "correlation_id": corr,
                            "api_key": api_key, "rule": rule.id, "action": action})
+
+    # ----- hold -------------------------------------------------------------------------
+
+    def watching(self) -> bool:
+        """Whether requests must be parsed: a hold rule is set, or a request is held
+        (its release may wait for an event on any broker)."""
+        return bool(self._held) or any(r.kind == "hold" for r in self.rules.all())
+
+    def identify(self, conn: Connection, payload: bytes) -> RequestIdentity | None:
+        try:
+            return request_identity(payload)
+        except WireError as exc:  # forwarded as it is; only the hold cannot judge it
+            conn.counters["unparsed"] += 1
+            log.warning("broker %s conn %s: request not parsed for the hold rules: %s",
+                        conn.broker, conn.id, exc)
+            return None
+
+    def held_on(self, conn: Connection) -> list[Held]:
+        return [h for h in self._held.values() if h.conn is conn]
+
+    def _event(self, kind: str, held: Held, **extra) -> None:
+        self._event_seq += 1
+        self.hold_events.append({
+            "seq": self._event_seq, "event": kind, "t": now_ms(), "rule": held.rule.id,
+            "hold": held.id, "broker": held.conn.broker, "conn": held.conn.id,
+            "request": held.request.to_json(), **extra})
+
+    def hold(self, rule: Rule, conn: Connection, payload: bytes,
+             request: RequestIdentity) -> Held:
+        """Keep ``payload`` instead of forwarding it; the client sees a stall or a reset."""
+        held = Held(self._next_hold, rule, conn, payload, request)
+        self._next_hold += 1
+        self._held[held.id] = held
+        conn.held_open += 1
+        conn.counters["requests_held"] += 1
+        self._event("hold", held, client_view=rule.client_view,
+                    release_on=rule.release_on, release_after_ms=rule.release_after_ms)
+        if rule.release_after_ms:
+            held.timer = asyncio.get_running_loop().call_later(
+                rule.release_after_ms / 1000, self.release, held,
+                f"after {rule.release_after_ms} ms")
+        if rule.client_view == "reset":
+            conn.reset_client(f"reset by hold rule {rule.id}")
+        else:
+            conn.stalled = True
+        return held
+
+    def release(self, held: Held, reason: str, trigger: dict | None = None) -> None:
+        """Send a held request to the broker on its own connection (once)."""
+        if held.released:
+            return
+        held.released = True
+        self._held.pop(held.id, None)
+        if held.timer is not None:
+            held.timer.cancel()
+        delivered = held.conn.send_released(held)
+        held.conn.counters["requests_released"] += 1
+        self._event("release", held, reason=reason, held_ms=now_ms() - held.t,
+                    delivered=delivered, **({"trigger": trigger} if trigger else {}))
+
+    def passed(self, event: RequestIdentity, direction: str) -> None:
+        """A request, or the response to one, went through: release what it triggers."""
+        for held in list(self._held.values()):
+            if held.rule.releases(held.request, event, direction):
+                self.release(held, f"{event.api_name} {direction}",
+                             {"direction": direction, **event.to_json()})
+
+    def answered(self, held: Held, payload: bytes, to_client: bool) -> None:
+        try:
+            summary = response_summary(payload, held.request.api_key, held.request.api_version)
+        except WireError as exc:
+            summary = {"unparsed": str(exc)}
+        self._event("answer", held, response=summary, to_client=to_client)
+        held.conn.held_answered()
+
+    def release_rule(self, rule: Rule) -> None:
+        for held in [h for h in self._held.values() if h.rule is rule]:
+            self.release(held, "rule removed")
+
+    def remove_rule(self, rule_id: int) -> Rule | None:
+        """Remove one rule; what a hold rule still holds is released first."""
+        rule = self.rules.remove(rule_id)
+        if rule is not None:
+            self.release_rule(rule)
+        return rule
+
+    def clear_rules(self) -> list[Rule]:
+        removed = self.rules.clear()
+        for rule in removed:
+            self.release_rule(rule)
+        return removed
+
+    def events_since(self, seq: int) -> list[dict]:
+        return [e for e in self.hold_events if e["seq"] > seq]
 
     def add_rule(self, data: dict) -> Rule:
         rule = self.rules.add(data)

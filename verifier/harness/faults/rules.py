@@ -18,6 +18,17 @@ as new ones, until it is removed. Kinds:
     Forward nothing in either direction; connections stay open (requests vanish).
 ``reset``
     Reset (RST) every open connection when set, and every new one while set.
+``hold``
+    Keep a matching request (``api_keys``, default Produce; optionally its
+    ``transactional_id``, a ``partition`` it writes and its ``topic``; ``skip`` matches
+    first, then ``limit`` requests, default 1) instead of forwarding it; the broker-side
+    connection stays open for it. The client sees ``client_view`` ``timeout`` (its
+    connection stalls: nothing more is forwarded on it, until it gives up) or ``reset``
+    (its side of the connection is reset at once). The request goes to the broker when
+    ``release_on`` passes the proxy (``{"api_key": 26, "direction": "response",
+    "transactional_id": "same"}``: the EndTxn response of the held request's
+    transactional id; ``"same"``, a literal id, or absent for any), or after
+    ``release_after_ms``, whichever comes first, or when the rule is removed.
 
 The decisions here are pure so that the unit tier can test them without sockets.
 """
@@ -27,10 +38,13 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from verifier.harness.kafka_wire import API_PRODUCE
+from verifier.harness.kafka_wire import API_PRODUCE, RequestIdentity
 
-KINDS = ("drop_response", "latency", "blackhole", "reset")
+KINDS = ("drop_response", "latency", "blackhole", "reset", "hold")
 DIRECTIONS = ("downstream", "upstream", "both")
+CLIENT_VIEWS = ("timeout", "reset")
+RELEASE_DIRECTIONS = ("request", "response")
+RELEASE_KEYS = {"api_key", "direction", "transactional_id"}
 
 
 class RuleError(ValueError):
@@ -50,6 +64,14 @@ class Rule:
     limit: int | None = None
     ms: int = 0
     direction: str = "downstream"
+    # ----- hold ------------------------------------------------------------------------
+    transactional_id: str | None = None
+    partition: int | None = None
+    topic: str | None = None
+    client_view: str = "timeout"
+    release_on: dict | None = None
+    release_after_ms: int | None = None
+    skip: int = 0
     id: int = 0
     #: responses that matched (api key, broker) while the rule was set
     matched: int = 0
@@ -63,7 +85,8 @@ class Rule:
         if not isinstance(data, dict):
             raise RuleError(f"a rule is a JSON object, not {type(data).__name__}")
         allowed = {"kind", "broker", "api_keys", "action", "next", "every", "probability",
-                   "seed", "limit", "ms", "direction"}
+                   "seed", "limit", "ms", "direction", "transactional_id", "partition", "topic",
+                   "client_view", "release_on", "release_after_ms", "skip"}
         unknown = set(data) - allowed
         if unknown:
             raise RuleError(f"unknown rule fields {sorted(unknown)}")
@@ -84,6 +107,13 @@ class Rule:
                 limit=_opt_int(data.get("limit")),
                 ms=int(data.get("ms", 0)),
                 direction=str(data.get("direction", "downstream")),
+                transactional_id=_opt_str(data.get("transactional_id")),
+                partition=_opt_int(data.get("partition")),
+                topic=_opt_str(data.get("topic")),
+                client_view=str(data.get("client_view", "timeout")),
+                release_on=_release_on(data.get("release_on")),
+                release_after_ms=_opt_int(data.get("release_after_ms")),
+                skip=int(data.get("skip", 0)),
                 id=rule_id,
             )
         except (TypeError, ValueError) as exc:
@@ -104,6 +134,22 @@ class Rule:
             if (self.next is not None and self.next < 0) or (
                     self.every is not None and self.every < 1):
                 raise RuleError("next must be >= 0 and every >= 1")
+        if self.kind == "hold":
+            if self.client_view not in CLIENT_VIEWS:
+                raise RuleError(f"client_view must be one of {CLIENT_VIEWS}, "
+                                f"not {self.client_view!r}")
+            if self.release_on is None and self.release_after_ms is None:
+                raise RuleError("hold needs release_on, release_after_ms or both (removing "
+                                "the rule releases what it still holds)")
+            if self.release_after_ms is not None and self.release_after_ms <= 0:
+                raise RuleError("release_after_ms must be > 0")
+            if self.skip < 0 or (self.limit is not None and self.limit < 1):
+                raise RuleError("skip must be >= 0 and limit >= 1")
+            if self.release_on is not None and \
+                    self.release_on.get("transactional_id") == "same" and \
+                    not set(self.api_keys) <= TXN_APIS:
+                raise RuleError("release_on transactional_id \"same\" needs held requests "
+                                "that carry a transactional id")
         if self.kind == "latency":
             if self.ms <= 0:
                 raise RuleError("latency needs ms > 0")
@@ -118,7 +164,50 @@ class Rule:
             "id", "kind", "broker", "action", "next", "every", "probability", "seed",
             "limit", "ms", "direction", "matched", "hits")}
         out["api_keys"] = list(self.api_keys)
+        if self.kind == "hold":
+            out.update({k: getattr(self, k) for k in (
+                "transactional_id", "partition", "topic", "client_view", "release_on",
+                "release_after_ms", "skip")})
         return out
+
+    # ----- hold: pure decisions on parsed requests -------------------------------------
+
+    def hold_matches(self, request: RequestIdentity) -> bool:
+        """Whether a ``hold`` rule matches this request (its api key, transactional id,
+        partition and topic), regardless of how many it already held."""
+        if self.kind != "hold" or request.api_key not in self.api_keys:
+            return False
+        if self.transactional_id is not None and \
+                request.transactional_id != self.transactional_id:
+            return False
+        if self.partition is not None or self.topic is not None:
+            return any((self.partition is None or p.partition == self.partition)
+                       and (self.topic is None or p.topic == self.topic)
+                       for p in request.partitions)
+        return True
+
+    def decide_hold(self, request: RequestIdentity) -> bool:
+        """Count a match; True for the ones to hold (after ``skip``, up to ``limit``,
+        default 1)."""
+        if not self.hold_matches(request):
+            return False
+        self.matched += 1
+        if self.matched <= self.skip or self.hits >= (self.limit or 1):
+            return False
+        self.hits += 1
+        return True
+
+    def releases(self, held: RequestIdentity, event: RequestIdentity, direction: str) -> bool:
+        """Whether ``event`` (a request, or the response to the request ``event``, as
+        ``direction`` says) passing the proxy releases the held request ``held``."""
+        on = self.release_on
+        if on is None or event.api_key != on["api_key"] or direction != on["direction"]:
+            return False
+        want = on.get("transactional_id")
+        if want is None:
+            return True
+        expected = held.transactional_id if want == "same" else want
+        return expected is not None and event.transactional_id == expected
 
     def decide_response(self, api_key: int) -> str | None:
         """For a ``drop_response`` rule: ``drop``, ``close`` or None (forward it).
@@ -153,6 +242,32 @@ class Rule:
 
 def _opt_int(value) -> int | None:
     return None if value is None else int(value)
+
+
+def _opt_str(value) -> str | None:
+    if value is not None and not isinstance(value, str):
+        raise RuleError(f"expected a string, not {value!r}")
+    return value
+
+
+#: the APIs whose requests carry a transactional id (Produce from v3)
+TXN_APIS = {0, 22, 24, 25, 26, 28}
+
+
+def _release_on(value) -> dict | None:
+    """``{"api_key": K, "direction": "request"|"response", "transactional_id": ...}``."""
+    if value is None:
+        return None
+    if not isinstance(value, dict) or "api_key" not in value or set(value) - RELEASE_KEYS:
+        raise RuleError(f"release_on must be an object with api_key and optionally "
+                        f"direction, transactional_id; not {value!r}")
+    out = {"api_key": int(value["api_key"]),
+           "direction": str(value.get("direction", "response"))}
+    if out["direction"] not in RELEASE_DIRECTIONS:
+        raise RuleError(f"release_on direction must be one of {RELEASE_DIRECTIONS}")
+    if value.get("transactional_id") is not None:
+        out["transactional_id"] = _opt_str(value["transactional_id"])
+    return out
 
 
 class RuleSet:
@@ -205,3 +320,14 @@ class RuleSet:
 
     def resetting(self, broker: int) -> Rule | None:
         return next((r for r in self.for_broker(broker) if r.kind == "reset"), None)
+
+    def hold_for(self, broker: int, request: RequestIdentity) -> Rule | None:
+        """The first ``hold`` rule that keeps this request, if any (counts matches)."""
+        for rule in self.for_broker(broker):
+            if rule.decide_hold(request):
+                return rule
+        return None
+
+    def holding(self, broker: int) -> bool:
+        """Whether any ``hold`` rule applies to ``broker`` (requests must be parsed)."""
+        return any(r.kind == "hold" for r in self.for_broker(broker))

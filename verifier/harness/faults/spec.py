@@ -31,7 +31,7 @@ from verifier.rundata.errors import UsageError
 
 #: proxy-rule faults: kind -> the proxy rule kind it sets
 PROXY_KINDS = {"ack-loss": "drop_response", "latency": "latency", "blackhole": "blackhole",
-               "reset": "reset"}
+               "reset": "reset", "hold": "hold"}
 BROKER_KINDS = ("broker-kill", "broker-pause", "network-partition")
 PROCESS_KINDS = ("producer-kill", "observer-kill", "process-kill")
 #: broker settings changed with the admin API for the fault's window (a scenario's
