@@ -317,7 +317,8 @@ def main() -> int:
     p.add_argument("--java-txn-duration-ms", type=int, default=1,
                    help="ProducerPerformance --transaction-duration-ms (default 1, its least)")
     p.add_argument("--json", type=Path, help="write the results here as JSON")
-    p.add_argument("--base-port", type=int, default=35100)
+    p.add_argument("--base-port", type=int, default=27100,
+                   help="below 32768: ports in the ephemeral range can be taken by any client")
     p.add_argument("--state-dir", type=Path, default=ROOT / ".state" / "client-bench")
     p.add_argument("--bootstrap-servers",
                    help="use this running cluster (3 brokers) instead of starting one")
