@@ -36,7 +36,10 @@ class LocalEnvironment:
         self.spec = proxied(ClusterSpec(nodes=nodes, base_port=base_port,
                                         node_uid_base=uid_base))
         self.state_dir = Path(state_dir)
-        self.proxy_process = ProxyProcess(self.spec, self.state_dir.parent / "chaos-proxy")
+        # the proxy's folder (and connection log) is the cluster's own: .state/chaos-proxy
+        # for .state/chaos; two runs on two clusters once shared one log
+        self.proxy_process = ProxyProcess(self.spec, self.state_dir.with_name(
+            f"{self.state_dir.name}-proxy"))
         self.cluster: LocalCluster | None = None
         self.client_config: dict = {}
 

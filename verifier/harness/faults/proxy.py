@@ -78,15 +78,17 @@ def now_ms() -> int:
 
 
 class ConnectionLog:
-    """Append-only JSON lines: one ``open`` and one ``close`` record per connection."""
+    """JSON lines: one ``open`` and one ``close`` record per connection, for the proxy's
+    lifetime. Started afresh with its header at each start: connection numbers count from
+    1 again, so a log continued across proxies would pair one proxy's open with another's
+    close (and keep an older version's header over this version's lines)."""
 
     def __init__(self, path: Path | None) -> None:
         self._file = None
         if path is not None:
             path.parent.mkdir(parents=True, exist_ok=True)
-            self._file = open(path, "a", encoding="utf-8")  # noqa: SIM115 - lives with the proxy
-            if path.stat().st_size == 0:
-                self.write({"type": "header", **header("proxy-connections")})
+            self._file = open(path, "w", encoding="utf-8")  # noqa: SIM115 - lives with the proxy
+            self.write({"type": "header", **header("proxy-connections")})
 
     def write(self, record: dict) -> None:
         if self._file is not None:
