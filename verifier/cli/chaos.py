@@ -44,6 +44,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--clients", default=None, metavar="C1,C2",
                    help="several clients side by side, one column per mode and client "
                         "(idempotent/java), same faults: e.g. java,kafka-python")
+    p.add_argument("--kafka-version", default=None, metavar="VERSION",
+                   help="the local cluster's broker release, any KRaft one from 3.3 to 4.x "
+                        "(default $KAFKA_VERSION or 4.1.1; its jars are resolved on first use)")
+    p.add_argument("--kafka-versions", default=None, metavar="V1,V2",
+                   help="run the scenarios on a fresh local cluster of each release in turn "
+                        "and print one grid, version x client x mode (the versions profile "
+                        "names its own list)")
     p.add_argument("--bootstrap-servers", default=None,
                    help="an external cluster (default: start the embedded local cluster)")
     p.add_argument("--environment", choices=("embedded", "docker"), default="embedded",
@@ -182,6 +189,21 @@ def _clients(args: argparse.Namespace) -> tuple[str, ...]:
     return names
 
 
+def _versions(args: argparse.Namespace, profile) -> list[str]:
+    """The broker versions to run one after another: ``--kafka-versions``, else the
+    profile's list; ``[]`` for one run on ``--kafka-version`` (or KAFKA_VERSION)."""
+    from verifier.rundata import jvm
+
+    if args.kafka_versions and args.kafka_version:
+        raise UsageError("--kafka-version and --kafka-versions: give one or the other")
+    if args.kafka_version:
+        jvm.parse_kafka_version(args.kafka_version)
+        return []
+    if args.kafka_versions:
+        return jvm.parse_kafka_versions(args.kafka_versions)
+    return [jvm.parse_kafka_versions(v)[0] for v in profile.kafka_versions]
+
+
 def _partition_capable() -> str | None:
     """Why this run cannot do network partitions, or None if it can."""
     if os.geteuid() != 0:
@@ -282,6 +304,12 @@ def _prepare(args: argparse.Namespace):
     os.environ[SPARK_CONF_ENV] = json.dumps(spark_conf)
     user_mode = None
     clients = _clients(args)
+    if not clients and args.client == "kafka-python" and len(profile.clients) > 1:
+        args.clients = ",".join(profile.clients)  # the profile's clients side by side
+        clients = _clients(args)
+    elif not clients and profile.clients and args.client == "kafka-python":
+        args.client = profile.clients[0]
+    versions = _versions(args, profile)
     user = UserConfig({}, {})
     if args.producer_config is not None:  # the user's column runs on the first client
         user = read_user_config(args.producer_config, (clients or (args.client,))[0])
@@ -294,6 +322,10 @@ def _prepare(args: argparse.Namespace):
     if docker and args.bootstrap_servers:
         raise UsageError("--environment docker starts its own cluster; it does not go with "
                          "--bootstrap-servers")
+    if (args.kafka_version or versions) and (docker or args.bootstrap_servers):
+        raise UsageError("--kafka-version(s) and the versions profile choose the local "
+                         "cluster's broker; they do not go with --bootstrap-servers or "
+                         "--environment docker")
     if args.bootstrap_servers:
         env = ExternalEnvironment(args.bootstrap_servers, client_config)
     elif docker:
@@ -302,13 +334,14 @@ def _prepare(args: argparse.Namespace):
         env = DockerEnvironment(args.state_dir.resolve(), base_port=args.base_port)
     else:
         env = LocalEnvironment(args.state_dir.resolve(), base_port=args.base_port,
-                               partitions=in_netns)
+                               partitions=in_netns,
+                               kafka_version=(versions[0] if versions else args.kafka_version))
     opts = RunOptions(out=args.out, seed=args.seed, sink=args.sink,
                       spark_master=args.spark_master, user_config=args.producer_config,
                       user_mode=user_mode, user_settings=settings,
                       user_overrides=user.overrides, user_notes=user.notes,
                       profile=profile.name, extra_env=spark_env(), selftest=args.selftest,
-                      client=args.client, clients=clients)
+                      client=args.client, clients=clients, kafka_versions=tuple(versions))
     problems: list[str] = []
     for scenario in scenarios:
         for problem in validate_scenario(scenario, opts, env):
@@ -367,6 +400,15 @@ def _run(args: argparse.Namespace, profile, scenarios, env, opts) -> int:
     from verifier.harness.procs import STOPPING
 
     try:
+        if opts.kafka_versions:
+            from verifier.harness.environment import LocalEnvironment
+            from verifier.orchestration.chaos import run_versions
+
+            def make_env(version: str):
+                return LocalEnvironment(env.state_dir, base_port=args.base_port,
+                                        partitions=env.partitions, kafka_version=version)
+
+            return run_versions(make_env, list(opts.kafka_versions), scenarios, opts, spark)
         return run_matrix(env, scenarios, opts, spark)
     finally:
         # when stopped by a signal its JVM dies with the tool

@@ -28,13 +28,14 @@ class LocalEnvironment:
     name = "local"
 
     def __init__(self, state_dir: Path, base_port: int = 9700, nodes: int = 3,
-                 partitions: bool = False) -> None:
+                 partitions: bool = False, kafka_version: str | None = None) -> None:
         # Network partitions match brokers by socket owner, so each broker then runs as
         # its own Unix user (uid 61000 + n); only possible inside a private namespace.
         self.partitions = partitions
         uid_base = 61000 if partitions else None
+        version = {"kafka_version": kafka_version} if kafka_version else {}
         self.spec = proxied(ClusterSpec(nodes=nodes, base_port=base_port,
-                                        node_uid_base=uid_base))
+                                        node_uid_base=uid_base, **version))
         self.state_dir = Path(state_dir)
         # the proxy's folder (and connection log) is the cluster's own: .state/chaos-proxy
         # for .state/chaos; two runs on two clusters once shared one log

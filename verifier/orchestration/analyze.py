@@ -42,6 +42,7 @@ def analyze(spark, run_dir: Path | str, cap: int = DEFAULT_SAMPLE, files=None) -
         }
         doc = V.build(run, outcomes, counts, extras, cap=cap)
         doc["clients"] = clients_of(run_dir)
+        doc["kafka_version"] = kafka_version_of(run_dir)
         doc["partition_plots"] = _plots(d, doc)
     finally:
         d.release()
@@ -76,6 +77,15 @@ def mark_interrupted(doc: dict, reason: str) -> None:
             c["reasons"] = [*c.get("reasons", []), why]
     if doc.get("exit_code") != V.EXIT_ANOMALY:  # a failed connection check keeps its 1
         doc["exit_code"] = V.exit_code([c["verdict"] for c in doc["columns"]])
+
+
+def kafka_version_of(run_dir: Path | str) -> str | None:
+    """The broker release the run ran on (config.json ``kafka_version``; ``external``
+    for a user's cluster); None for a run recorded before versions were."""
+    try:
+        return read_json(RunLayout(Path(run_dir)).config, "run-config").get("kafka_version")
+    except RunFormatError:
+        return None
 
 
 def clients_of(run_dir: Path | str) -> list[str]:

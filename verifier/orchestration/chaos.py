@@ -40,6 +40,7 @@ def crashed_doc(run: ScenarioRun, exc: BaseException) -> dict:
     return {
         "format": VERDICT_FORMAT, "version": VERDICT_VERSION, "run": run.run_id,
         "scenario": run.scenario.name, "sink": run.sink,
+        "kafka_version": getattr(getattr(run, "env", None), "kafka_version", None),
         "drain": {"completed": False, "behind": []}, "faults": [], "checks": {},
         "columns": cols, "unattributed": [], "exit_code": 2,
         "error": "".join(traceback.format_exception(exc))[-4000:],
@@ -146,8 +147,9 @@ def run_one(env, scenario: Scenario, opts: RunOptions, spark, out=sys.stdout) ->
 
 
 def run_matrix(env, scenarios: list[Scenario], opts: RunOptions, spark,
-               out=sys.stdout) -> int:
-    """Run every scenario; write the combined outputs; return the exit code."""
+               out=sys.stdout, collect: list | None = None) -> int:
+    """Run every scenario; write the combined outputs; return the exit code. The runs'
+    documents are appended to ``collect`` when given."""
     from verifier.report import render_grid
     from verifier.report.compare import render_summary, summary
 
@@ -156,8 +158,12 @@ def run_matrix(env, scenarios: list[Scenario], opts: RunOptions, spark,
     with env:
         for scenario in scenarios:
             docs.append(run_one(env, scenario, opts, spark, out))
+    if collect is not None:
+        collect.extend(docs)
     grid = write_matrix(docs, Path(opts.out), {"profile": opts.profile, "seed": opts.seed,
-                                               "environment": env.name})
+                                               "environment": env.name,
+                                               "kafka_version": getattr(env, "kafka_version",
+                                                                        None)})
     print("\n=== verdicts: scenario x mode", file=out)
     print(render_grid(grid, docs), file=out)
     print("\n=== delivered guarantees, per mode across the scenarios", file=out)
@@ -180,4 +186,49 @@ def run_matrix(env, scenarios: list[Scenario], opts: RunOptions, spark,
         print(f"the self-test did not hold on {', '.join(failed)}: these verdicts are not "
               f"proven (exit 2; see each run's selftest.json)", file=out)
         return 2
+    return grid["exit_code"]
+
+
+def run_versions(make_env, versions: list[str], scenarios: list[Scenario], opts: RunOptions,
+                 spark, out=sys.stdout) -> int:
+    """The ``versions`` profile: the scenarios on a fresh local cluster of each Kafka
+    version in turn (outputs in ``OUT/kafka-<version>/``), then one grid, version x client
+    x mode, printed and written to ``OUT/versions.json``. Returns the worst exit code."""
+    from dataclasses import replace
+
+    from verifier.report.versions import (
+        render_version_grid,
+        version_grid,
+        write_version_grid,
+    )
+
+    t0 = time.monotonic()
+    entries: list[tuple[str, list[dict]]] = []
+    for version in versions:
+        print(f"\n##### Kafka {version}: {', '.join(s.name for s in scenarios)}", file=out,
+              flush=True)
+        docs: list[dict] = []
+        t1 = time.monotonic()
+        try:
+            run_matrix(make_env(version), scenarios, replace(opts, out=Path(opts.out) /
+                                                               f"kafka-{version}"),
+                       spark, out, collect=docs)
+        except Exception as exc:  # noqa: BLE001 - one version's cluster failing is a row
+            print(f"Kafka {version} could not run: {type(exc).__name__}: {exc}", file=out)
+        entries.append((version, docs))
+        print(f"Kafka {version}: {time.monotonic() - t1:.0f}s", file=out, flush=True)
+    grid = version_grid(entries)
+    missing = [v for v, docs in entries if not docs]
+    if missing:  # a version whose cluster never ran: no row, and the run is incomplete
+        grid["exit_code"] = 1 if grid["exit_code"] == 1 else 2
+        grid["not_run"] = missing
+    write_version_grid(grid, Path(opts.out) / "versions.json",
+                       {"profile": opts.profile, "seed": opts.seed, "kafka_versions": versions,
+                        "scenarios": [s.name for s in scenarios]})
+    print("\n=== verdicts: Kafka version x client x mode", file=out)
+    print(render_version_grid(grid), file=out)
+    for v in missing:
+        print(f"Kafka {v}: no verdict (the run could not start; see above)", file=out)
+    print(f"\nwall time {time.monotonic() - t0:.0f}s; outputs: {opts.out}/versions.json and "
+          f"{opts.out}/kafka-<version>/", file=out, flush=True)
     return grid["exit_code"]

@@ -38,6 +38,9 @@ class RunOptions:
     clients: tuple[str, ...] = ()
     #: run `verifier selftest` on each scenario's run folder after its verdict
     selftest: bool = False
+    #: broker versions run one after another, each on a fresh local cluster (the
+    #: versions profile); empty: one run on the environment's version
+    kafka_versions: tuple[str, ...] = ()
 
 
 def plan_producers(scenario: Scenario, run_id: str, opts: RunOptions) -> list[ProducerPlan]:

@@ -108,6 +108,11 @@ class Profile:
     time_scale: float = 1.0
     rate_scale: float = 1.0
     extra: dict = field(default_factory=dict)
+    #: broker versions the profile runs its scenarios on, one after another (the
+    #: ``versions`` profile; ``--kafka-versions`` replaces them); empty: KAFKA_VERSION
+    kafka_versions: tuple[str, ...] = ()
+    #: clients side by side (``--clients`` replaces them); empty: ``--client``
+    clients: tuple[str, ...] = ()
 
 
 def _check_keys(where: str, data: dict, allowed: set[str]) -> None:
@@ -218,9 +223,12 @@ def parse_broker(where: str, data, duration_s: float) -> BrokerSettings:
     return BrokerSettings(settings=settings, apply=apply, at=float(at))
 
 
-#: producer settings a scenario may give every generator (connection behaviour only)
+#: producer settings a scenario may give every generator: connection behaviour and the
+#: request and delivery timeouts (how long a client waits for a held request before it
+#: retries or gives up), never what defines a mode
 CLIENT_KEYS = frozenset({"connections_max_idle_ms", "reconnect_backoff_ms",
-                         "reconnect_backoff_max_ms", "metadata_max_age_ms"})
+                         "reconnect_backoff_max_ms", "metadata_max_age_ms",
+                         "request_timeout_ms", "delivery_timeout_ms"})
 
 
 def _connection_checks(source: str, data: dict) -> dict:
@@ -270,6 +278,8 @@ def load_profiles() -> dict[str, Profile]:
             scenarios=tuple(p.get("scenarios") or available()),
             time_scale=float(p.get("time_scale", 1.0)),
             rate_scale=float(p.get("rate_scale", 1.0)),
+            kafka_versions=tuple(p.get("kafka_versions", ())),
+            clients=tuple(p.get("clients", ())),
         )
     return profiles
 

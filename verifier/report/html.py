@@ -154,6 +154,7 @@ def render_html(doc: dict) -> str:
         f"verdict</title><style>{CSS}</style></head><body>"
         f"<h1>Delivery verdict: {escape(doc['scenario'])}</h1>"
         f"<p>run {escape(doc['run'])} · sink {escape(doc['sink'])} · "
+        f"Kafka {escape(str(doc.get('kafka_version') or 'not recorded'))} · "
         f"client {escape(', '.join(doc.get('clients') or ['kafka-python']))} · drain {drain} · "
         f"exit code {doc['exit_code']}</p><h2>Modes side by side</h2>{_table(doc)}{_load(doc)}"
         f"<h2>Timeline</h2>{timeline(doc)}<h2>Anomalies</h2>{_samples(doc)}"

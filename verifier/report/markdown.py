@@ -83,8 +83,9 @@ def matrix_md(matrix: dict) -> str:
 
 def run_md(doc: dict) -> str:
     """One run's verdict document: its side-by-side table, reasons and summary."""
+    kafka = f"Kafka {doc['kafka_version']}, " if doc.get("kafka_version") else ""
     head = (f"## Delivery verdict: {doc['scenario']} (run {doc['run']}, sink {doc['sink']}, "
-            f"exit code {doc['exit_code']})")
+            f"{kafka}exit code {doc['exit_code']})")
     lines = [head, "", _table(table_rows(doc)), "", LEGEND]
     for c in doc["columns"]:
         for r in c["reasons"]:

@@ -59,6 +59,8 @@ def _grid(rows: list[list[str]]) -> str:
 def render_terminal(doc: dict) -> str:
     """The run's table, its UNKNOWN reasons and crashed checks, as plain text."""
     head = f"scenario {doc['scenario']}  run {doc['run']}  sink {doc['sink']}"
+    if doc.get("kafka_version"):
+        head += f"  kafka {doc['kafka_version']}"
     if doc.get("clients"):
         head += f"  client {', '.join(doc['clients'])}"
     if not doc["drain"]["completed"]:

@@ -30,6 +30,7 @@ FORMATS: dict[str, int] = {
     "selftest": 1,            # RUN/selftest.json (chaos --selftest, docs/expectations.md)
     "generator-start-failures": 1,  # RUN/generators-failed.json (§5)
     "chaos-matrix": 1,        # OUT/verdict.json: the scenario x mode grid
+    "versions-grid": 1,       # OUT/versions.json: Kafka version x client x mode (§7)
 }  # fmt: skip
 
 

@@ -1,0 +1,130 @@
+"""`verifier chaos` and broker versions: --kafka-version, --kafka-versions and the
+versions profile, checked before anything starts; and the version x client x mode grid."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import verifier.cli.chaos as chaos_cli
+from verifier.cli import main
+from verifier.report.versions import (
+    read_version_grid,
+    render_version_grid,
+    version_grid,
+    write_version_grid,
+)
+
+
+@pytest.fixture
+def captured(monkeypatch):
+    seen = {}
+
+    def run(args, profile, scenarios, env, opts):
+        seen.update(profile=profile.name, scenarios=[s.name for s in scenarios],
+                    env=env, opts=opts, client=args.client)
+        return 0
+
+    monkeypatch.setattr(chaos_cli, "_run", run)
+    monkeypatch.setattr(chaos_cli, "cleanup", lambda: [])
+    monkeypatch.setattr(chaos_cli, "_stop_on_signals", lambda: None)
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    return seen
+
+
+def test_the_versions_profile_brings_its_versions_and_clients(captured, tmp_path):
+    assert main(["chaos", "--profile", "versions", "--out", str(tmp_path)]) == 0
+    assert captured["scenarios"] == ["late-produce", "late-end-txn"]
+    assert captured["opts"].kafka_versions == ("3.5.2", "3.6.2", "4.1.1")
+    assert captured["env"].kafka_version == "3.5.2"  # checked against the first
+    assert captured["client"] == "kafka-python"
+
+
+def test_kafka_versions_replace_the_profiles(captured, tmp_path):
+    assert main(["chaos", "--profile", "versions", "--kafka-versions", "3.6.2, 4.1.1",
+                 "--scenario", "late-produce", "--out", str(tmp_path)]) == 0
+    assert captured["opts"].kafka_versions == ("3.6.2", "4.1.1")
+    assert captured["scenarios"] == ["late-produce"]
+
+
+def test_one_kafka_version_is_one_ordinary_run(captured, tmp_path):
+    assert main(["chaos", "--scenario", "baseline", "--kafka-version", "3.9.1",
+                 "--out", str(tmp_path)]) == 0
+    assert captured["opts"].kafka_versions == ()
+    assert captured["env"].kafka_version == "3.9.1"
+
+
+@pytest.mark.parametrize("argv, word", [
+    (["--kafka-version", "3.2.0"], "3.3 to 4.x"),
+    (["--kafka-versions", "3.5.2,2.8.1"], "3.3 to 4.x"),
+    (["--kafka-version", "4.1.1", "--kafka-versions", "3.5.2"], "one or the other"),
+    (["--kafka-versions", "3.5.2", "--bootstrap-servers", "127.0.0.1:1"], "local cluster"),
+])
+def test_bad_version_flags_are_usage_errors(argv, word, tmp_path, monkeypatch, capsys):
+    monkeypatch.setattr(chaos_cli, "_run", lambda *a: pytest.fail("the run started"))
+    monkeypatch.setattr(chaos_cli, "cleanup", lambda: pytest.fail("cleanup ran"))
+    assert main(["chaos", "--scenario", "baseline", "--out", str(tmp_path), *argv]) == 64
+    err = capsys.readouterr().err
+    assert word in err and "Traceback" not in err
+
+
+def _doc(scenario: str, clients: list[str], cols: list[tuple[str, str, str]], code: int) -> dict:
+    """A run document as analyze writes it: columns (name, mode, verdict)."""
+    return {"scenario": scenario, "clients": clients, "exit_code": code, "run_dir": None,
+            "columns": [{"name": n, "mode": m, "verdict": v, "counts": {},
+                         "anomalies": {}} for n, m, v in cols]}
+
+
+def test_version_grid_rows_are_version_client_scenario(tmp_path):
+    one_client = _doc("late-produce", ["kafka-python 3.0.12"], [
+        ("transactional@read_committed", "transactional", "FAIL"),
+        ("transactional@read_uncommitted", "transactional", "PASS")], 1)
+    two_clients = _doc("late-produce", ["java 4.1.1", "kafka-python 3.0.12"], [
+        ("transactional/java@read_committed", "transactional/java", "PASS"),
+        ("transactional/kafka-python@read_committed", "transactional/kafka-python", "PASS")],
+        0)
+    grid = version_grid([("3.5.2", [one_client]), ("4.1.1", [two_clients])])
+    assert grid["columns"] == ["transactional@read_committed", "transactional@read_uncommitted"]
+    assert [(r["kafka"], r["client"], r["scenario"]) for r in grid["rows"]] == [
+        ("3.5.2", "kafka-python 3.0.12", "late-produce"),
+        ("4.1.1", "java 4.1.1", "late-produce"),
+        ("4.1.1", "kafka-python 3.0.12", "late-produce")]
+    assert grid["rows"][0]["cells"]["transactional@read_committed"]["verdict"] == "FAIL"
+    assert grid["rows"][1]["cells"]["transactional@read_committed"]["verdict"] == "PASS"
+    assert grid["exit_code"] == 1  # a broken promise on any version
+    text = render_version_grid(grid)
+    first, second, *_ = text.splitlines()
+    assert first.split()[:4] == ["kafka", "client", "scenario", "transactional@read_committed"]
+    assert second.split()[:5] == ["3.5.2", "kafka-python", "3.0.12", "late-produce", "FAIL"]
+    path = write_version_grid(grid, tmp_path / "versions.json", {"seed": 1})
+    assert read_version_grid(path)["rows"] == json.loads(json.dumps(grid["rows"]))
+
+
+def test_the_grid_names_what_the_broker_answered_to_a_late_request(tmp_path):
+    from verifier.rundata.layout import RunLayout
+
+    def answer(pid, partitions):
+        return {"type": "event", "f": "answer", "fault": "hold", "id": 1, "t": 1,
+                "detail": {"request": {"api": "Produce",
+                                       "transactional_id": f"run.{pid}"},
+                           "response": {"partitions": partitions}}}
+
+    run = tmp_path / "run"
+    nemesis = RunLayout(run).nemesis
+    nemesis.parent.mkdir(parents=True)
+    lines = [{"type": "header", "format": "nemesis-history", "version": 1, "run": "run"},
+             answer("transactional-java-0", [["t", 0, 48, -1]]),
+             answer("transactional-kafka-python-0", [["t", 0, 0, 203]]),
+             answer("transactional-kafka-python-0", [["t", 0, 0, 203]])]
+    nemesis.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    doc = _doc("late-produce", ["java 4.1.1", "kafka-python 3.0.12"], [
+        ("transactional/java@read_committed", "transactional/java", "PASS"),
+        ("transactional/kafka-python@read_committed", "transactional/kafka-python", "PASS")],
+        0)
+    doc["run_dir"] = str(run)
+    grid = version_grid([("3.5.2", [doc])])
+    assert {r["client"]: r["held"] for r in grid["rows"]} == {
+        "java 4.1.1": "refused: InvalidTxnState",
+        "kafka-python 3.0.12": "appended at 203 (x2)"}
+    assert "held request, broker answered" in render_version_grid(grid).splitlines()[0]

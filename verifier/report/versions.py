@@ -1,0 +1,135 @@
+"""The versions grid: Kafka version x client x mode, from the verdicts of the runs of a
+``versions`` profile (one matrix per broker version, clients side by side).
+
+Each row is one broker version, one client (with its version) and one scenario; each
+column one delivery mode (at each isolation level for transactional); each cell the
+column's verdict and what it observed, as in the scenario x mode grid (``~`` tolerated,
+``+`` expected, ``x`` forbidden: it fails the mode, ``?`` leaves it open).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from verifier.report.compare import CELL_LEGEND, cells
+from verifier.rundata.formats import RunFormatError, read_json, write_json
+from verifier.rundata.layout import RunLayout
+from verifier.rundata.nemesis import read_nemesis
+
+VERSIONS_FORMAT = "versions-grid"
+
+
+def _client_of(doc: dict, col: dict) -> tuple[str, str]:
+    """(client label with its version, the column's name without the client)."""
+    named = {c.split()[0]: c for c in doc.get("clients") or []}
+    mode = str(col.get("mode") or col["name"])
+    if "/" in mode:  # several clients side by side: "transactional/java"
+        client = mode.split("/", 1)[1]
+        return named.get(client, client), col["name"].replace(f"/{client}", "", 1)
+    only = next(iter(named.values()), "kafka-python")
+    return only, col["name"]
+
+
+def version_grid(entries: list[tuple[str, list[dict]]]) -> dict:
+    """``entries``: (Kafka version, that version's run documents). Returns the grid as
+    data: ``columns`` (mode columns, in first-seen order), ``rows`` (``kafka``,
+    ``client``, ``scenario``, ``cells``: column -> {verdict, text}) and ``exit_code``
+    (the worst of the runs')."""
+    columns: list[str] = []
+    rows: list[dict] = []
+    worst = 0
+    for version, docs in entries:
+        for doc in docs:
+            worst = _worse(worst, int(doc.get("exit_code", 2)))
+            detail = cells([doc]).get(doc["scenario"], {})
+            by_client: dict[str, dict] = {}
+            for col in doc["columns"]:
+                client, name = _client_of(doc, col)
+                if name not in columns:
+                    columns.append(name)
+                cell = detail.get(col["name"]) or {"verdict": col["verdict"]}
+                by_client.setdefault(client, {})[name] = {
+                    "verdict": cell["verdict"], "text": cell.get("text") or cell["verdict"]}
+            late = held_answers(doc.get("run_dir"))
+            for client, row in sorted(by_client.items()):
+                rows.append({"kafka": version, "client": client, "scenario": doc["scenario"],
+                             "cells": row, "run_dir": doc.get("run_dir"),
+                             "held": late.get(client.split()[0], late.get("", "-"))})
+    return {"columns": columns, "rows": rows, "exit_code": worst}
+
+
+def _error_name(code: int) -> str:
+    import kafka.errors as errors
+
+    name = errors.for_code(code).__name__
+    return name.removesuffix("Error") if code else "none"
+
+
+def held_answers(run_dir) -> dict[str, str]:
+    """What the broker answered to each request a hold fault released late (the
+    history's ``answer`` events), per client (``""``: the run's only one): Produce
+    "appended at 203" or "refused: InvalidTxnState", others their error. Evidence beside
+    the verdict, not a verdict: a late write the broker took may still be invisible at
+    read_committed (it joined a transaction that aborted)."""
+    if not run_dir:
+        return {}
+    try:
+        ops = read_nemesis(RunLayout(Path(run_dir)).nemesis)
+    except RunFormatError:
+        return {}
+    seen: dict[str, list[str]] = {}
+    for op in ops:
+        if op.get("type") != "event" or op.get("f") != "answer":
+            continue
+        detail = op.get("detail") or {}
+        request, response = detail.get("request") or {}, detail.get("response") or {}
+        txn = str(request.get("transactional_id") or "")
+        what = request.get("api", "?")
+        if "partitions" in response:
+            texts = [f"appended at {offset}" if error == 0 and offset >= 0 else
+                     f"refused: {_error_name(error)}"
+                     for _, _, error, offset in response["partitions"]]
+        else:
+            texts = [f"{what} {_error_name(int(response.get('error_code', -1)))}"]
+        seen.setdefault(_client_key(txn), []).extend(texts)
+    out = {}
+    for key, texts in seen.items():
+        counted = {t: texts.count(t) for t in dict.fromkeys(texts)}
+        out[key] = ", ".join(t if n == 1 else f"{t} (x{n})" for t, n in counted.items())
+    return out
+
+
+def _client_key(txn: str) -> str:
+    """The client named in a generator's transactional id ``<run>.transactional-<client>-0``
+    (several clients side by side), else ``""``."""
+    pid = txn.rsplit(".", 1)[-1]
+    parts = pid.split("-")
+    return "-".join(parts[1:-1]) if len(parts) > 2 else ""
+
+
+def _worse(a: int, b: int) -> int:
+    """Exit codes by severity: 1 (a broken promise) over 2 (unknown) over 0."""
+    rank = {0: 0, 2: 1, 1: 2}
+    return a if rank.get(a, 1) >= rank.get(b, 1) else b
+
+
+def render_version_grid(grid: dict) -> str:
+    head = ["kafka", "client", "scenario", *grid["columns"], "held request, broker answered"]
+    rows = [head]
+    for r in grid["rows"]:
+        rows.append([r["kafka"], r["client"], r["scenario"],
+                     *[(r["cells"].get(c) or {}).get("text", "-") for c in grid["columns"]],
+                     r.get("held") or "-"])
+    widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
+    text = "\n".join("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip()
+                     for row in rows)
+    return text + "\n" + CELL_LEGEND
+
+
+def write_version_grid(grid: dict, path: Path, meta: dict) -> Path:
+    """``OUT/versions.json``: the grid with the profile's facts (docs/formats.md)."""
+    return write_json(path, VERSIONS_FORMAT, {**meta, **grid}, indent=True)
+
+
+def read_version_grid(path: Path) -> dict:
+    return read_json(path, VERSIONS_FORMAT)
