@@ -63,8 +63,10 @@ def hold_text(events: list[dict]) -> str:
             what += " " + ",".join(_partition_text(p) for p in req["partitions"])
         text = f"held {what}"
         if "release" in h:
-            text += f", released by {h['release'].get('reason')} after " \
-                    f"{h['release'].get('held_ms')} ms"
+            reason = str(h["release"].get("reason"))
+            why = reason if reason.startswith("after") or reason == "rule removed" \
+                else f"by {reason}"
+            text += f", released {why} (held {h['release'].get('held_ms')} ms)"
         else:
             text += ", never released"
         answer = (h.get("answer") or {}).get("response") or {}

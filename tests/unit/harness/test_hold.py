@@ -239,3 +239,31 @@ def test_hold_rule_json_round_trip():
                             if k not in ("id", "matched", "hits", "action", "next", "every",
                                          "probability", "seed", "limit", "ms", "direction")}, 2)
     assert again.release_on == rule.release_on and again.broker == 2
+
+
+@pytest.mark.parametrize("path", SESSIONS, ids=lambda p: p.stem)
+def test_ok_waits_for_an_add_partitions_the_coordinator_accepted(path):
+    """After a commit the next AddPartitionsToTxn is first answered
+    CONCURRENT_TRANSACTIONS (51) in every captured session; "ok" skips that answer and
+    releases on the retry's, the first the coordinator accepted."""
+    _, events = session(path)
+    rule = hold_rule(api_keys=[26], transactional_id=txn_of(path),
+                     release_on={"api_key": 24, "direction": "response", "ok": True,
+                                 "transactional_id": "same"})
+    held, released = None, None
+    for i, e in enumerate(events):
+        if e.direction == "request" and held is None and rule.decide_hold(e.request):
+            held = e.request
+            continue
+        error = (response_summary(e.response, e.request.api_key, e.request.api_version)
+                 .get("error_code") if e.direction == "response" else None)
+        if held is not None and rule.releases(held, e.request, e.direction, error):
+            released = (i, error)
+            break
+    adds = [response_summary(e.response, 24, e.request.api_version)["error_code"]
+            for e in events if e.direction == "response" and e.request.api_key == 24]
+    assert adds[-2:] == [51, 0]  # the next transaction's: refused once, then accepted
+    assert held.api_key == API_END_TXN and released[1] == 0
+    assert events[released[0]].request.api_key == API_ADD_PARTITIONS_TO_TXN
+    with pytest.raises(RuleError, match="applies to a response"):
+        hold_rule(release_on={"api_key": 24, "direction": "request", "ok": True})

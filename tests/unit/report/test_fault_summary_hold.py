@@ -35,7 +35,7 @@ def test_hold_line_names_request_release_and_answer(tmp_path):
     ])
     (line,) = fault_summary(tmp_path)
     assert line == ("hold on every broker: fired: held Produce t-1 seq 40, released by "
-                    "EndTxn response after 812 ms; broker answered error 0 offset 57")
+                    "EndTxn response (held 812 ms); broker answered error 0 offset 57")
 
 
 def test_a_hold_that_matched_nothing_says_so(tmp_path):

@@ -356,7 +356,7 @@ class Connection:
                     elif self.client_gone:
                         continue
                     if entry is not None and entry[3] is not None:
-                        self.proxy.passed(entry[3], "response")
+                        self.proxy.passed(entry[3], "response", payload)
                     if self.proxy.rules.blackholed(self.broker):
                         self._blackholed()
                         continue
@@ -499,12 +499,23 @@ class Proxy:
         self._event("release", held, reason=reason, held_ms=now_ms() - held.t,
                     delivered=delivered, **({"trigger": trigger} if trigger else {}))
 
-    def passed(self, event: RequestIdentity, direction: str) -> None:
+    def passed(self, event: RequestIdentity, direction: str, response: bytes = b"") -> None:
         """A request, or the response to one, went through: release what it triggers."""
+        if not self._held:
+            return
+        error = None
+        if response:
+            try:
+                error = response_summary(response, event.api_key,
+                                         event.api_version).get("error_code")
+            except WireError:
+                error = None
         for held in list(self._held.values()):
-            if held.rule.releases(held.request, event, direction):
-                self.release(held, f"{event.api_name} {direction}",
-                             {"direction": direction, **event.to_json()})
+            if held.rule.releases(held.request, event, direction, error):
+                trigger = {"direction": direction, **event.to_json()}
+                if error is not None:
+                    trigger["error_code"] = error
+                self.release(held, f"{event.api_name} {direction}", trigger)
 
     def answered(self, held: Held, payload: bytes, to_client: bool) -> None:
         try:

@@ -27,7 +27,8 @@ as new ones, until it is removed. Kinds:
     (its side of the connection is reset at once). The request goes to the broker when
     ``release_on`` passes the proxy (``{"api_key": 26, "direction": "response",
     "transactional_id": "same"}``: the EndTxn response of the held request's
-    transactional id; ``"same"``, a literal id, or absent for any), or after
+    transactional id; ``"same"``, a literal id, or absent for any; ``"ok": true``: only
+    a response without error), or after
     ``release_after_ms``, whichever comes first, or when the rule is removed.
 
 The decisions here are pure so that the unit tier can test them without sockets.
@@ -44,7 +45,7 @@ KINDS = ("drop_response", "latency", "blackhole", "reset", "hold")
 DIRECTIONS = ("downstream", "upstream", "both")
 CLIENT_VIEWS = ("timeout", "reset")
 RELEASE_DIRECTIONS = ("request", "response")
-RELEASE_KEYS = {"api_key", "direction", "transactional_id"}
+RELEASE_KEYS = {"api_key", "direction", "transactional_id", "ok"}
 
 
 class RuleError(ValueError):
@@ -197,11 +198,17 @@ class Rule:
         self.hits += 1
         return True
 
-    def releases(self, held: RequestIdentity, event: RequestIdentity, direction: str) -> bool:
+    def releases(self, held: RequestIdentity, event: RequestIdentity, direction: str,
+                 error_code: int | None = None) -> bool:
         """Whether ``event`` (a request, or the response to the request ``event``, as
-        ``direction`` says) passing the proxy releases the held request ``held``."""
+        ``direction`` says, with the response's ``error_code``) passing the proxy
+        releases the held request ``held``. ``"ok": true`` in ``release_on`` asks for a
+        response without error (an AddPartitionsToTxn answered CONCURRENT_TRANSACTIONS,
+        while the coordinator still ends the previous transaction, does not count)."""
         on = self.release_on
         if on is None or event.api_key != on["api_key"] or direction != on["direction"]:
+            return False
+        if on.get("ok") and (direction != "response" or error_code != 0):
             return False
         want = on.get("transactional_id")
         if want is None:
@@ -267,6 +274,10 @@ def _release_on(value) -> dict | None:
         raise RuleError(f"release_on direction must be one of {RELEASE_DIRECTIONS}")
     if value.get("transactional_id") is not None:
         out["transactional_id"] = _opt_str(value["transactional_id"])
+    if value.get("ok"):
+        if out["direction"] != "response":
+            raise RuleError("release_on ok applies to a response")
+        out["ok"] = True
     return out
 
 
