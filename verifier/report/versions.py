@@ -68,7 +68,9 @@ def _error_name(code: int) -> str:
 def held_answers(run_dir) -> dict[str, str]:
     """What the broker answered to each request a hold fault released late (the
     history's ``answer`` events), per client (``""``: the run's only one): Produce
-    "appended at 203" or "refused: InvalidTxnState", others their error. Evidence beside
+    "accepted at 203" (written there now, or a retry the broker recognised by its
+    sequence as the batch already written there) or "refused: InvalidTxnState", others
+    their error. Evidence beside
     the verdict, not a verdict: a late write the broker took may still be invisible at
     read_committed (it joined a transaction that aborted)."""
     if not run_dir:
@@ -86,7 +88,7 @@ def held_answers(run_dir) -> dict[str, str]:
         txn = str(request.get("transactional_id") or "")
         what = request.get("api", "?")
         if "partitions" in response:
-            texts = [f"appended at {offset}" if error == 0 and offset >= 0 else
+            texts = [f"accepted at {offset}" if error == 0 and offset >= 0 else
                      f"refused: {_error_name(error)}"
                      for _, _, error, offset in response["partitions"]]
         else:

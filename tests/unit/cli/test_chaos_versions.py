@@ -126,5 +126,5 @@ def test_the_grid_names_what_the_broker_answered_to_a_late_request(tmp_path):
     grid = version_grid([("3.5.2", [doc])])
     assert {r["client"]: r["held"] for r in grid["rows"]} == {
         "java 4.1.1": "refused: InvalidTxnState",
-        "kafka-python 3.0.12": "appended at 203 (x2)"}
+        "kafka-python 3.0.12": "accepted at 203 (x2)"}
     assert "held request, broker answered" in render_version_grid(grid).splitlines()[0]
