@@ -19,7 +19,8 @@ ROOT = Path(__file__).resolve().parents[2]
 BASE = int(os.environ.get("VERIFIER_CONTAINERS_BASE_PORT", "23100"))
 #: every environment of the tier on its own ports (each takes B+1..B+3, B+300..B+303 and,
 #: embedded, B+101..B+203): nothing here meets another tier's cluster
-PORTS = {"docker": BASE, "embedded": BASE + 400, "plugin": BASE + 800, "compose": BASE + 1200}
+PORTS = {"docker": BASE, "embedded": BASE + 400, "plugin": BASE + 800, "compose": BASE + 1200,
+         "faults": BASE + 1300}
 STATE = Path(os.environ.get("VERIFIER_CONTAINERS_STATE_DIR", ROOT / ".state" / "containers"))
 
 
