@@ -92,7 +92,8 @@ def held_answers(run_dir) -> dict[str, str]:
                      f"refused: {_error_name(error)}"
                      for _, _, error, offset in response["partitions"]]
         else:
-            texts = [f"{what} {_error_name(int(response.get('error_code', -1)))}"]
+            code = int(response.get("error_code", -1))
+            texts = [f"{what} accepted" if code == 0 else f"{what} refused: {_error_name(code)}"]
         seen.setdefault(_client_key(txn), []).extend(texts)
     out = {}
     for key, texts in seen.items():
