@@ -119,11 +119,8 @@ def test_kafka_python_producer_connection_lifecycle(cluster, bootstrap, topic_na
 def _java(pid: str, run_dir: Path, bootstrap: str, topic: str, idle_ms: int):
     """A Java generator sending two records 8 s apart (its pacer waits one interval before
     the first), so construction, the idle time and the next send are apart in the log."""
-    from tests.integration.producers.test_java_generator import java_generator
-    from verifier.rundata import jvm
+    from tests.integration.producers.helpers import java_generator
 
-    if not jvm.java_generator_built():
-        pytest.skip("the Java generator is not built: run `make setup`")
     return java_generator(pid, run_dir, bootstrap, topic, "at-least-once", pid, "--count", "2",
                           "--rate", str(1 / GAP_S), "--partitions", "0",
                           "--set", f"connections.max.idle.ms={idle_ms}")

@@ -25,6 +25,38 @@ def generator(name: str, run_dir: Path, bootstrap: str, topic: str, mode: str, p
     return ManagedProcess(name, argv, run_dir / "logs" / f"{name}.log", cwd=PROJECT_ROOT)
 
 
+def java_generator(name: str, run_dir: Path, bootstrap: str, topic: str, mode: str, pid: str,
+                   *extra: str) -> ManagedProcess:
+    """A Java generator process with the standalone flags (not started); the test is
+    skipped when the generator is not built."""
+    import pytest
+
+    from producers.clients import JAVA_MAIN, JAVA_OPTS
+    from verifier.rundata import jvm
+
+    if not jvm.java_generator_built():
+        pytest.skip("the Java generator is not built: run `make setup`")
+    argv = [jvm.java_executable(), *JAVA_OPTS, "-cp", jvm.java_generator_jars().classpath(),
+            JAVA_MAIN, "--run-dir", str(run_dir), "--run-id", "it", "--mode", mode,
+            "--pid", pid, "--topic", topic, "--bootstrap-servers", bootstrap, *extra]
+    return ManagedProcess(name, argv, run_dir / "logs" / f"{name}.log", cwd=PROJECT_ROOT)
+
+
+def client_generator(client: str, run_dir: Path, bootstrap: str, topic: str, mode: str,
+                     pid: str, *extra: str) -> ManagedProcess:
+    """``client``'s generator (kafka-python, java or librdkafka), named ``pid``, not
+    started; skipped when that client is not available here."""
+    if client == "java":
+        return java_generator(pid, run_dir, bootstrap, topic, mode, pid, *extra)
+    if client == "librdkafka":
+        import pytest
+
+        pytest.importorskip("confluent_kafka")
+        return generator(pid, run_dir, bootstrap, topic, mode, pid, *extra,
+                         module="producers.rdkafka")
+    return generator(pid, run_dir, bootstrap, topic, mode, pid, *extra)
+
+
 def run_to_end(proc: ManagedProcess, timeout: float = 90) -> None:
     proc.start()
     rc = proc.wait(timeout)

@@ -3,21 +3,18 @@ values, restart policy and transactional flow as the kafka-python one."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from producers.clients import JAVA_MAIN, JAVA_OPTS
 from producers.config import MODES
 from tests.integration.producers.helpers import (
     check_one_clean_session,
     copies,
     history,
+    java_generator,
     read_log,
     run_to_end,
 )
 from tests.integration.producers.test_restarts import _epoch, _open_txn
-from verifier.harness.procs import ManagedProcess
 from verifier.harness.topics import create_topics
 from verifier.rundata import jvm
 from verifier.rundata.waiting import wait_until
@@ -31,15 +28,6 @@ N = 300
 def _built():
     if not jvm.java_generator_built():
         pytest.skip("the Java generator is not built: run `make setup`")
-
-
-def java_generator(name: str, run_dir: Path, bootstrap: str, topic: str, mode: str, pid: str,
-                   *extra: str) -> ManagedProcess:
-    """A Java generator process with the standalone flags (not started)."""
-    argv = [jvm.java_executable(), *JAVA_OPTS, "-cp", jvm.java_generator_jars().classpath(),
-            JAVA_MAIN, "--run-dir", str(run_dir), "--run-id", "it", "--mode", mode,
-            "--pid", pid, "--topic", topic, "--bootstrap-servers", bootstrap, *extra]
-    return ManagedProcess(name, argv, run_dir / "logs" / f"{name}.log", cwd=jvm.PROJECT_ROOT)
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.integration.producers.helpers import generator, history, run_to_end
+from tests.integration.producers.helpers import client_generator, history, run_to_end
 from verifier.harness.topics import create_topics
 
 pytestmark = pytest.mark.integration
@@ -16,27 +16,13 @@ pytestmark = pytest.mark.integration
 N, RATE, TXN_SIZE = 1500, 1500.0, 10  # 10 records are worth 7 ms: less than any commit
 
 
-def _process(client: str, run_dir, bootstrap: str, topic: str, pid: str, *extra: str):
-    if client == "kafka-python":
-        return generator(pid, run_dir, bootstrap, topic, "transactional", pid, *extra)
-    if client == "librdkafka":
-        pytest.importorskip("confluent_kafka")
-        return generator(pid, run_dir, bootstrap, topic, "transactional", pid, *extra,
-                         module="producers.rdkafka")
-    from tests.integration.producers.test_java_generator import java_generator
-    from verifier.rundata import jvm
-
-    if not jvm.java_generator_built():
-        pytest.skip("the Java generator is not built: run `make setup`")
-    return java_generator(pid, run_dir, bootstrap, topic, "transactional", pid, *extra)
-
-
 @pytest.mark.parametrize("client", ["kafka-python", "java", "librdkafka"])
 def test_slow_commits_are_caught_up_by_larger_transactions(bootstrap, topic_name, tmp_path,
                                                            client):
     create_topics(bootstrap, {topic_name: 3}, replication_factor=3)
     pid = f"catch-up-{client}"
-    run_to_end(_process(client, tmp_path, bootstrap, topic_name, pid, "--count", str(N),
+    run_to_end(client_generator(client, tmp_path, bootstrap, topic_name, "transactional",
+                                pid, "--count", str(N),
                         "--rate", f"{RATE:g}", "--txn-size", str(TXN_SIZE),
                         "--abort-fraction", "0"), timeout=180)
     h = history(tmp_path, pid)
