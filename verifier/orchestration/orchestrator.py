@@ -358,9 +358,32 @@ def spark_of(spark):
     return spark.result() if isinstance(spark, Future) else spark
 
 
+#: the proxy writes a connection's close line when it has seen both sides end: after the
+#: run's processes exit, the log is copied once it has been this long without a new line
+CONN_LOG_QUIET_S = 1.0
+CONN_LOG_WAIT_S = 10.0
+
+
 def save_connections(log: Path, offset: int, dest: Path) -> None:
     """This run's part of the proxy's connection log (written since ``offset``) into the
-    run folder, with the log's header, whole lines only."""
+    run folder, with the log's header, whole lines only; copied once the proxy has logged
+    the closes of the processes just stopped (the log quiet for :data:`CONN_LOG_QUIET_S`,
+    at most :data:`CONN_LOG_WAIT_S`): copied at once, a stopped observer's 50-odd
+    connections were still open in the report, and a "leak"."""
+    last = [-1, time.monotonic()]
+
+    def quiet() -> tuple[bool, int]:
+        size = log.stat().st_size
+        if size != last[0]:
+            last[:] = [size, time.monotonic()]
+        return time.monotonic() - last[1] >= CONN_LOG_QUIET_S, size
+
+    try:
+        wait_until(quiet, timeout=CONN_LOG_WAIT_S, what="the proxy's close lines",
+                   expected=f"no new line for {CONN_LOG_QUIET_S:g} s", interval=0.2,
+                   max_interval=0.2)
+    except (GiveUp, VerifierError, OSError):
+        pass  # still busy (another cluster's clients?): copy what is there
     try:
         with open(log, "rb") as f:
             header = f.readline()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
 
 import pytest
@@ -141,3 +142,28 @@ def test_a_run_keeps_its_part_of_the_proxy_connection_log(tmp_path):
     assert (tmp_path / "run.jsonl").read_bytes() == header + mine
     save_connections(log, 0, tmp_path / "all.jsonl")  # from the start: header once
     assert (tmp_path / "all.jsonl").read_bytes() == header + earlier + mine
+
+
+def test_the_copy_waits_for_the_close_lines_of_the_stopped_processes(tmp_path, monkeypatch):
+    """The proxy logs a close when it has seen the exit of a process the run just
+    stopped; the copy waits for the log to be quiet, so those closes are in the run's."""
+    import threading
+
+    import verifier.orchestration.orchestrator as orch
+
+    monkeypatch.setattr(orch, "CONN_LOG_QUIET_S", 0.4)
+    log = tmp_path / "connections.jsonl"
+    header = b'{"type":"header","format":"proxy-connections","version":2}\n'
+    log.write_bytes(header + b'{"event":"open","conn":1,"t":1}\n')
+
+    def late_closes():
+        for i in range(3):  # the observer's connections, closed one after another
+            time.sleep(0.15)
+            with open(log, "ab") as f:
+                f.write(b'{"event":"close","conn":1,"t":%d}\n' % (10 + i))
+
+    writer = threading.Thread(target=late_closes)
+    writer.start()
+    orch.save_connections(log, len(header), tmp_path / "run.jsonl")
+    writer.join()
+    assert (tmp_path / "run.jsonl").read_bytes().count(b'"close"') == 3
