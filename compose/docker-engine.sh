@@ -126,6 +126,11 @@ down() {
       kill -KILL "$pid" 2>/dev/null
     fi
   fi
+  # dockerd makes its data root a private mount of itself; left mounted (a dockerd that
+  # was killed), it keeps `make clean` from removing the state folder
+  awk -v p="$state/" 'index($2, p) == 1 {print $2}' /proc/mounts | sort -r | while read -r m; do
+    umount "$m" 2>/dev/null || umount -l "$m"
+  done
   rm -f "$pidfile" "$envfile"
   echo "docker-engine: private engine (pid $pid) stopped"
 }
