@@ -95,9 +95,11 @@ def check_one_clean_session(run_dir: Path, bootstrap: str, topic: str, mode: str
     return h
 
 
-def read_log(bootstrap: str, topic: str, isolation: str) -> list[tuple[int, int, RecordIdentity]]:
+def read_log(bootstrap: str, topic: str, isolation: str,
+             decode=decode_value) -> list[tuple[int, int, RecordIdentity]]:
     """Every record of ``topic`` from the beginning at ``isolation``:
-    ``(partition, offset, identity)``, read up to the end offsets of that level."""
+    ``(partition, offset, decode(value))`` (the record's identity unless ``decode`` says
+    otherwise), read up to the end offsets of that level."""
     consumer = KafkaConsumer(bootstrap_servers=bootstrap, isolation_level=isolation,
                              enable_auto_commit=False, group_id=None)
     try:
@@ -109,7 +111,7 @@ def read_log(bootstrap: str, topic: str, isolation: str) -> list[tuple[int, int,
 
         def probe():
             for msgs in consumer.poll(timeout_ms=200).values():
-                out.extend((m.partition, m.offset, decode_value(m.value)) for m in msgs)
+                out.extend((m.partition, m.offset, decode(m.value)) for m in msgs)
             behind = {tp.partition: (consumer.position(tp), ends[tp]) for tp in tps
                       if consumer.position(tp) < ends[tp]}
             return not behind, behind

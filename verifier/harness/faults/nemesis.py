@@ -75,7 +75,7 @@ def sigterm_as_interrupt() -> Iterator[None]:
         return
 
     def raise_interrupt(signum, frame):
-        raise KeyboardInterrupt(f"signal {signum}")
+        raise KeyboardInterrupt(signal.Signals(signum).name)  # as the CLI names it: SIGTERM
 
     previous = signal.signal(signal.SIGTERM, raise_interrupt)
     try:
