@@ -34,7 +34,7 @@ from verifier.harness.faults.actions import (
     heal_everything,
 )
 from verifier.harness.faults.spec import Schedule, ScheduledFault
-from verifier.rundata.errors import UsageError, VerifierError
+from verifier.rundata.errors import UsageError, VerifierError, WaitTimeout
 from verifier.rundata.formats import header
 from verifier.rundata.nemesis import NEMESIS_FORMAT
 from verifier.rundata.waiting import wait_until
@@ -177,17 +177,22 @@ class Nemesis:
         if self._poller is not None:
             self._poller.join(2)
         released, answered = set(), set()
-        deadline = time.monotonic() + timeout
-        while True:
+
+        def all_answered() -> tuple[bool, set]:
             for e in self.copy_hold_events():
                 if e["event"] == "release" and e.get("delivered") and \
                         e.get("request", {}).get("acks") != 0:
                     released.add(e["hold"])
                 elif e["event"] == "answer":
                     answered.add(e["hold"])
-            if released <= answered or time.monotonic() > deadline:
-                return
-            time.sleep(0.1)
+            return released <= answered, released - answered
+
+        try:
+            wait_until(all_answered, timeout=timeout, what="the broker's answers to the "
+                       "released requests", expected="an answer per release", interval=0.1,
+                       max_interval=0.1)
+        except WaitTimeout:
+            pass  # a release the broker never answered stays without an answer event
 
     def stop(self, timeout: float = 300) -> None:
         """Stop starting faults; wait for the action in progress (a broker restart can
