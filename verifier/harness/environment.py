@@ -22,6 +22,22 @@ from verifier.rundata.errors import EnvironmentProblem, VerifierError
 log = logging.getLogger(__name__)
 
 
+def recover_nodes(env, topics: list[str], timeout: float) -> None:
+    """After the heal, on an environment's own cluster (local or containers): a paused
+    node resumed, a dead or stopped one started, every node ready, the proxy's rules
+    cleared, every partition of ``topics`` fully in sync."""
+    for n in env.spec.node_ids:
+        state = env.cluster.node_state(n)
+        if state == "paused":
+            env.cluster.resume_node(n)
+        elif state in ("dead", "stopped"):
+            log.warning("node %s was %s after heal; starting it", n, state)
+            env.cluster.start_node(n)
+    env.cluster.wait_ready(timeout=timeout)
+    env.proxy_process.client.clear_rules()
+    wait_in_sync(env.bootstrap_servers, topics, timeout=timeout, **env.client_config)
+
+
 class LocalEnvironment:
     """A proxied local cluster for the duration of a ``with`` block."""
 
@@ -112,16 +128,7 @@ class LocalEnvironment:
     def recover(self, topics: list[str], timeout: float = 180) -> None:
         """Every node running and ready, every partition of ``topics`` fully in sync."""
         assert self.cluster is not None
-        for n in self.spec.node_ids:
-            state = self.cluster.node_state(n)
-            if state == "paused":
-                self.cluster.resume_node(n)
-            elif state in ("dead", "stopped"):
-                log.warning("node %s was %s after heal; starting it", n, state)
-                self.cluster.start_node(n)
-        self.cluster.wait_ready(timeout=timeout)
-        self.proxy_process.client.clear_rules()
-        wait_in_sync(self.bootstrap_servers, topics, timeout=timeout, **self.client_config)
+        recover_nodes(self, topics, timeout)
 
 
 class ExternalEnvironment:

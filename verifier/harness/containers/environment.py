@@ -17,18 +17,15 @@ listener on ``127.0.0.1:B+n`` only and advertises the proxy's ``B+300+n``.
 
 from __future__ import annotations
 
-import logging
 import time
 from pathlib import Path
 
 from verifier.harness.cluster import ClusterSpec
 from verifier.harness.containers.cluster import DockerCluster
 from verifier.harness.containers.engine import require_engine
+from verifier.harness.environment import recover_nodes
 from verifier.harness.faults.actions import FaultEnv
 from verifier.harness.faults.proxy_process import ProxyProcess, proxied
-from verifier.harness.topics import wait_in_sync
-
-log = logging.getLogger(__name__)
 
 
 class ContainerPartition:
@@ -134,13 +131,4 @@ class DockerEnvironment:
         ``topics`` in sync."""
         assert self.cluster is not None
         self.cluster.reconnect_all()
-        for n in self.spec.node_ids:
-            state = self.cluster.node_state(n)
-            if state == "paused":
-                self.cluster.resume_node(n)
-            elif state in ("dead", "stopped"):
-                log.warning("node %s was %s after heal; starting it", n, state)
-                self.cluster.start_node(n)
-        self.cluster.wait_ready(timeout=timeout)
-        self.proxy_process.client.clear_rules()
-        wait_in_sync(self.bootstrap_servers, topics, timeout=timeout, **self.client_config)
+        recover_nodes(self, topics, timeout)
