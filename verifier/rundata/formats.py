@@ -24,6 +24,8 @@ FORMATS: dict[str, int] = {
     "nemesis-history": 1,     # RUN/nemesis.jsonl (§3)
     "observations": 1,        # RUN/observations/ (§4)
     "observer-progress": 1,   # RUN/observations/progress/<isolation>.json
+    "live-state": 1,          # RUN/checkpoints/live-<isolation>/state-<batch>.json
+    "live-summary": 1,        # RUN/anomalies/<isolation>/summary.json
     "drain": 1,               # RUN/drain.json (§4.2)
     "proxy-connections": 2,   # RUN/connections.jsonl (v2: per-API counts, activity)
     "verdict": 1,             # RUN/verdict.json (docs/expectations.md §4)
