@@ -24,8 +24,8 @@ import orjson
 from kafka import KafkaProducer
 
 from producers import outcomes
-from verifier.rundata.history import HistoryWriter, now_ms
-from verifier.rundata.records import RecordIdentity, encode_value
+from verifier.rundata.history import HistoryWriter, invoke_send_lines, now_ms
+from verifier.rundata.records import encode_values
 
 _dumps = orjson.dumps
 
@@ -74,12 +74,9 @@ class Emitter:
         by one ``write``; return their futures (``None`` where ``send()`` raised, its
         ``fail`` line then written)."""
         ts = now_ms()
-        values, lines = [], [self._completion_lines()]
-        for p, seq in idents:
-            values.append(encode_value(RecordIdentity(self.run, self.pid, self.ses, p, seq,
-                                                      txn, abort, ts), self.record_size))
-            lines.append(_dumps({"type": "invoke", "f": "send", "ses": self.ses, "p": p,
-                                 "seq": seq, "txn": txn, "t": ts}) + b"\n")
+        values = encode_values(self.run, self.pid, self.ses, idents, txn, abort, ts,
+                               self.record_size)
+        lines = [self._completion_lines(), *invoke_send_lines(self.ses, idents, txn, ts)]
         self._make_room(sum(len(v) for v in values))
         self.writer.write_raw(b"".join(lines))
         futures = []

@@ -44,8 +44,8 @@ from producers.rdkafka_outcomes import (
 )
 from producers.resume import PlannedTxn
 from verifier.rundata.errors import UsageError
-from verifier.rundata.history import now_ms
-from verifier.rundata.records import RecordIdentity, encode_value
+from verifier.rundata.history import invoke_send_lines, now_ms
+from verifier.rundata.records import encode_values
 
 # --- sending --------------------------------------------------------------------------------
 
@@ -78,15 +78,9 @@ class RdEmitter:
 
     def send_many(self, idents, txn: int | None = None, abort: bool = False) -> list:
         ts = now_ms()
-        import orjson
-
-        lines = [self._completion_lines()]
-        values = []
-        for p, seq in idents:
-            values.append(encode_value(RecordIdentity(self.run, self.pid, self.ses, p, seq, txn,
-                                                      abort, ts), self.record_size))
-            lines.append(orjson.dumps({"type": "invoke", "f": "send", "ses": self.ses, "p": p,
-                                       "seq": seq, "txn": txn, "t": ts}) + b"\n")
+        values = encode_values(self.run, self.pid, self.ses, idents, txn, abort, ts,
+                               self.record_size)
+        lines = [self._completion_lines(), *invoke_send_lines(self.ses, idents, txn, ts)]
         self.writer.write_raw(b"".join(lines))
         pendings = []
         for (p, seq), value in zip(idents, values, strict=True):

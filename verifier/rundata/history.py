@@ -112,6 +112,14 @@ def _check_header(path: Path, header: dict[str, Any]) -> None:
                            f"{exc.problem}") from None
 
 
+def invoke_send_lines(ses: int, idents, txn: int | None, t: int) -> list[bytes]:
+    """The ``invoke`` lines of one chunk of sends (every generator's hot path), byte for
+    byte what ``orjson.dumps`` of the line's dict gives, without a dict per record."""
+    head = b'{"type":"invoke","f":"send","ses":%d,"p":' % ses
+    tail = b',"txn":%s,"t":%d}\n' % (b"null" if txn is None else b"%d" % txn, t)
+    return [b'%s%d,"seq":%d%s' % (head, p, seq, tail) for p, seq in idents]
+
+
 class HistoryWriter:
     """Appends events to one producer's history.
 

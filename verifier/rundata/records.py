@@ -56,6 +56,26 @@ def encode_value(rid: RecordIdentity, size: int = 0) -> bytes:
     return raw
 
 
+def encode_values(run: str, pid: str, ses: int, idents, txn: int | None, abort: bool,
+                  ts: int, size: int = 0) -> list[bytes]:
+    """``encode_value`` for every ``(p, seq)`` of ``idents`` (one session, one send time),
+    byte for byte the same, at a fraction of the cost: the generators' hot path (a frozen
+    dataclass and a dict per record cost ~6 us; this ~1 us). tests/unit/rundata checks
+    the equality."""
+    head = b'{"v":%d,"run":%s,"pid":%s,"ses":%d,"p":' % (
+        RECORD_FORMAT_VERSION, orjson.dumps(run), orjson.dumps(pid), ses)
+    tail = b',"txn":%s,"abort":%s,"ts":%d' % (
+        b"null" if txn is None else b"%d" % txn, b"true" if abort else b"false", ts)
+    out = []
+    for p, seq in idents:
+        raw = b"%s%d,\"seq\":%d%s" % (head, p, seq, tail)
+        # as encode_value: ',"pad":""' costs 9 bytes inside the object
+        pad = size - len(raw) - 10
+        out.append(raw + (b',"pad":"' + b"x" * pad + b'"}' if pad >= 0 else
+                          b"}" if size <= len(raw) + 1 else b',"pad":""}'))
+    return out
+
+
 class UndecodableRecord(ValueError):
     """A value that is not a v1 identity record (a foreign record)."""
 

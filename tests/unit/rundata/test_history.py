@@ -144,3 +144,15 @@ def test_resume_probes_a_commit_that_was_never_answered(tmp_path):
     st = resume_state(read_history(path))
     assert [(t.txn, t.probe) for t in st.uncommitted] == [
         (0, ()), (1, ((0, 7), (1, 10))), (2, ((0, 20), (1, 21)))]
+
+
+@pytest.mark.parametrize("txn", [None, 0, 98765])
+def test_invoke_send_lines_are_the_dicts_dumped(txn):
+    import orjson
+
+    from verifier.rundata.history import invoke_send_lines
+
+    idents = [(0, 0), (2, 17), (10, 123456789)]
+    want = [orjson.dumps({"type": "invoke", "f": "send", "ses": 4, "p": p, "seq": seq,
+                          "txn": txn, "t": 1795314893744}) + b"\n" for p, seq in idents]
+    assert invoke_send_lines(4, idents, txn, 1795314893744) == want

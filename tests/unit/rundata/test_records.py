@@ -21,3 +21,16 @@ def test_round_trip_and_padding():
 def test_foreign_values_are_rejected(value):
     with pytest.raises(UndecodableRecord):
         decode_value(value)
+
+
+@pytest.mark.parametrize("size", [0, 1, 60, 96, 97, 98, 99, 100, 101, 105, 106, 107, 200, 512])
+@pytest.mark.parametrize("txn,abort", [(None, False), (0, False), (12345, True)])
+def test_encode_values_is_encode_value_byte_for_byte(size, txn, abort):
+    from verifier.rundata.records import encode_values
+
+    idents = [(0, 0), (2, 9), (1, 10), (11, 123456789), (0, 99)]
+    for run, pid in (("r1", "idempotent-0"), ('ru"n\\é', "p\n1")):
+        got = encode_values(run, pid, 3, idents, txn, abort, 1795314893744, size)
+        want = [encode_value(RecordIdentity(run, pid, 3, p, seq, txn, abort, 1795314893744),
+                             size) for p, seq in idents]
+        assert got == want
