@@ -11,9 +11,14 @@ script starts itself (and stops at the end, also on Ctrl-C), measured side by si
   history's ``session`` line, so acks, batch.size, linger.ms, idempotence, retries and
   the transactional retry backoff are the same) and a fixed value of the same size:
 
-  - java: Kafka's ``org.apache.kafka.tools.ProducerPerformance`` (kafka-tools jar in
-    ``.jars``), its printed records/sec (excludes producer construction and
-    ``initTransactions``), same JVM flags as the Java generator;
+  - java, plain modes: Kafka's ``org.apache.kafka.tools.ProducerPerformance``
+    (kafka-tools jar in ``.jars``), its printed records/sec (excludes producer
+    construction), same JVM flags as the Java generator; transactional:
+    ``benchmarks/BareTxnLoop.java`` (``begin``, 10 sends, ``commit``; timed after
+    ``initTransactions``), because ProducerPerformance has no "records per transaction"
+    option, only ``--transaction-duration-ms`` (its least, 1 ms, gave ~20-record
+    transactions here: a records/s ratio that favoured the bare side and a
+    transactions/s ratio that favoured the generator);
   - kafka-python / librdkafka: a ``send``/``produce`` loop in its own process (this
     file, ``--bare``), timed from the first send to the end of ``flush()``; the
     transactional loop does ``begin``, 10 sends, ``commit``. The kafka-python loop gets
@@ -24,15 +29,8 @@ Plain modes write a 3-partition topic (replication 3); the Python loops go round
 over the partitions as the generator does, ProducerPerformance uses the Java client's
 default (sticky) partitioner. Transactional cells write a 1-partition topic: each
 committed transaction then leaves exactly one commit marker in the log, so the number of
-transactions a run made is (log end offset - records). That is how the Java bare side is
-counted: ProducerPerformance has no "records per transaction" option, only
-``--transaction-duration-ms`` (commit once a transaction is that old, checked after each
-send; at least 1 ms). It runs with ``--java-txn-duration-ms`` (default 1, its smallest,
-which already gives about 20 records per transaction on a 2-core machine; a shorter one
-does not exist). Both sides' measured records per transaction and transactions/s are
-printed; where the bare side's transactions are not 10 records, the records/s ratio
-(bare side has fewer, larger transactions: favours bare) and the transactions/s ratio
-(favours the generator) are both given: a 10-record comparison lies between them.
+transactions a run made is (log end offset - records): every bare loop's count of commits
+is checked against it. Both sides' records per transaction and transactions/s are printed.
 
 Each measurement writes the same number of records (``--records``, ``--txn-records`` for
 transactional cells) to a fresh topic; per cell generator and bare alternate
@@ -142,24 +140,30 @@ def run_generator(bs: str, client: str, mode: str, n: int, size: int, run_dir: P
     return out
 
 
-def run_bare(bs: str, client: str, mode: str, n: int, size: int, config: dict,
-             txn_duration_ms: int = 1) -> dict:
+def run_bare(bs: str, client: str, mode: str, n: int, size: int, config: dict) -> dict:
     transactional = mode == "transactional"
     topic = new_topic(bs, 1 if transactional else 3)
     props = {k: v for k, v in config.items() if k not in NOT_PASSED and v is not None}
-    if client == "java":
+    if client == "java" and transactional:
+        # ProducerPerformance cannot make 10-record transactions: the Java client's own
+        # bare loop that does (benchmarks/BareTxnLoop.java, a single-file program)
+        cmd = [jvm.java_executable(), *JAVA_OPTS, "-cp", jvm.java_generator_jars().classpath(),
+               str(ROOT / "benchmarks" / "BareTxnLoop.java"), bs, topic, str(n), str(size),
+               str(TXN_SIZE), *(f"{k}={v}" for k, v in sorted(props.items()))]
+        text = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
+        seconds, txns = (json.loads(text.strip().splitlines()[-1])[k]
+                         for k in ("seconds", "transactions"))
+        if end_offsets(bs, topic) - n != txns:
+            raise RuntimeError(f"java bare loop: {txns} commits, log says otherwise")
+    elif client == "java":
         cmd = [jvm.java_executable(), *JAVA_OPTS, "-cp", jvm.tools_jars().classpath(),
                "org.apache.kafka.tools.ProducerPerformance", "--topic", topic,
                "--num-records", str(n), "--record-size", str(size), "--throughput", "-1",
                "--producer-props", f"bootstrap.servers={bs}",
                *(f"{k}={v}" for k, v in sorted(props.items()))]
-        if transactional:
-            cmd += ["--transactional-id", f"cbench-{uuid.uuid4().hex[:8]}",
-                    "--transaction-duration-ms", str(txn_duration_ms)]
         text = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
         rate = float(re.findall(r"([\d.]+) records/sec", text)[-1])
-        seconds = n / rate
-        txns = end_offsets(bs, topic) - n if transactional else None
+        seconds, txns = n / rate, None
     else:
         cmd = [sys.executable, str(Path(__file__).resolve()), "--bare", client,
                "--bare-topic", topic, "--bootstrap-servers", bs, "--records", str(n),
@@ -173,8 +177,6 @@ def run_bare(bs: str, client: str, mode: str, n: int, size: int, config: dict,
     out = {"records": n, "seconds": seconds, "rate": n / seconds}
     if transactional:
         out.update(transactions=txns, txn_rate=txns / seconds, records_per_txn=n / txns)
-        if client == "java":
-            out["transaction_duration_ms"] = txn_duration_ms
     return out
 
 
@@ -261,11 +263,11 @@ def bare_librdkafka(bs: str, topic: str, n: int, size: int, config: dict,
 # -- the run ----------------------------------------------------------------------------
 
 def measure_cell(bs: str, client: str, mode: str, n: int, size: int, repeat: int,
-                 run_dir: Path, java_txn_ms: int = 1) -> dict:
+                 run_dir: Path) -> dict:
     gens, bares = [], []
     for _ in range(repeat):  # interleaved, so drift on a shared machine hits both sides
         gens.append(run_generator(bs, client, mode, n, size, run_dir))
-        bares.append(run_bare(bs, client, mode, n, size, gens[-1]["config"], java_txn_ms))
+        bares.append(run_bare(bs, client, mode, n, size, gens[-1]["config"]))
     gen = statistics.median(g["rate"] for g in gens)
     bare = statistics.median(b["rate"] for b in bares)
     cell = {"client": client, "client_version": client_version(client), "mode": mode,
@@ -314,8 +316,6 @@ def main() -> int:
                    help="generator/bare pairs per cell, interleaved; medians compared")
     p.add_argument("--clients", default=",".join(CLIENTS))
     p.add_argument("--modes", default=",".join(MODES))
-    p.add_argument("--java-txn-duration-ms", type=int, default=1,
-                   help="ProducerPerformance --transaction-duration-ms (default 1, its least)")
     p.add_argument("--json", type=Path, help="write the results here as JSON")
     p.add_argument("--base-port", type=int, default=27100,
                    help="below 32768: ports in the ephemeral range can be taken by any client")
@@ -351,7 +351,7 @@ def main() -> int:
                 for mode in modes:
                     n = a.txn_records if mode == "transactional" else a.records
                     cells.append(measure_cell(bs, client, mode, n, a.record_size, a.repeat,
-                                              Path(tmp), a.java_txn_duration_ms))
+                                              Path(tmp)))
                     c = cells[-1]
                     print(f"  {client} {mode}: generator {c['generator_rate']:,.0f}/s, "
                           f"bare {c['bare_rate']:,.0f}/s, ratio {c['ratio']:.2f}", flush=True)
@@ -364,8 +364,7 @@ def main() -> int:
     when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     print(f"\n{when}, {os.cpu_count()} cores, 3 local brokers, record {a.record_size} B, "
           f"{a.records} records per plain measurement, {a.txn_records} per transactional "
-          f"(transactions of {TXN_SIZE}; java bare: --transaction-duration-ms "
-          f"{a.java_txn_duration_ms}), median of {a.repeat} interleaved pairs, "
+          f"(transactions of {TXN_SIZE}), median of {a.repeat} interleaved pairs, "
           f"{time.monotonic() - t0:.0f} s in all")
     print(table(cells))
     met = [f"{c['client']}/{c['mode']}" for c in cells if c["meets_target"]]
@@ -383,7 +382,6 @@ def main() -> int:
         a.json.write_text(json.dumps({"date": when, "cpus": os.cpu_count(),
                                       "bootstrap_servers": bs, "target": TARGET,
                                       "txn_size": TXN_SIZE,
-                                      "java_txn_duration_ms": a.java_txn_duration_ms,
                                       "cells": cells}, indent=2, default=str))
         print(f"results: {a.json}")
     return 0

@@ -12,6 +12,7 @@ from verifier.judge import verdict as V
 from verifier.judge.checks import Derived, load_run, run_checks
 from verifier.judge.checks.runner import DEFAULT_SAMPLE
 from verifier.judge.checks.stats import counts_by_pid, partition_points, throughput
+from verifier.orchestration.crosscheck import cross_check
 from verifier.report.connections import summarize, unavailable
 from verifier.rundata.connections import read_connections
 from verifier.rundata.formats import RunFormatError, read_json
@@ -44,6 +45,7 @@ def analyze(spark, run_dir: Path | str, cap: int = DEFAULT_SAMPLE, files=None) -
         doc["clients"] = clients_of(run_dir)
         doc["kafka_version"] = kafka_version_of(run_dir)
         doc["partition_plots"] = _plots(d, doc)
+        cross_check(run, d, doc, run_dir, cap)  # the live checks' result against these
     finally:
         d.release()
     add_connections(doc, run_dir)
