@@ -18,7 +18,9 @@ other, notes/spark-kafka.md §4.5) and its own output. Rows are decoded in Spark
 publishes progress (streaming.progress). SIGTERM or SIGINT stops both queries and exits 0;
 after a SIGKILL, the same command line continues from the checkpoints.
 
-The observer only records: no dedup, no asserts, no verdicts.
+The observer records every row it received (no dedup, no filter); beside the recording,
+the live checks (streaming.live, ``--live-checks``) apply the anomaly definitions to each
+batch and write what they find to ``RUN/anomalies/``. Verdicts are made elsewhere.
 """
 
 from __future__ import annotations
@@ -33,6 +35,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from streaming.decode import decode_observations
+from streaming.live import LiveSink
 from streaming.observations import ISOLATION_LEVELS, write_format_file
 from streaming.progress import checkpoint_dir, read_progress
 from streaming.security import spark_kafka_options
@@ -80,6 +83,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                         "backlog; counts offsets, markers included")
     p.add_argument("--isolation-levels", default=",".join(ISOLATION_LEVELS),
                    help="comma-separated subset of read_committed,read_uncommitted")
+    p.add_argument("--live-checks", choices=("on", "off"), default="on",
+                   help="run the anomaly checks on each batch as it is written (needs "
+                        "--plan: the run's producers; streaming.live)")
     p.add_argument("--hold-after-write-ms", type=int, default=0,
                    help="fault injection: pause after each batch is written, before "
                         "Spark commits it, so a kill there forces a replay")
@@ -115,6 +121,7 @@ def _apply_plan(args: argparse.Namespace) -> dict[str, str]:
     args.run_dir, args.run_id = args.plan.parent, plan.run
     args.bootstrap_servers, args.topics = plan.bootstrap_servers, plan.topics
     args.sink, args.spark_master = plan.sink, plan.spark_master
+    args.producer_topics = {pid: p.topic for pid, p in plan.producers.items()}
     return spark_kafka_options(plan.client_security())
 
 
@@ -122,10 +129,13 @@ def start_query(spark: SparkSession, args: argparse.Namespace, isolation: str) -
     """One query: the run's topics at ``isolation`` into its own sink and checkpoint."""
     checkpoint = checkpoint_dir(args.run_dir, isolation)
     previous = read_progress(args.run_dir, isolation)
+    topics = getattr(args, "producer_topics", None)
+    live = (LiveSink(args.run_dir, isolation, args.sink, args.run_id, topics)
+            if args.live_checks == "on" and topics else None)
     sink = BatchSink(args.run_dir, isolation, checkpoint, args.sink,
                      written=previous.written if previous else None,
                      rows=previous.rows if previous else 0,
-                     hold_after_write_ms=args.hold_after_write_ms)
+                     hold_after_write_ms=args.hold_after_write_ms, live=live)
     source = (
         spark.readStream.format("kafka")
         .options(**getattr(args, "security", {}))

@@ -11,7 +11,9 @@ keeps the run directory on the machine that owns the run, also with a remote mas
   naive append sink does. A replayed batch is written twice, which users can then see as
   delivery duplicates.
 
-After the file is in place the sink replaces the progress file (streaming.progress).
+After the file is in place the live checks judge the batch (streaming.live: anomalies in
+``RUN/anomalies/<isolation>/``, their state beside the checkpoint), then the sink replaces
+the progress file (streaming.progress). The checks never change what is recorded.
 """
 
 from __future__ import annotations
@@ -30,6 +32,8 @@ from streaming.progress import Offsets, Progress, now_ms, planned_end_offsets, w
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
+    from streaming.live import LiveSink
+
 log = logging.getLogger(__name__)
 
 SINKS = ("exactly-once", "at-least-once")
@@ -40,7 +44,7 @@ class BatchSink:
 
     def __init__(self, run_dir: Path, isolation: str, checkpoint: Path, mode: str,
                  written: Offsets | None = None, hold_after_write_ms: int = 0,
-                 rows: int = 0) -> None:
+                 rows: int = 0, live: LiveSink | None = None) -> None:
         if mode not in SINKS:
             raise ValueError(f"unknown sink {mode!r}; one of {SINKS}")
         self.run_dir = Path(run_dir)
@@ -53,6 +57,7 @@ class BatchSink:
         self.written: Offsets = dict(written or {})
         self.rows = rows  # cumulative over observer processes, like ``written``
         self.hold_after_write_ms = hold_after_write_ms
+        self.live = live  # None: recording only (--live-checks off)
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
         table = batch.toArrow()
@@ -63,15 +68,23 @@ class BatchSink:
                      .append_column("batch", pa.array([batch_id] * n, pa.int64()))
                      .append_column("observed_at", pa.array([observed_at] * n, pa.int64()))
                      .select(SCHEMA.names))
-            write_table_atomic(table, self.out / self._file_name(batch_id))
+        name = self._file_name(batch_id) if n else None
+        if name is not None:
+            write_table_atomic(table, self.out / name)
             self._note_written(table)
+        found, live_ms = 0, 0.0
+        if self.live is not None:
+            start = time.perf_counter()
+            found = len(self.live(table, batch_id, name))
+            live_ms = (time.perf_counter() - start) * 1000
         self.rows += n
         write_progress(self.run_dir, Progress(
             isolation=self.isolation, sink=self.mode, batch=batch_id,
             position=planned_end_offsets(self.checkpoint, batch_id),
             written=self.written, rows=self.rows, t=now_ms(),
         ))
-        log.info("%s batch %d: %d rows", self.isolation, batch_id, n)
+        log.info("%s batch %d: %d rows; live checks %.0f ms, %d anomalies", self.isolation,
+                 batch_id, n, live_ms, found)
         if self.hold_after_write_ms:
             # Fault-injection window (--hold-after-write-ms): the batch is written but
             # Spark has not yet committed it, so an observer kill now forces a replay.

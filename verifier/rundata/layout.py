@@ -7,6 +7,8 @@
     RUN/observations/<reader>/<isolation>/*.parquet
     RUN/observations/progress/<isolation>.json   the observer's sink progress
     RUN/checkpoints/<isolation>/          Spark checkpoints
+    RUN/checkpoints/live-<isolation>/     the live checks' state (state-<batch>.json)
+    RUN/anomalies/<isolation>/            live anomalies and summary.json
     RUN/drain.json                        the drain's result
     RUN/connections.jsonl                 the proxy's connection log (this run's part)
     RUN/verdict.json, junit.xml, report.html
@@ -66,6 +68,15 @@ class RunLayout:
     def checkpoint(self, isolation: str) -> Path:
         """Each isolation level has its own checkpoint (notes/spark-kafka.md §4.5)."""
         return self.root / "checkpoints" / isolation
+
+    def live_state(self, isolation: str) -> Path:
+        """The live checks' state after each batch, beside Spark's checkpoint (issue 16)."""
+        return self.root / "checkpoints" / f"live-{isolation}"
+
+    def anomalies_of(self, isolation: str) -> Path:
+        """What the live checks found: one Parquet file per observation file that had
+        anomalies, and ``summary.json`` (counts so far)."""
+        return self.root / "anomalies" / isolation
 
     @property
     def drain(self) -> Path:

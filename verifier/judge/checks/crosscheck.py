@@ -1,0 +1,78 @@
+"""The live checks against the batch checks, on the same run: any difference is a bug.
+
+The observer's live checks (verifier.judge.definitions.stream) and the batch pass apply
+the same definitions; on a finished run both must name the same anomalies of the kinds
+the live path decides, for the reader the live path ran in (the Spark observer). The
+comparison is on :func:`~verifier.judge.definitions.stream.same_anomaly_key` with
+multiplicity. The batch's aborted reads are compared where the transaction meant to
+abort (the live path judges by the records' abort intent; a transaction that died open
+needs its history, which only the batch path reads).
+
+A difference turns the columns it concerns UNKNOWN (never hidden), with the differing
+rows in ``verdict.json`` ``live_vs_batch``.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pyarrow as pa
+from pyspark.sql import functions as F
+
+from verifier.judge import verdict as V
+from verifier.judge.checks import log
+from verifier.judge.checks.derive import Derived
+from verifier.judge.definitions.stream import LIVE_KINDS, same_anomaly_key
+from verifier.judge.model import ABORTED_READ, FOREIGN, OBSERVER, RunData
+
+KEY_FIELDS = ("kind", "isolation", "topic", "partition", "pid", "seq", "offset")
+
+
+def batch_rows(d: Derived) -> list[dict]:
+    """The batch checks' anomalies of the live kinds, as the observer read them."""
+    rows = d.anomalies(*[k for k in LIVE_KINDS if k != FOREIGN]).unionByName(
+        log.check_foreign(d))
+    mine = F.array_contains(F.split(F.coalesce(F.col("reader"), F.lit("")), ","), OBSERVER)
+    meant = F.coalesce(F.get_json_object("evidence", "$.abort_intent") == "true", F.lit(False))
+    rows = rows.where(mine & ((F.col("kind") != ABORTED_READ) | meant))
+    return [r.asDict() for r in rows.select(*KEY_FIELDS).collect()]
+
+
+def compare(run: RunData, d: Derived, live: pa.Table, cap: int = 20) -> dict:
+    """``verdict.json`` ``live_vs_batch``: counts of both sides and the rows only one
+    side has (first ``cap``, each with its side and the column's mode)."""
+    ours = Counter(same_anomaly_key(r) for r in live.select(list(KEY_FIELDS)).to_pylist())
+    theirs = Counter(same_anomaly_key(r) for r in batch_rows(d))
+    only_live, only_batch = ours - theirs, theirs - ours
+    modes = {pid: p.mode for pid, p in run.config.producers.items()}
+    by_topic = {p.topic: p.mode for p in run.config.producers.values()}
+    differ = []
+    for side, diff in (("live only", only_live), ("batch only", only_batch)):
+        for key, n in sorted(diff.items(), key=lambda kv: tuple(map(str, kv[0]))):
+            kind, iso, topic, part, pid, seq, off = key
+            differ.append({"side": side, "kind": kind, "isolation": iso, "topic": topic,
+                           "partition": part, "pid": pid, "seq": seq, "offset": off,
+                           "times": n, "mode": modes.get(pid) or by_topic.get(topic)})
+    return {"compared": True, "kinds": list(LIVE_KINDS), "reader": OBSERVER,
+            "live": sum(ours.values()), "batch": sum(theirs.values()),
+            "agree": not differ, "n_differ": len(differ),
+            "modes": sorted({x["mode"] or "(unattributed)" for x in differ}),
+            "differ": differ[:cap]}  # fmt: skip
+
+
+def mark_disagreement(doc: dict, section: dict) -> None:
+    """Columns of a mode where the two paths differ are UNKNOWN (a FAIL stays FAIL: its
+    forbidden anomaly was found by the batch checks regardless)."""
+    doc["live_vs_batch"] = section
+    if section.get("agree", True):
+        return
+    bad = set(section["modes"])
+    why = (f"the live checks and the batch checks disagree on {section['n_differ']} "
+           "anomalies of this mode (a bug; verdict.json live_vs_batch lists them)")
+    for c in doc["columns"]:
+        if (c["mode"] in bad or "(unattributed)" in bad) and c["verdict"] in (V.PASS,
+                                                                              V.SKIPPED):
+            c["verdict"] = V.UNKNOWN
+            c["reasons"] = [*c.get("reasons", []), why]
+    if doc.get("exit_code") != V.EXIT_ANOMALY:
+        doc["exit_code"] = V.exit_code([c["verdict"] for c in doc["columns"]])

@@ -1,0 +1,57 @@
+"""After the batch checks: the observer's live result compared with them (issue 16).
+
+Reads what the live checks wrote (streaming.live: the anomalies files, the last state
+and the observation files after it) and hands it to
+:func:`verifier.judge.checks.crosscheck.compare`; a difference makes the columns
+concerned UNKNOWN. A run whose observer ran without live checks is not compared, and
+says so.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from pathlib import Path
+
+import pyarrow as pa
+
+from verifier.judge.checks.crosscheck import compare, mark_disagreement
+from verifier.judge.checks.derive import Derived
+from verifier.judge.model import ISOLATIONS, RunData
+
+
+def live_result(run: RunData, run_dir: Path | str) -> tuple[pa.Table, dict] | None:
+    """Every live anomaly at both levels and each level's final counts; None without
+    live checks at some level."""
+    from streaming.live import final
+
+    topics = {pid: p.topic for pid, p in run.config.producers.items()}
+    tables, summaries = [], {}
+    for iso in ISOLATIONS:
+        got = final(Path(run_dir), iso, run.config.sink, run.config.run, topics)
+        if got is None:
+            return None
+        live, rows = got
+        tables.append(rows)
+        summaries[iso] = live.summary()
+    return pa.concat_tables(tables), summaries
+
+
+def cross_check(run: RunData, d: Derived, doc: dict, run_dir: Path | str, cap: int) -> None:
+    """Put ``live`` and ``live_vs_batch`` into ``doc``; mark disagreeing columns."""
+    start = time.perf_counter()
+    try:
+        got = live_result(run, run_dir)
+        if got is None:
+            doc["live_vs_batch"] = {"compared": False, "agree": True,
+                                    "reason": "the observer ran without live checks"}
+            return
+        rows, doc["live"] = got
+        section = compare(run, d, rows, cap)
+    except Exception as exc:  # noqa: BLE001 - a crashed comparison leaves the verdict open
+        section = {"compared": False, "agree": False, "n_differ": 0, "differ": [],
+                   "modes": sorted({c["mode"] for c in doc["columns"]}),
+                   "error": f"{type(exc).__name__}: {exc}",
+                   "traceback": traceback.format_exc()[-4000:]}  # fmt: skip
+    section["seconds"] = round(time.perf_counter() - start, 3)
+    mark_disagreement(doc, section)
