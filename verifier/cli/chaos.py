@@ -66,6 +66,14 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "(repeatable)")
     p.add_argument("--sink", choices=SINKS, default=None,
                    help="the observer's sink (default: each scenario's own)")
+    p.add_argument("--pipeline", default=None, metavar="P1,P2",
+                   help="Structured Streaming pipelines under test, each a column next to "
+                        "the producer modes, judged from input to output: presets "
+                        "kafka-sink, file, delta, foreach-batch, foreach-batch-idempotent, "
+                        "or your own FILE.py[:function] / module:function (README)")
+    p.add_argument("--pipeline-guarantee", choices=("exactly-once", "at-least-once"),
+                   default=None, help="the guarantee every --pipeline is judged by "
+                                      "(default: each one's GUARANTEE)")
     p.add_argument("--out", type=Path, default=Path("runs"), help="output folder")
     p.add_argument("--selftest", action="store_true",
                    help="after each scenario's verdict, inject every anomaly and legal near "
@@ -336,12 +344,20 @@ def _prepare(args: argparse.Namespace):
         env = LocalEnvironment(args.state_dir.resolve(), base_port=args.base_port,
                                partitions=in_netns,
                                kafka_version=(versions[0] if versions else args.kafka_version))
+    pipelines: tuple = ()
+    if args.pipeline is not None or args.pipeline_guarantee is not None:
+        from streaming.pipelines.contract import split_specs
+        from verifier.orchestration.pipelines import plan_pipelines
+
+        pipelines = tuple(plan_pipelines(split_specs(args.pipeline or ""),
+                                         args.pipeline_guarantee))
     opts = RunOptions(out=args.out, seed=args.seed, sink=args.sink,
                       spark_master=args.spark_master, user_config=args.producer_config,
                       user_mode=user_mode, user_settings=settings,
                       user_overrides=user.overrides, user_notes=user.notes,
                       profile=profile.name, extra_env=spark_env(), selftest=args.selftest,
-                      client=args.client, clients=clients, kafka_versions=tuple(versions))
+                      client=args.client, clients=clients, kafka_versions=tuple(versions),
+                      pipelines=pipelines)
     problems: list[str] = []
     for scenario in scenarios:
         for problem in validate_scenario(scenario, opts, env):
@@ -351,6 +367,8 @@ def _prepare(args: argparse.Namespace):
         raise UsageError("; ".join(problems))
     _check_out(args.out)
     jvm.choose_java()
+    if pipelines:  # the Delta jars the pipelines' sessions load (once, from Maven Central)
+        jvm.resolve(jvm.delta_jars())
     from producers.clients import require_built
 
     for client in opts.clients or (args.client,):

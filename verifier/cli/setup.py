@@ -28,6 +28,7 @@ def run(args: argparse.Namespace) -> int:
             sets.append(jvm.broker_jars(version))
     if not args.no_spark:
         sets.append(jvm.spark_kafka_jars())
+        sets.append(jvm.delta_jars())  # the Delta pipelines under test (issue 21)
     if not args.no_tools:
         sets.append(jvm.tools_jars())
     for s in sets:

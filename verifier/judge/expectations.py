@@ -77,13 +77,27 @@ for _mode in PRESETS:
         TABLE[(_mode, RU)] = dict(TABLE[(_mode, RC)])
 
 
+#: the pipelines under test (issue 21), one row per guarantee a pipeline claims, judged
+#: on its output: every input record once (exactly-once) or at least once; a duplicate
+#: in the output is a duplicate delivery; log-side kinds are the producers' columns'
+PIPELINE_GUARANTEES = ("exactly-once", "at-least-once")
+_LOG_SIDE = (DUP_SAME, DUP_CROSS, REORDER, ABORTED_READ, TORN, HANGING, INCONSISTENT)
+for _g, _dup in (("exactly-once", F), ("at-least-once", T)):
+    for _iso in (RC, RU):
+        TABLE[(f"pipeline/{_g}", _iso)] = {LOST: F, DUP_DELIVERY: _dup, FOREIGN: F,
+                                           **dict.fromkeys(_LOG_SIDE, N)}
+
+
 def expectation(mode: str, isolation: str, kind: str, sink: str = "exactly-once") -> str:
-    """The table entry for ``kind`` under ``mode`` (a preset) read at ``isolation``."""
-    if kind == DUP_DELIVERY:
-        return DELIVERY_BY_SINK[sink]
+    """The table entry for ``kind`` under ``mode`` (a preset, or ``pipeline/<guarantee>``)
+    read at ``isolation``; a producer column's duplicate deliveries are the observer's
+    sink's (DELIVERY_BY_SINK)."""
+    row = TABLE[(mode, isolation)]
     if kind == UNSEEN:
-        return _UNSEEN_IF_LOST.get(TABLE[(mode, isolation)][LOST], TOLERATED)
-    return TABLE[(mode, isolation)][kind]
+        return _UNSEEN_IF_LOST.get(row[LOST], TOLERATED)
+    if kind in row:
+        return row[kind]
+    return DELIVERY_BY_SINK[sink]
 
 
 #: strictness order used to merge the entries of the levels one report column covers

@@ -89,6 +89,8 @@ class RunConfig:
     sink: str  # "exactly-once" or "at-least-once": the observer's sink
     producers: dict[str, ProducerSpec]
     seed: int | None = None
+    #: the pipelines under test (verifier.judge.pipeline.PipelineSpec), by name
+    pipelines: dict = field(default_factory=dict)
 
     def modes(self) -> list[str]:
         """Mode labels, presets first in their canonical order, then user labels."""

@@ -55,6 +55,9 @@ def columns_of(run: RunData) -> list[Column]:
             out += [Column(f"{mode}@{iso}", mode, expect, (iso,)) for iso in ISOLATIONS]
         else:
             out.append(Column(mode, mode, expect, ISOLATIONS))
+    # the pipelines under test, next to the producer modes (verifier.judge.pipeline)
+    out += [Column(p.label, p.label, p.expect, (p.isolation,))
+            for p in run.config.pipelines.values()]
     return out
 
 
@@ -124,7 +127,7 @@ def column_verdict(col, run, outcomes, counts, faults, cap) -> dict:
     verdict = FAIL if forbidden else UNKNOWN if unknown else PASS
     total = {k: 0 for k in ("sent", "acknowledged", "indeterminate", "failed", "committed")}
     observed = 0
-    for pid in pids:
+    for pid in pids or [col.mode]:  # a pipeline's counts are under its column's mode
         c = counts.get(pid, {})
         for k in total:
             total[k] += c.get(k, 0)

@@ -12,6 +12,7 @@ from verifier.judge import verdict as V
 from verifier.judge.checks import Derived, load_run, run_checks
 from verifier.judge.checks.runner import DEFAULT_SAMPLE
 from verifier.judge.checks.stats import counts_by_pid, partition_points, throughput
+from verifier.judge.pipeline import judge_run as judge_pipelines
 from verifier.orchestration.crosscheck import cross_check
 from verifier.report.connections import summarize, unavailable
 from verifier.rundata.connections import read_connections
@@ -28,6 +29,8 @@ def analyze(spark, run_dir: Path | str, cap: int = DEFAULT_SAMPLE, files=None) -
     try:
         outcomes = run_checks(run, d, cap=cap)
         counts = counts_by_pid(d)
+        piped, piped_counts = judge_pipelines(run_dir, run.config, run.drain, cap)
+        outcomes, counts = outcomes + piped, {**counts, **piped_counts}
         by_pid = throughput(d)
         modes = {p: s.mode for p, s in run.config.producers.items()}
         thr: dict[str, dict[int, int]] = {}

@@ -63,6 +63,8 @@ class ScenarioRun:
         self.clock = PhaseClock()
         self.nemesis: Nemesis | None = None
         self.processes: dict[str, ManagedProcess] = {}
+        #: the pipelines under test (verifier.orchestration.pipelines), their drivers
+        self.pipes: list = []
         self.tails = {p.pid: HistoryTail(self.layout.history(p.pid))
                       for p in self.plans}
         self.notes: list[str] = [f"your producer config: {n}" for n in opts.user_notes]
@@ -112,6 +114,7 @@ class ScenarioRun:
         self.logs.mkdir(exist_ok=True)
         self._broker_settings()
         topics = {p.topic: self.scenario.workload.partitions for p in self.plans}
+        topics.update(self._pipeline_setup())
         create_topics(self.env.bootstrap_servers, topics, self.env.replication_factor,
                       **self.plan.security)
         for p in self.plans:
@@ -126,6 +129,18 @@ class ScenarioRun:
         schedule = build_schedule(specs, self.opts.seed, self.scenario.workload.duration_s)
         self._write_config(schedule)
         return schedule
+
+    def _pipeline_setup(self) -> dict[str, int]:
+        """The pipelines' drivers (not started) and their output topics."""
+        from verifier.orchestration.pipelines import PipelineProcess
+
+        topics = {}
+        for p in self.opts.pipelines:
+            proc = PipelineProcess(self.run_dir, p.name, self.layout.config, self.child_env)
+            self.pipes.append(proc)
+            self.processes[proc.name] = proc
+            topics[f"{self.run_id}.out.{p.name}"] = self.scenario.workload.partitions
+        return topics
 
     def _broker_settings(self) -> None:
         """The scenario's start-time ``[broker]`` settings (or the defaults, after a
@@ -152,9 +167,15 @@ class ScenarioRun:
 
     def _write_config(self, schedule) -> None:
         """config.json, before any child starts: the plan with the resolved faults."""
-        self.plan = self._plan({"kafka_version": getattr(self.env, "kafka_version", "unknown"),
-                                "scenario_spec": self.scenario.to_json(),
-                                "schedule": schedule.to_json(), "notes": list(self.notes)})
+        extra = {"kafka_version": getattr(self.env, "kafka_version", "unknown"),
+                 "scenario_spec": self.scenario.to_json(),
+                 "schedule": schedule.to_json(), "notes": list(self.notes)}
+        if self.opts.pipelines:
+            from verifier.orchestration import pipelines as P
+
+            extra["pipelines"] = P.plan_entries(list(self.opts.pipelines), self.run_id,
+                                                hold=P.kills_pipelines(schedule.faults))
+        self.plan = self._plan(extra)
         self.plan.write(self.layout.config)
 
     def _wait_observer_ready(self) -> None:
@@ -298,6 +319,12 @@ class ScenarioRun:
                 with self.clock.phase("setup"):
                     schedule = self._setup()
                     self.processes["observer"].start()
+                    for proc in self.pipes:
+                        proc.start()
+                    if self.pipes:  # a pipeline that drops the value stops the run here
+                        from verifier.orchestration.pipelines import wait_ready
+
+                        wait_ready(self.pipes)
                     # The observer reads from the earliest offsets, so load may start
                     # while Spark starts (~30 s saved per scenario); a scenario that kills
                     # the observer waits for its first batch so the kill hits a running
@@ -311,6 +338,11 @@ class ScenarioRun:
                     self.env.recover([p.topic for p in self.plans])
                     self._stop_generators()
                     self._ensure_observer()
+                    for proc in self.pipes:  # died on its own: from its checkpoint
+                        if not proc.alive:
+                            self.notes.append(f"{proc.name} had exited ({proc.returncode}) "
+                                              f"and was restarted: {proc.log_tail(3)}")
+                            proc.restart()
                 with self.clock.phase("drain"):
                     self._drain()
             except KeyboardInterrupt:
@@ -340,6 +372,14 @@ class ScenarioRun:
 
         read_all(self.env.bootstrap_servers, topics, self.run_id, self.run_dir,
                  **self.plan.security)
+        if self.pipes:
+            from verifier.orchestration import pipelines as P
+
+            behind = P.drain(self.run_dir, self.pipes, self.plan.extra["pipelines"],
+                             timeout=self.scenario.drain_timeout_s)
+            if behind:
+                self.notes.append(f"pipelines' drain incomplete: {'; '.join(behind[:6])}")
+            self.notes += P.stop(self.pipes)  # each reads its output back as it stops
 
     def _verify(self) -> dict:
         from verifier.orchestration.analyze import analyze

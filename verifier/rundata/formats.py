@@ -33,6 +33,7 @@ FORMATS: dict[str, int] = {
     "generator-start-failures": 1,  # RUN/generators-failed.json (§5)
     "chaos-matrix": 1,        # OUT/verdict.json: the scenario x mode grid
     "versions-grid": 1,       # OUT/versions.json: Kafka version x client x mode (§7)
+    "pipeline-readback": 1,   # RUN/pipelines/<name>/readback.json (§8)
 }  # fmt: skip
 
 

@@ -131,6 +131,20 @@ def spark_kafka_jars() -> JarSet:
     return JarSet("spark-kafka", spark_version())
 
 
+def delta_version() -> str:
+    """Delta Lake's jars must match the installed delta-spark wheel (pyproject.toml)."""
+    try:
+        return metadata.version("delta-spark")
+    except metadata.PackageNotFoundError as exc:
+        raise EnvironmentProblem("delta-spark is not installed: run `make setup`") from exc
+
+
+def delta_jars() -> JarSet:
+    """Delta Lake for the pipelines under test (streaming.pipelines): delta-spark_2.13
+    and delta-storage at the wheel's version."""
+    return JarSet("delta", delta_version())
+
+
 def java_generator_jars() -> JarSet:
     """The Java load generator (``producers/java``) and its runtime classpath."""
     return JarSet("java-generator", clients_version())
@@ -205,7 +219,8 @@ def resolve(jarset: JarSet, *, quiet: bool = True) -> Path:
     folder = jarset.folder
     if folder.exists():
         shutil.rmtree(folder)  # an interrupted earlier attempt
-    version_prop = "spark.version" if jarset.profile == "spark-kafka" else "kafka.version"
+    version_prop = {"spark-kafka": "spark.version", "delta": "delta.version"}.get(
+        jarset.profile, "kafka.version")
     cmd = [
         mvn, "-B", *(["-q"] if quiet else []),
         "-gs", str(MAVEN_SETTINGS), "-f", str(POM), "-P", jarset.pom_profile or jarset.profile,

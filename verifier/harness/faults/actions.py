@@ -158,6 +158,24 @@ def heal_process_kill(fault: ScheduledFault, env: FaultEnv, state: dict) -> dict
     return {"process": name, "pid": getattr(proc, "pid", None)}
 
 
+def heal_checkpoint_lost(fault: ScheduledFault, env: FaultEnv, state: dict) -> dict:
+    """Restart the killed driver on a fresh checkpoint, as a redeploy with a new one does;
+    the old checkpoint is moved aside (its batches stay evidence)."""
+    name = state["process"]
+    proc = env.processes[name]
+    checkpoint, aside = getattr(proc, "checkpoint", None), getattr(proc, "lost_checkpoint", None)
+    if checkpoint is None or aside is None:
+        raise NotApplied(f"process {name!r} has no checkpoint to lose")
+    moved = None
+    if checkpoint.exists():
+        moved = aside()
+        checkpoint.rename(moved)
+    if not proc.alive:
+        proc.restart()
+    return {"process": name, "pid": getattr(proc, "pid", None),
+            "checkpoint_moved_to": str(moved) if moved else None}
+
+
 Handler = Callable[[ScheduledFault, FaultEnv, dict], dict]
 
 HANDLERS: dict[str, tuple[Handler, Handler]] = {
@@ -168,6 +186,7 @@ HANDLERS: dict[str, tuple[Handler, Handler]] = {
     "producer-kill": (start_process_kill, heal_process_kill),
     "observer-kill": (start_process_kill, heal_process_kill),
     "process-kill": (start_process_kill, heal_process_kill),
+    "checkpoint-lost": (start_process_kill, heal_checkpoint_lost),
     "broker-config": (start_broker_config, heal_broker_config),
 }
 

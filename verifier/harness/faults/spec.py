@@ -33,7 +33,9 @@ from verifier.rundata.errors import UsageError
 PROXY_KINDS = {"ack-loss": "drop_response", "latency": "latency", "blackhole": "blackhole",
                "reset": "reset", "hold": "hold"}
 BROKER_KINDS = ("broker-kill", "broker-pause", "network-partition")
-PROCESS_KINDS = ("producer-kill", "observer-kill", "process-kill")
+#: checkpoint-lost: a pipeline's driver killed and restarted on a fresh checkpoint (a
+#: redeploy), the old one kept aside (verifier.rundata.pipelines)
+PROCESS_KINDS = ("producer-kill", "observer-kill", "process-kill", "checkpoint-lost")
 #: broker settings changed with the admin API for the fault's window (a scenario's
 #: dynamic ``[broker]`` table), restored at heal; works on any cluster
 CONFIG_KINDS = ("broker-config",)

@@ -88,6 +88,7 @@ def load_config(path: Path) -> RunConfig:
         config = RunConfig(
             run=str(doc["run"]), scenario=str(doc.get("scenario", "unnamed")),
             sink=str(doc.get("sink", "exactly-once")), producers=producers, seed=doc.get("seed"),
+            pipelines=pipeline_specs(doc.get("pipelines") or {}),
         )  # fmt: skip
     except (KeyError, TypeError, AttributeError) as exc:
         raise RunFormatError(path, f"missing or bad field: {exc}") from None
@@ -101,6 +102,21 @@ def load_config(path: Path) -> RunConfig:
     if not producers:
         raise RunFormatError(path, "empty run: no producers")
     return config
+
+
+def pipeline_specs(entries: dict) -> dict:
+    """config.json ``pipelines``: name -> PipelineSpec (its column and expectation row)."""
+    from verifier.judge.expectations import PIPELINE_GUARANTEES
+    from verifier.judge.pipeline import PipelineSpec
+    from verifier.rundata.pipelines import label
+
+    out = {}
+    for name, e in entries.items():
+        if e.get("guarantee") not in PIPELINE_GUARANTEES:
+            raise KeyError(f"pipeline {name}: guarantee {e.get('guarantee')!r}")
+        out[name] = PipelineSpec(name, label(name), f"pipeline/{e['guarantee']}",
+                                 str(e.get("isolation", "read_committed")))
+    return out
 
 
 def observation_combos(folder: Path) -> list[tuple[str, str]]:

@@ -1,0 +1,169 @@
+"""The contract of a pipeline under test, and the loader that checks it.
+
+A pipeline is a Python module (a file anywhere, or an importable module) with::
+
+    def build(spark, source):          # required
+        '''source: the run's topics as Spark's Kafka source frame (key, value, topic,
+        partition, offset, timestamp, ...); return the configured DataStreamWriter
+        (sink, options, trigger). The tool adds the checkpoint location and starts it.'''
+    GUARANTEE = "exactly-once"         # optional: or "at-least-once" (--pipeline-guarantee)
+    def read_output(spark): ...        # optional: the written rows, with a value column,
+                                       # for sinks the tool cannot read back by itself
+
+The output must keep each input record's ``value`` (or the column named by the module's
+``VALUE_COLUMN``): identities are followed through it. Where the tool should put its
+output, the session says (so the run folder holds it and the tool can read it back):
+
+    spark.conf.get("verifier.pipeline.output.path")    # a folder for a file or Delta sink
+    spark.conf.get("verifier.pipeline.output.topic")   # a topic for Spark's Kafka sink
+    spark.conf.get("verifier.pipeline.kafka.bootstrap.servers")
+
+Named by ``--pipeline``: a preset name (streaming.pipelines.presets), ``path/to/file.py``
+(function ``build``), ``path/to/file.py:function`` or ``package.module:function``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import importlib.util
+import re
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from verifier.rundata.errors import UsageError
+
+#: what a pipeline may claim (its expectation-table row)
+GUARANTEES = ("exactly-once", "at-least-once")
+
+#: the Spark settings through which the tool tells a pipeline where to write
+CONF_PATH = "verifier.pipeline.output.path"
+CONF_TOPIC = "verifier.pipeline.output.topic"
+CONF_BOOTSTRAP = "verifier.pipeline.kafka.bootstrap.servers"
+#: fault injection (scenarios that kill the driver mid-batch): how long a batch holds
+#: after part of it is written, and the file that says a batch is holding now
+CONF_HOLD_MS = "verifier.pipeline.hold_ms"
+CONF_HOLD_MARKER = "verifier.pipeline.hold_marker"
+
+_NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
+
+
+class PipelineError(UsageError):
+    """A pipeline that breaks its contract (unloadable, no build, value dropped)."""
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """A loaded pipeline: its column name, how it was named, and the module's parts."""
+
+    name: str  # the report column: a preset's name or the file's stem
+    spec: str  # what --pipeline said
+    build: Callable[[Any, Any], Any]
+    guarantee: str | None  # None: the module claims nothing (then --pipeline-guarantee)
+    read_output: Callable[[Any], Any] | None = None
+    value_column: str = "value"
+
+
+def split_specs(text: str) -> list[str]:
+    """``--pipeline a,b`` -> ``["a", "b"]`` (order kept, no repeats)."""
+    out = [s.strip() for s in text.split(",") if s.strip()]
+    if not out:
+        raise PipelineError(f"--pipeline {text!r}: expected a preset, FILE.py[:function] "
+                            "or module:function")
+    return list(dict.fromkeys(out))
+
+
+def load_pipeline(spec: str, guarantee: str | None = None) -> Pipeline:
+    """Load what ``spec`` names and check its parts (not the writer: that needs Spark,
+    see :func:`check_writer`). ``guarantee`` (``--pipeline-guarantee``) replaces the
+    module's ``GUARANTEE``."""
+    from streaming.pipelines import presets
+
+    if spec in presets.PRESETS:
+        module, func, name = presets.PRESETS[spec], "build", spec
+    else:
+        module, func, name = _import(spec)
+    build = getattr(module, func, None)
+    if not callable(build):
+        raise PipelineError(f"pipeline {spec}: no function {func}(spark, source)")
+    claimed = guarantee or getattr(module, "GUARANTEE", None)
+    if claimed is not None and claimed not in GUARANTEES:
+        raise PipelineError(f"pipeline {spec}: GUARANTEE {claimed!r} is not one of "
+                            f"{', '.join(GUARANTEES)}")
+    read_output = getattr(module, "read_output", None)
+    if read_output is not None and not callable(read_output):
+        raise PipelineError(f"pipeline {spec}: read_output is not a function")
+    return Pipeline(name=name, spec=spec, build=build, guarantee=claimed,
+                    read_output=read_output,
+                    value_column=str(getattr(module, "VALUE_COLUMN", "value")))
+
+
+def _import(spec: str):
+    """A file (``x.py`` or ``x.py:f``) or a module (``pkg.mod:f``)."""
+    target, _, func = spec.partition(":")
+    func = func or "build"
+    if target.endswith(".py"):
+        path = Path(target).expanduser().resolve()
+        if not path.is_file():
+            raise PipelineError(f"pipeline {spec}: no such file {path}")
+        name = _column_name(path.stem)
+        mod_name = f"verifier_user_pipeline_{name.replace('-', '_')}"
+        loader_spec = importlib.util.spec_from_file_location(mod_name, path)
+        if loader_spec is None or loader_spec.loader is None:
+            raise PipelineError(f"pipeline {spec}: cannot load {path}")
+        module = importlib.util.module_from_spec(loader_spec)
+        sys.modules[mod_name] = module  # foreachBatch functions pickle by module
+        try:
+            loader_spec.loader.exec_module(module)
+        except Exception as exc:  # noqa: BLE001 - the user's code: say what broke
+            raise PipelineError(f"pipeline {spec}: importing {path} failed: "
+                                f"{type(exc).__name__}: {exc}") from None
+        return module, func, name
+    if not _is_dotted(target):
+        raise PipelineError(f"pipeline {spec!r}: not a preset, a .py file or "
+                            "module:function")
+    try:
+        module = importlib.import_module(target)
+    except Exception as exc:  # noqa: BLE001 - the user's code: say what broke
+        raise PipelineError(f"pipeline {spec}: importing {target} failed: "
+                            f"{type(exc).__name__}: {exc}") from None
+    return module, func, _column_name(target.rsplit(".", 1)[-1])
+
+
+def _is_dotted(text: str) -> bool:
+    return bool(text) and all(p.isidentifier() for p in text.split("."))
+
+
+def _column_name(stem: str) -> str:
+    name = re.sub(r"[^a-z0-9-]+", "-", stem.lower()).strip("-") or "pipeline"
+    return name if _NAME.match(name) else f"p-{name}"
+
+
+def output_columns(writer) -> list[str]:
+    """The columns of the frame a ``DataStreamWriter`` writes (its plan's output)."""
+    df = getattr(writer, "_df", None)
+    if df is None:
+        raise PipelineError("build() must return a DataStreamWriter (df.writeStream...), "
+                            f"not {type(writer).__name__}")
+    return list(df.columns)
+
+
+def check_writer(pipeline: Pipeline, writer) -> None:
+    """Refuse, before the query starts, a writer whose output drops the value column.
+
+    A ``foreachBatch`` writer is checked on the frame it is handed; what the function
+    writes is checked when its output is read back (``read_output``)."""
+    columns = output_columns(writer)
+    if pipeline.value_column not in columns:
+        raise PipelineError(
+            f"pipeline {pipeline.spec}: its output drops the {pipeline.value_column!r} "
+            f"column (it writes {columns}); each input record's value must reach the "
+            "output (or set VALUE_COLUMN to the column that holds it), or the tool cannot "
+            "follow identities from input to output")
+
+
+__all__ = ["CONF_BOOTSTRAP", "CONF_HOLD_MARKER", "CONF_HOLD_MS", "CONF_PATH", "CONF_TOPIC",
+           "GUARANTEES", "Pipeline", "PipelineError", "check_writer", "load_pipeline",
+           "output_columns", "split_specs"]

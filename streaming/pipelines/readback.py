@@ -1,0 +1,127 @@
+"""Read a pipeline's output back into identity rows (verifier.rundata.pipelines).
+
+Where the output is, and how Spark users read it:
+
+- ``read_output(spark)`` when the pipeline has one (a ``foreachBatch`` into a database);
+  the presets use it for files (through the file sink's ``_spark_metadata`` log, as
+  Spark readers do) and Delta tables;
+- otherwise what the pipeline wrote under the tool's output path: a Delta table
+  (``_delta_log``) or a file sink's Parquet (``_spark_metadata``);
+- otherwise the output topic, read from the beginning to its end offsets at
+  read_committed by a plain kafka-python consumer.
+
+Every value is decoded by the same function as the plain reader's (record format 1);
+a value that does not decode is a foreign row. The output's ``batch`` column, when it has
+one, is kept as evidence, and so are the checkpoints' planned batches.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pyarrow as pa
+from kafka import KafkaConsumer, TopicPartition
+
+from streaming.observations import decode_row
+from streaming.progress import commit_log_batches, offset_log_batches, planned_end_offsets
+from verifier.rundata.pipelines import OUTPUT_SCHEMA, PipelineLayout
+from verifier.rundata.waiting import wait_until
+
+
+def decode_values(run_id: str, values: list, batches: list | None = None) -> pa.Table:
+    """Identity rows of the given values (bytes or text), with their batch ids."""
+    rows = []
+    for i, v in enumerate(values):
+        if isinstance(v, str):
+            v = v.encode()
+        row = decode_row(run_id, v)
+        row["batch"] = None if batches is None else batches[i]
+        rows.append({k: row.get(k) for k in OUTPUT_SCHEMA.names})
+    return pa.Table.from_pylist(rows, schema=OUTPUT_SCHEMA)
+
+
+def frame_values(df, value_column: str) -> tuple[list, list | None]:
+    """(values, batches or None) of an output DataFrame, collected as Arrow."""
+    if value_column not in df.columns:
+        raise ValueError(f"the output has no {value_column!r} column (it has {df.columns}): "
+                         "read_output must return the written rows with their value")
+    cols = [value_column] + (["batch"] if "batch" in df.columns else [])
+    table = df.select(*cols).toArrow()
+    values = table.column(0).to_pylist()
+    batches = table.column("batch").to_pylist() if "batch" in cols else None
+    return values, batches
+
+
+def source_of(where: PipelineLayout, has_reader: bool) -> str:
+    """How this pipeline's output is read back: read_output, delta, files or topic."""
+    if has_reader:
+        return "read_output"
+    if (where.output / "_delta_log").is_dir():
+        return "delta"
+    if (where.output / "_spark_metadata").is_dir():
+        return "files"
+    return "topic"
+
+
+def read_frame(spark, where: PipelineLayout, source: str, read_output):
+    if source == "read_output":
+        return read_output(spark)
+    if source == "delta":
+        return spark.read.format("delta").load(str(where.output))
+    return spark.read.parquet(str(where.output))
+
+
+def read_topic(bootstrap_servers: str, topic: str, timeout: float = 120,
+               **client_config) -> list[bytes]:
+    """Every value of ``topic`` at read_committed, from the beginning to its end offsets."""
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap_servers,
+                             isolation_level="read_committed", enable_auto_commit=False,
+                             group_id=None, max_poll_records=5000,
+                             **{"client_id": "verifier.pipeline-readback", **client_config})
+    values: list[bytes] = []
+    try:
+        tps = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic)
+                                                        or ())]
+        consumer.assign(tps)
+        consumer.seek_to_beginning(*tps)
+        ends = consumer.end_offsets(tps)
+        pending = {tp for tp in tps if consumer.position(tp) < ends[tp]}
+
+        def probe() -> tuple[bool, dict]:
+            for tp, messages in consumer.poll(timeout_ms=500).items():
+                values.extend(m.value for m in messages if m.offset < ends[tp])
+            for tp in list(pending):
+                if consumer.position(tp) >= ends[tp]:
+                    pending.discard(tp)
+                    consumer.pause(tp)
+            return not pending, {f"{tp.topic}-{tp.partition}": ends[tp] for tp in pending}
+
+        wait_until(probe, timeout=timeout, interval=0.001, max_interval=0.01,
+                   what=f"reading the pipeline's output topic {topic}",
+                   expected="position == end offset for every partition")
+    finally:
+        consumer.close()
+    return values
+
+
+def checkpoint_batches(where: PipelineLayout) -> list[dict]:
+    """Every planned batch of every checkpoint the pipeline had (lost ones first): its
+    generation, id, end offsets (``"topic-partition": next offset``), committed or not."""
+    out = []
+    gens = [*where.lost_checkpoints(), where.checkpoint]
+    for gen, ckpt in enumerate(gens):
+        if not (ckpt / "offsets").is_dir():
+            continue
+        committed = set(commit_log_batches(ckpt))
+        for b in offset_log_batches(ckpt):
+            try:
+                ends = planned_end_offsets(ckpt, b)
+            except (OSError, ValueError, json.JSONDecodeError):
+                continue  # a half-written entry of a killed driver
+            out.append({"generation": gen, "batch": b, "committed": b in committed,
+                        "end": {f"{t}-{p}": o for (t, p), o in sorted(ends.items())}})
+    return out
+
+
+__all__ = ["checkpoint_batches", "decode_values", "frame_values", "read_frame", "read_topic",
+           "source_of"]

@@ -1,0 +1,211 @@
+"""A pipeline under test judged from input to output (issue 21).
+
+Pure: the input log (what the run's topics held at the pipeline's isolation level, as
+the plain reader read it after the drain), the pipeline's read-back output rows and its
+checkpoints' batches in; anomalies out, as :class:`~verifier.judge.model.Group` values of
+the pipeline's column, judged by the expectation table's pipeline rows.
+
+Per input partition, each record of the log (one offset) must reach the output once
+(``exactly-once``) or at least once (``at-least-once``). Records are followed by their
+decoded identity (formats §4: producer, partition, sequence, session, transaction, send
+time): an identity the log holds at *k* offsets (a producer's own duplicate) must be in
+the output *k* times.
+
+- fewer copies in the output: ``lost`` (``unseen`` when the pipeline had not committed a
+  batch past that offset: lost or late);
+- more copies: ``duplicate-delivery`` (the sink wrote a record again: a replayed batch,
+  a batch re-run under a new checkpoint);
+- an output row that does not decode, belongs to another run, or is no input record:
+  ``foreign-record``.
+
+Evidence names the batches: those that read the record (from the checkpoints' offset
+logs, ``<checkpoint generation>:<batch id>``) and, when the output carries a ``batch``
+column, the batch id of each copy.
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections import defaultdict
+from dataclasses import dataclass
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from verifier.judge.model import DUP_DELIVERY, FOREIGN, LOST, UNSEEN, CheckOutcome, Group
+
+KEY = ("pid", "p", "seq", "ses", "txn", "ts_send")
+KINDS = (LOST, UNSEEN, DUP_DELIVERY, FOREIGN)
+BUCKET_MS = 1000  # as the checks' timeline
+
+
+@dataclass(frozen=True)
+class PipelineSpec:
+    """One pipeline as config.json declares it."""
+
+    name: str
+    label: str  # its report column's mode: "pipeline:<name>"
+    expect: str  # its expectation-table row: "pipeline/<guarantee>"
+    isolation: str
+
+
+def input_log(obs: pa.Table) -> pa.Table:
+    """One row per (topic, partition, offset) of decoded records (``obs``: observation
+    rows of one isolation level)."""
+    keep = obs.filter(pc.invert(pc.fill_null(obs["foreign"], False)))
+    cols = ["topic", "partition", "offset", *KEY]
+    return keep.select(cols).group_by(["topic", "partition", "offset"]).aggregate(
+        [(k, "min") for k in KEY]).rename_columns(cols)
+
+
+class BatchIndex:
+    """Which planned batch of which checkpoint covered an offset (position semantics:
+    batch N covers [end of N-1, end of N) per partition)."""
+
+    def __init__(self, batches: list[dict]):
+        self._by: dict[tuple, tuple[list[int], list[str]]] = {}
+        ordered = sorted(batches, key=lambda b: (b["generation"], b["batch"]))
+        for b in ordered:
+            for tp, end in b["end"].items():
+                ends, names = self._by.setdefault((b["generation"], tp), ([], []))
+                ends.append(int(end))
+                names.append(f"{b['generation']}:{b['batch']}")
+
+    def covering(self, topic: str, partition: int, offset: int) -> list[str]:
+        out = []
+        for (_gen, tp), (ends, names) in sorted(self._by.items()):
+            if tp == f"{topic}-{partition}":
+                i = bisect.bisect_right(ends, offset)
+                if i < len(ends):
+                    out.append(names[i])
+        return out
+
+    def committed_ends(self, batches: list[dict]) -> dict[str, int]:
+        """The live checkpoint's committed position per partition."""
+        live = max((b["generation"] for b in batches), default=None)
+        ends: dict[str, int] = {}
+        for b in batches:
+            if b["generation"] == live and b["committed"]:
+                for tp, end in b["end"].items():
+                    ends[tp] = max(ends.get(tp, 0), int(end))
+        return ends
+
+
+def judge(spec: PipelineSpec, log: pa.Table, out: pa.Table, batches: list[dict],
+          drain_ends: dict[str, int] | None, run_id: str, cap: int = 20
+          ) -> tuple[CheckOutcome, dict]:
+    """The pipeline's check outcome and its counts (``sent``: input records in the log at
+    its isolation level, ``observed``: output rows). ``drain_ends``: per
+    ``"topic-partition"`` the end offset the drain reached at that level (None: the
+    drain did not complete, every missing record is unseen)."""
+    index = BatchIndex(batches)
+    position = index.committed_ends(batches)
+    where: dict[tuple, list[tuple]] = defaultdict(list)
+    for r in log.to_pylist():
+        where[tuple(r[k] for k in KEY)].append((r["topic"], r["partition"], r["offset"]))
+    copies: dict[tuple, list] = defaultdict(list)
+    topic_of = {key[0]: locs[0][0] for key, locs in where.items()}
+    found: dict[str, list[dict]] = {k: [] for k in KINDS}
+    for r in out.to_pylist():
+        key = tuple(r[k] for k in KEY)
+        if r["foreign"] or r["run"] != run_id or key not in where:
+            why = r["error"] or ("not a record of the input log" if r["run"] == run_id
+                                 else f"another run: {r['run']}")
+            found[FOREIGN].append(_row(spec, FOREIGN, topic_of.get(r["pid"]), r, None,
+                                       {"error": why, "batch": r["batch"]}))
+            continue
+        copies[key].append(r["batch"])
+    for key, locs in where.items():
+        n_in, got = len(locs), copies.get(key, [])
+        if len(got) == n_in:
+            continue
+        topic, part, offset = locs[0]
+        ident = dict(zip(KEY, key, strict=True))
+        read_by = sorted({b for t, p, o in locs for b in index.covering(t, p, o)})
+        ev = {"in_log": n_in, "in_output": len(got), "offsets": [o for *_, o in locs],
+              "read_by_batches": read_by}
+        if any(b is not None for b in got):
+            ev["output_batches"] = sorted(b for b in got if b is not None)
+        if len(got) > n_in:
+            found[DUP_DELIVERY].append(_row(spec, DUP_DELIVERY, topic, ident, offset, ev))
+            continue
+        tp = f"{topic}-{part}"
+        late = (drain_ends is None or position.get(tp, 0) < drain_ends.get(tp, 0)
+                or position.get(tp, 0) <= offset)
+        kind = UNSEEN if late else LOST
+        found[kind].append(_row(spec, kind, topic, ident, offset,
+                                {**ev, "position": position.get(tp)}))
+    outcome = CheckOutcome(f"pipeline:{spec.name}", KINDS)
+    for kind, rows in found.items():
+        if rows:
+            rows.sort(key=lambda r: (r.get("topic", ""), r.get("partition", -1),
+                                     r.get("offset", -1)))
+            outcome.groups.append(Group(kind, spec.label, spec.isolation, len(rows),
+                                        rows[:cap], _timeline(rows)))
+    counts = {"sent": log.num_rows, "observed": out.num_rows,
+              f"observed_{spec.isolation}": out.num_rows}
+    return outcome, counts
+
+
+def _row(spec: PipelineSpec, kind: str, topic, ident: dict, offset, evidence: dict) -> dict:
+    row = {"kind": kind, "topic": topic, "partition": ident.get("p"),
+           "isolation": spec.isolation, "reader": spec.label, "pid": ident.get("pid"),
+           "ses": ident.get("ses"), "seq": ident.get("seq"), "txn": ident.get("txn"),
+           "offset": offset, "offsets": evidence.get("offsets"), "t": ident.get("ts_send"),
+           "evidence": {k: v for k, v in evidence.items() if v is not None}}
+    return {k: v for k, v in row.items() if v is not None}
+
+
+def _timeline(rows: list[dict]) -> list[tuple[int, int]]:
+    buckets: dict[int, int] = defaultdict(int)
+    for r in rows:
+        if r.get("t") is not None:
+            buckets[int(r["t"]) // BUCKET_MS * BUCKET_MS] += 1
+    return sorted(buckets.items())
+
+
+__all__ = ["KINDS", "BatchIndex", "PipelineSpec", "input_log", "judge"]
+
+
+def read_input_log(run_dir, isolation: str) -> pa.Table:
+    """The run's topics at ``isolation`` as the plain reader read them after the drain
+    (the Spark observer's rows when the plain reader has none)."""
+    import pyarrow.dataset as ds
+
+    from verifier.rundata.layout import RunLayout
+
+    cols = ["topic", "partition", "offset", "foreign", *KEY]
+    for reader in ("plain", "spark"):
+        folder = RunLayout(run_dir).observations_of(reader, isolation)
+        files = sorted(str(f) for f in folder.glob("[!._]*.parquet")) if folder.is_dir() else []
+        if files:
+            return input_log(ds.dataset(files, format="parquet").to_table(columns=cols))
+    raise FileNotFoundError(f"no observations at {isolation} in {run_dir}")
+
+
+def judge_run(run_dir, config, drain, cap: int = 20) -> tuple[list[CheckOutcome], dict]:
+    """Every pipeline of a run folder: its outcome (a crashed check, UNKNOWN, when its
+    output was never read back) and counts keyed by its column's mode."""
+    import time
+    import traceback
+
+    from verifier.rundata.pipelines import PipelineLayout, read_readback
+
+    outcomes, counts = [], {}
+    for spec in config.pipelines.values():
+        start = time.perf_counter()
+        try:
+            rows, info = read_readback(PipelineLayout(run_dir, spec.name))
+            ends = None
+            if drain.completed:
+                key = f"end_{spec.isolation}"
+                ends = {f"{p['topic']}-{p['partition']}": int(p[key]) for p in drain.partitions}
+            outcome, c = judge(spec, read_input_log(run_dir, spec.isolation), rows,
+                               info.get("batches") or [], ends, config.run, cap)
+            counts[spec.label] = c
+        except Exception as exc:  # noqa: BLE001 - a check that cannot run is UNKNOWN
+            outcome = CheckOutcome(f"pipeline:{spec.name}", KINDS, error=traceback.format_exc(),
+                                   summary=f"{type(exc).__name__}: {exc}"[:300])
+        outcome.seconds = time.perf_counter() - start
+        outcomes.append(outcome)
+    return outcomes, counts

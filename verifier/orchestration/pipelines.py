@@ -1,0 +1,194 @@
+"""The pipelines under test in a chaos run (``verifier chaos --pipeline``, issue 21).
+
+Each pipeline is its own driver process (streaming.pipelines.driver), named
+``pipeline/<name>`` so the nemesis can kill it (a fault's ``{"process": "pipeline"}``
+reaches every pipeline of the run), with its own checkpoint. Its phases ride on the
+run's: started with the observer at set-up (a pipeline that drops the value is refused
+there, before any load), killed and restarted by the faults, drained after the observer
+(its committed position reaches the end offsets the drain saw), then stopped, when it
+reads its output back into the run folder for the judge.
+"""
+
+from __future__ import annotations
+
+import signal
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from verifier.harness.procs import ManagedProcess, ProcessError
+from verifier.rundata.errors import UsageError, VerifierError
+from verifier.rundata.formats import read_json
+from verifier.rundata.layout import RunLayout
+from verifier.rundata.pipelines import PipelineLayout
+from verifier.rundata.waiting import GiveUp, wait_until
+
+#: every pipeline's process is "pipeline/<name>": a fault naming "pipeline" hits them all
+PROCESS_PREFIX = "pipeline"
+#: a scenario that kills a pipeline's driver holds each batch open this long once part of
+#: it is written, so a kill lands mid-batch (streaming.pipelines.presets)
+HOLD_MS = 2000
+READY_TIMEOUT = 240.0  # a Spark JVM per pipeline, next to the observer's, on 2 cores
+#: the read-back after the stop: a Spark job over the output (and a Delta log replay)
+STOP_TIMEOUT = 240.0
+
+
+@dataclass(frozen=True)
+class PlannedPipeline:
+    name: str
+    spec: str
+    guarantee: str
+    isolation: str = "read_committed"
+
+    @property
+    def process_name(self) -> str:
+        return f"{PROCESS_PREFIX}/{self.name}"
+
+
+def plan_pipelines(specs: tuple[str, ...], guarantee: str | None) -> list[PlannedPipeline]:
+    """Load and check every ``--pipeline`` (usage errors before anything starts)."""
+    from streaming.pipelines.contract import load_pipeline
+
+    out: list[PlannedPipeline] = []
+    for spec in specs:
+        p = load_pipeline(spec, guarantee)
+        if p.guarantee is None:
+            raise UsageError(f"pipeline {spec} claims no guarantee: set GUARANTEE = "
+                             "\"exactly-once\" or \"at-least-once\" in it, or give "
+                             "--pipeline-guarantee")
+        if any(o.name == p.name for o in out):
+            raise UsageError(f"two pipelines named {p.name!r}: rename one file")
+        out.append(PlannedPipeline(p.name, spec, p.guarantee))
+    return out
+
+
+def kills_pipelines(faults) -> bool:
+    """Does the scenario's schedule (or fault list) act on a pipeline's driver?"""
+    def target(f):
+        t = f.get("target") if isinstance(f, dict) else f.target
+        return (t or {}).get("process", "")
+    return any(str(target(f)).startswith(PROCESS_PREFIX) for f in faults)
+
+
+def plan_entries(pipelines: list[PlannedPipeline], run_id: str, hold: bool) -> dict:
+    """config.json ``pipelines`` (verifier.rundata.pipelines)."""
+    return {p.name: {"spec": _absolute(p.spec), "guarantee": p.guarantee,
+                     "isolation": p.isolation, "output_topic": f"{run_id}.out.{p.name}",
+                     "hold_ms": HOLD_MS if hold else 0} for p in pipelines}
+
+
+def _absolute(spec: str) -> str:
+    """A file spec made absolute: the driver may run from another folder."""
+    target, colon, func = spec.partition(":")
+    if target.endswith(".py"):
+        return str(Path(target).expanduser().resolve()) + colon + func
+    return spec
+
+
+class PipelineProcess(ManagedProcess):
+    """A pipeline's driver; knows its checkpoint (the checkpoint-lost fault moves it)."""
+
+    def __init__(self, run_dir: Path, name: str, config: Path, env: dict) -> None:
+        self.where = PipelineLayout(run_dir, name)
+        argv = [sys.executable, "-u", "-m", "streaming.pipelines.driver", "--plan",
+                str(config), "--pipeline", name]
+        super().__init__(f"{PROCESS_PREFIX}/{name}", argv,
+                         RunLayout(run_dir).log(self.where.log_name), env=env)
+
+    @property
+    def checkpoint(self) -> Path:
+        return self.where.checkpoint
+
+    def lost_checkpoint(self) -> Path:
+        return self.where.next_lost_checkpoint()
+
+
+def wait_ready(procs: list[PipelineProcess], timeout: float = READY_TIMEOUT) -> None:
+    """Every pipeline's query started; a refused one (it drops the value) is a usage
+    error, any other early exit a VerifierError with its log."""
+    def probe():
+        waiting = []
+        for proc in procs:
+            if proc.where.ready.exists():
+                continue
+            if not proc.alive:
+                refused = proc.where.root / "refused.json"
+                if refused.exists():
+                    raise GiveUp(UsageError(read_json_plain(refused)["error"]))
+                raise GiveUp(VerifierError(f"pipeline {proc.name} exited "
+                                           f"({proc.returncode}):\n{proc.log_tail(15)}"))
+            waiting.append(proc.name)
+        return not waiting, waiting
+
+    wait_until(probe, timeout=timeout, what="every pipeline's query to start",
+               expected="RUN/pipelines/<name>/ready.json for each",
+               describe=lambda w: f"not started yet: {w}", interval=0.5)
+
+
+def read_json_plain(path: Path) -> dict:
+    import orjson
+
+    return orjson.loads(path.read_bytes())
+
+
+def committed_position(where: PipelineLayout) -> dict[str, int]:
+    """The live checkpoint's committed end offset per ``"topic-partition"``."""
+    from streaming.progress import commit_log_batches, planned_end_offsets
+
+    committed = commit_log_batches(where.checkpoint) if where.checkpoint.is_dir() else []
+    if not committed:
+        return {}
+    ends = planned_end_offsets(where.checkpoint, max(committed))
+    return {f"{t}-{p}": o for (t, p), o in ends.items()}
+
+
+def drain(run_dir: Path, procs: list[PipelineProcess], entries: dict,
+          timeout: float) -> list[str]:
+    """Wait until each pipeline committed a batch past the end offsets the drain saw at
+    its isolation level; returns what stayed behind (the judge says unseen there)."""
+    try:
+        ends = read_json(RunLayout(run_dir).drain, "drain").get("end_offsets") or {}
+    except VerifierError:
+        return ["no drain.json: the pipelines' drain was not checked"]
+    behind: list[str] = []
+
+    def probe():
+        behind.clear()
+        for proc in procs:
+            iso = entries[proc.where.name]["isolation"]
+            pos = committed_position(proc.where)
+            for tp, end in sorted((ends.get(iso) or {}).items()):
+                if pos.get(tp, 0) < int(end):
+                    behind.append(f"{proc.name} {tp} at {pos.get(tp, 0)}/{end}")
+        return not behind, list(behind)
+
+    try:
+        wait_until(probe, timeout=timeout, what="the pipelines' drain",
+                   expected="each pipeline's committed position >= the end offsets",
+                   describe=lambda b: f"{len(b)} behind: {', '.join(b[:6])}",
+                   max_interval=0.5)
+    except VerifierError:
+        return list(behind)
+    return []
+
+
+def stop(procs: list[PipelineProcess], timeout: float = STOP_TIMEOUT) -> list[str]:
+    """SIGTERM every driver (they stop their query and read their output back at once,
+    in parallel); notes for those that did not exit cleanly."""
+    notes = []
+    for proc in procs:
+        if proc.alive:
+            try:
+                proc.send_signal(signal.SIGTERM)
+            except ProcessError:
+                pass
+    for proc in procs:
+        code = proc.terminate(timeout=timeout)
+        if code not in (0, None):
+            notes.append(f"{proc.name} exited {code}: {proc.log_tail(3)}")
+    return notes
+
+
+__all__ = ["HOLD_MS", "PROCESS_PREFIX", "PipelineProcess", "PlannedPipeline",
+           "committed_position", "drain", "kills_pipelines", "plan_entries", "plan_pipelines",
+           "stop", "wait_ready"]

@@ -1,0 +1,117 @@
+"""The pipelines under test in a run folder: where each one's files are, and the format of
+what the tool read back from its output (docs/formats.md §8).
+
+    RUN/pipelines/<name>/checkpoint/           its Spark checkpoint (the live one)
+    RUN/pipelines/<name>/checkpoint.lost-<k>/  a checkpoint the checkpoint-lost fault
+                                               took away (kept: its batches are evidence)
+    RUN/pipelines/<name>/output/               its output folder (file and Delta sinks)
+    RUN/pipelines/<name>/ready.json            written once its query started
+    RUN/pipelines/<name>/holding               present while a batch holds (fault window)
+    RUN/pipelines/<name>/output.parquet        the read-back output rows, decoded
+    RUN/pipelines/<name>/readback.json         how they were read, and every batch's
+                                               planned end offsets per checkpoint
+
+config.json lists the pipelines under ``pipelines``: name -> {spec, guarantee,
+isolation, output_topic, hold_ms}.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+
+from verifier.rundata.formats import RunFormatError, read_json, write_json
+
+READBACK_FORMAT = "pipeline-readback"
+
+#: the read-back rows: the decoded identity of every output row (formats §4's identity
+#: columns), and the batch that wrote it when the output says so
+OUTPUT_SCHEMA = pa.schema([
+    ("run", pa.string()), ("pid", pa.string()), ("ses", pa.int32()), ("p", pa.int32()),
+    ("seq", pa.int64()), ("txn", pa.int64()), ("ts_send", pa.int64()),
+    ("foreign", pa.bool_()), ("error", pa.string()), ("batch", pa.int64()),
+])  # fmt: skip
+
+#: column labels of pipelines: "pipeline:<name>" (never a producer mode)
+LABEL_PREFIX = "pipeline:"
+
+
+def label(name: str) -> str:
+    return LABEL_PREFIX + name
+
+
+@dataclass(frozen=True)
+class PipelineLayout:
+    """The paths of one pipeline of a run. Building one touches nothing on disk."""
+
+    run_dir: Path
+    name: str
+
+    @property
+    def root(self) -> Path:
+        return Path(self.run_dir) / "pipelines" / self.name
+
+    @property
+    def checkpoint(self) -> Path:
+        return self.root / "checkpoint"
+
+    def lost_checkpoints(self) -> list[Path]:
+        """Checkpoints taken away by the checkpoint-lost fault, oldest first."""
+        found = self.root.glob("checkpoint.lost-*") if self.root.is_dir() else []
+        return sorted(found, key=lambda p: int(p.name.rsplit("-", 1)[1]))
+
+    def next_lost_checkpoint(self) -> Path:
+        return self.root / f"checkpoint.lost-{len(self.lost_checkpoints())}"
+
+    @property
+    def output(self) -> Path:
+        return self.root / "output"
+
+    @property
+    def ready(self) -> Path:
+        return self.root / "ready.json"
+
+    @property
+    def holding(self) -> Path:
+        return self.root / "holding"
+
+    @property
+    def rows(self) -> Path:
+        return self.root / "output.parquet"
+
+    @property
+    def readback(self) -> Path:
+        return self.root / "readback.json"
+
+    @property
+    def log_name(self) -> str:
+        return f"pipeline-{self.name}"
+
+
+def write_readback(where: PipelineLayout, rows: pa.Table, info: dict) -> None:
+    """The read-back rows, then the document that says they are complete."""
+    where.root.mkdir(parents=True, exist_ok=True)
+    tmp = where.rows.with_name(".output.parquet.tmp")
+    pq.write_table(rows.select(OUTPUT_SCHEMA.names).cast(OUTPUT_SCHEMA), tmp)
+    tmp.replace(where.rows)
+    write_json(where.readback, READBACK_FORMAT, {**info, "rows": rows.num_rows})
+
+
+def read_readback(where: PipelineLayout) -> tuple[pa.Table, dict]:
+    """(rows, readback.json) of one pipeline; RunFormatError when it was never read back."""
+    info = read_json(where.readback, READBACK_FORMAT)
+    if info.get("error"):
+        raise RunFormatError(where.readback, f"its output could not be read back: "
+                                             f"{info['error']}")
+    try:
+        rows = pq.read_table(where.rows, schema=OUTPUT_SCHEMA)
+    except (OSError, pa.ArrowInvalid) as exc:
+        raise RunFormatError(where.rows, f"unreadable: {exc}") from None
+    return rows, info
+
+
+__all__ = ["LABEL_PREFIX", "OUTPUT_SCHEMA", "READBACK_FORMAT", "PipelineLayout", "label",
+           "read_readback", "write_readback"]
