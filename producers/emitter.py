@@ -24,7 +24,7 @@ import orjson
 from kafka import KafkaProducer
 
 from producers import outcomes
-from verifier.rundata.history import HistoryWriter, invoke_send_lines, now_ms
+from verifier.rundata.history import HistoryWriter, invoke_send_lines, now_ms, ok_send_line
 from verifier.rundata.records import encode_values
 
 _dumps = orjson.dumps
@@ -169,6 +169,8 @@ class Emitter:
         self.writer.write_raw(self._completion(pending, offset, exc, t, op))
 
     def _completion(self, pending: _Pending, offset, exc, t: int, op: str) -> bytes:
+        if exc is None and self.acks != 0 and offset is not None and offset >= 0:
+            return ok_send_line(self.ses, pending.p, pending.seq, pending.txn, offset, t)
         line = {"type": "ok", "f": "send", "ses": self.ses, "p": pending.p,
                 "seq": pending.seq, "txn": pending.txn}
         if exc is None and (self.acks == 0 or offset is None or offset < 0):

@@ -44,7 +44,7 @@ from producers.rdkafka_outcomes import (
 )
 from producers.resume import PlannedTxn
 from verifier.rundata.errors import UsageError
-from verifier.rundata.history import invoke_send_lines, now_ms
+from verifier.rundata.history import invoke_send_lines, now_ms, ok_send_line
 from verifier.rundata.records import encode_values
 
 # --- sending --------------------------------------------------------------------------------
@@ -140,6 +140,9 @@ class RdEmitter:
     def _line(self, pending: _Pending, err, t: int, op: str) -> bytes:
         import orjson
 
+        if err is None and not self.acks0 and pending.offset is not None and \
+                pending.offset >= 0:
+            return ok_send_line(self.ses, pending.p, pending.seq, pending.txn, pending.offset, t)
         line: dict[str, Any] = {"type": OK, "f": "send", "ses": self.ses, "p": pending.p,
                                 "seq": pending.seq, "txn": pending.txn}
         if err is None and (self.acks0 or pending.offset is None or pending.offset < 0):

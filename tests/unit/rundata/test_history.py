@@ -156,3 +156,14 @@ def test_invoke_send_lines_are_the_dicts_dumped(txn):
     want = [orjson.dumps({"type": "invoke", "f": "send", "ses": 4, "p": p, "seq": seq,
                           "txn": txn, "t": 1795314893744}) + b"\n" for p, seq in idents]
     assert invoke_send_lines(4, idents, txn, 1795314893744) == want
+
+
+@pytest.mark.parametrize("txn", [None, 7])
+def test_ok_send_line_is_the_dict_dumped(txn):
+    import orjson
+
+    from verifier.rundata.history import ok_send_line
+
+    want = orjson.dumps({"type": "ok", "f": "send", "ses": 2, "p": 1, "seq": 44, "txn": txn,
+                         "offset": 1234567, "t": 1795314893744}) + b"\n"
+    assert ok_send_line(2, 1, 44, txn, 1234567, 1795314893744) == want
