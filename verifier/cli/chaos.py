@@ -13,7 +13,14 @@ import threading
 from concurrent.futures import Future
 from pathlib import Path
 
-from verifier.orchestration.scenario import SINKS, load_profiles, load_scenario, scaled
+from verifier.orchestration.scenario import (
+    SINKS,
+    load_profiles,
+    load_scenario,
+    parse_duration,
+    scaled,
+    stretched,
+)
 from verifier.rundata.errors import EnvironmentProblem, UsageError
 from verifier.rundata.jvm import PROJECT_ROOT
 from verifier.rundata.layout import RunLayout
@@ -75,6 +82,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                    default=None, help="the guarantee every --pipeline is judged by "
                                       "(default: each one's GUARANTEE)")
     p.add_argument("--out", type=Path, default=Path("runs"), help="output folder")
+    p.add_argument("--fail-fast", action="store_true",
+                   help="stop the load at the first forbidden anomaly the observer's live "
+                        "checks report, heal, drain and report FAIL with the evidence; "
+                        "skip the profile's remaining scenarios")
+    p.add_argument("--duration", default=None, metavar="30m",
+                   help="run each scenario this long (s, m, h), its faults repeating every "
+                        "period of the scenario's own length (the soak profile: 20m)")
     p.add_argument("--selftest", action="store_true",
                    help="after each scenario's verdict, inject every anomaly and legal near "
                         "miss into copies of its run and show that the checks catch each "
@@ -180,7 +194,11 @@ def _scenarios(args: argparse.Namespace):
         raise UsageError(f"unknown profile {args.profile!r}; known: {sorted(profiles)}")
     profile = profiles[args.profile]
     names = args.scenario or list(profile.scenarios)
-    return profile, [scaled(load_scenario(n), profile) for n in names]
+    scenarios = [scaled(load_scenario(n), profile) for n in names]
+    duration = parse_duration(args.duration) if args.duration else profile.duration_s
+    if duration is not None:
+        scenarios = [stretched(s, duration) for s in scenarios]
+    return profile, scenarios
 
 
 def _clients(args: argparse.Namespace) -> tuple[str, ...]:
@@ -356,6 +374,7 @@ def _prepare(args: argparse.Namespace):
                       user_mode=user_mode, user_settings=settings,
                       user_overrides=user.overrides, user_notes=user.notes,
                       profile=profile.name, extra_env=spark_env(), selftest=args.selftest,
+                      fail_fast=args.fail_fast,
                       client=args.client, clients=clients, kafka_versions=tuple(versions),
                       pipelines=pipelines)
     problems: list[str] = []

@@ -119,6 +119,8 @@ def run_one(env, scenario: Scenario, opts: RunOptions, spark, out=sys.stdout) ->
         print(f"scenario {scenario.name} could not complete: {exc}", file=out)
         doc = crashed_doc(run, exc)
     mark_skipped(doc, run.skipped_faults)
+    if run.stopped_early:  # --fail-fast: the load was cut short at this live anomaly
+        doc["stopped_early"] = run.stopped_early
     run.run_dir.mkdir(parents=True, exist_ok=True)
     doc["run_dir"] = str(run.run_dir)
     if "connections" not in doc:  # a crashed run: its connections still tell something
@@ -158,6 +160,11 @@ def run_matrix(env, scenarios: list[Scenario], opts: RunOptions, spark,
     with env:
         for scenario in scenarios:
             docs.append(run_one(env, scenario, opts, spark, out))
+            if opts.fail_fast and docs[-1].get("exit_code") == 1 and scenario != scenarios[-1]:
+                left = [s.name for s in scenarios[len(docs):]]
+                print(f"--fail-fast: {scenario.name} failed; not run: {', '.join(left)}",
+                      file=out, flush=True)
+                break
     if collect is not None:
         collect.extend(docs)
     grid = write_matrix(docs, Path(opts.out), {"profile": opts.profile, "seed": opts.seed,

@@ -61,6 +61,8 @@ class ScenarioRun:
         self.sink = opts.sink or scenario.sink
         self.plans = plan_producers(scenario, self.run_id, opts)
         self.clock = PhaseClock()
+        #: what --fail-fast stopped the load at (None: the load ran its duration)
+        self.stopped_early: str | None = None
         self.nemesis: Nemesis | None = None
         self.processes: dict[str, ManagedProcess] = {}
         #: the pipelines under test (verifier.orchestration.pipelines), their drivers
@@ -207,9 +209,12 @@ class ScenarioRun:
         faults = ",".join(f.kind for f, _ in (self.nemesis.active.values()
                                               if self.nemesis else [])) or "none"
         elapsed = time.monotonic() - self._t0
+        from verifier.orchestration.live import live_line
+
         return (f"[{self.scenario.name} {elapsed:.0f}s] {self.clock.current or '-'} | "
                 f"fault: {faults} | "
-                f"sent {' '.join(sent)} | observed {' '.join(seen)}")
+                f"sent {' '.join(sent)} | observed {' '.join(seen)} | "
+                f"{live_line(self.run_dir, self.plans, self.sink)}")
 
     def _wait_generators_producing(self) -> None:
         """The fault clock starts once every generator has completed a send: a Python
@@ -260,12 +265,35 @@ class ScenarioRun:
             try:
                 # The load phase lasts the scenario's duration by definition: this is
                 # pacing, not a wait for a condition. The nemesis heals everything on exit.
-                threading.Event().wait(self.scenario.workload.duration_s)
-                with self.clock.phase("heal"):
-                    self.nemesis.wait_done(timeout=60)
+                if self._pace_load():  # --fail-fast: a forbidden anomaly, stop now
+                    with self.clock.phase("heal"):
+                        self.nemesis.stop()
+                else:
+                    with self.clock.phase("heal"):
+                        self.nemesis.wait_done(timeout=60)
             except KeyboardInterrupt:  # stopped by a signal: load stops first
                 self._stop_now()
                 raise
+
+    def _pace_load(self) -> bool:
+        """Let the load run the scenario's duration; with ``--fail-fast``, look at the live
+        checks once a second and return True at the first forbidden anomaly."""
+        from verifier.orchestration.live import forbidden_so_far
+
+        end = time.monotonic() + self.scenario.workload.duration_s
+        pause = threading.Event()
+        while (left := end - time.monotonic()) > 0:
+            found = (forbidden_so_far(self.run_dir, self.plans, self.sink)
+                     if self.opts.fail_fast else [])
+            if found:
+                self.stopped_early = "; ".join(found)
+                self.notes.append(f"--fail-fast: the load stopped after "
+                                  f"{self.scenario.workload.duration_s - left:.0f} s of "
+                                  f"{self.scenario.workload.duration_s:g} s at a forbidden "
+                                  f"anomaly the live checks reported: {self.stopped_early}")
+                return True
+            pause.wait(min(1.0, left))
+        return False
 
     def _stop_now(self) -> None:
         """Every child of the run: SIGTERM to all at once (generators first), then

@@ -113,6 +113,9 @@ class Profile:
     kafka_versions: tuple[str, ...] = ()
     #: clients side by side (``--clients`` replaces them); empty: ``--client``
     clients: tuple[str, ...] = ()
+    #: run each scenario this long, its faults repeating (the ``soak`` profile;
+    #: ``--duration`` replaces it, see :func:`stretched`); None: the scenario's own
+    duration_s: float | None = None
 
 
 def _check_keys(where: str, data: dict, allowed: set[str]) -> None:
@@ -280,8 +283,42 @@ def load_profiles() -> dict[str, Profile]:
             rate_scale=float(p.get("rate_scale", 1.0)),
             kafka_versions=tuple(p.get("kafka_versions", ())),
             clients=tuple(p.get("clients", ())),
+            duration_s=parse_duration(p["duration"]) if "duration" in p else None,
         )
     return profiles
+
+
+def parse_duration(text) -> float:
+    """``30m``, ``90s``, ``1h`` or a number of seconds, as seconds."""
+    units = {"s": 1, "m": 60, "h": 3600}
+    raw = str(text).strip().lower()
+    try:
+        value = float(raw[:-1]) * units[raw[-1]] if raw[-1:] in units else float(raw)
+    except (ValueError, IndexError):
+        raise UsageError(f"duration {text!r}: expected e.g. 30m, 90s, 1h or seconds") from None
+    if value <= 0:
+        raise UsageError(f"duration {text!r}: must be positive")
+    return value
+
+
+def stretched(scenario: Scenario, seconds: float) -> Scenario:
+    """The scenario run for ``seconds`` (a soak): its load as long, its fault list repeated
+    once per period of its own duration (each copy shifted by the period, each drawing
+    its own times and rule seeds from the run's seed), as many whole periods as fit."""
+    period = scenario.workload.duration_s
+    copies = max(1, int(seconds // period))
+    faults = tuple(_shift_fault(f, k * period) for k in range(copies) for f in scenario.faults)
+    return replace(scenario, workload=replace(scenario.workload, duration_s=float(seconds)),
+                   faults=faults)
+
+
+def _shift_fault(fault: dict, by: float) -> dict:
+    out = dict(fault)
+    if "start" in out:
+        s = out["start"]
+        out["start"] = ([round(float(v) + by, 3) for v in s] if isinstance(s, list)
+                        else round(float(s) + by, 3))
+    return out
 
 
 def _scale_time(value, k: float):
