@@ -44,6 +44,8 @@ class RunOptions:
     #: stop the load at the first forbidden anomaly the live checks report, heal,
     #: drain and judge; a matrix stops after that scenario (``--fail-fast``)
     fail_fast: bool = False
+    #: the pipelines under test (verifier.orchestration.pipelines.PlannedPipeline)
+    pipelines: tuple = ()
 
 
 def plan_producers(scenario: Scenario, run_id: str, opts: RunOptions) -> list[ProducerPlan]:
@@ -172,7 +174,13 @@ def validate_scenario(scenario: Scenario, opts: RunOptions, env) -> list[str]:
     run_id = f"{scenario.name}-check-s{opts.seed}"
     plans = plan_producers(scenario, run_id, opts)
     processes = {p.process_name for p in plans} | {"observer"}
+    processes |= {p.process_name for p in opts.pipelines}
     problems = []
+    from verifier.orchestration.pipelines import kills_pipelines
+
+    if kills_pipelines(scenario.faults) and not opts.pipelines:
+        problems.append(f"scenario {scenario.name} kills the pipelines under test: name "
+                        "them with --pipeline (e.g. --pipeline kafka-sink,delta)")
     try:
         specs, _ = _resolve_faults(scenario, plans, run_id, _Checked(env), processes)
         build_schedule(specs, opts.seed, scenario.workload.duration_s)
