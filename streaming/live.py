@@ -60,7 +60,7 @@ def _snapshots(run_dir: Path, isolation: str) -> list[tuple[int, Path]]:
     return sorted(found)
 
 
-def _files(run_dir: Path, isolation: str) -> list[Path]:
+def observation_files(run_dir: Path, isolation: str) -> list[Path]:
     """The Spark observer's files in the order they were written (batch id, then time)."""
     folder = output_dir(run_dir, "spark", isolation)
     files = [p for p in folder.glob("batch-*.parquet")] if folder.is_dir() else []
@@ -109,7 +109,7 @@ def restore(run_dir: Path, isolation: str, sink: str, run: str, topics: dict[str
         out = Restored(live, live.batch, list(doc.get("files", [])))
     else:
         out = Restored(LiveChecks(run, isolation, topics), None, [])
-    for f in _files(run_dir, isolation):
+    for f in observation_files(run_dir, isolation):
         b = batch_of(f.name)
         if f.name == current or out.covers(f.name, sink) or (
                 before is not None and sink == "exactly-once" and b >= before):
@@ -195,4 +195,4 @@ class LiveSink:
                           {**header("live-summary"), **self.live.summary()})
 
 
-__all__ = ["LiveSink", "Restored", "final", "read_summary", "restore"]
+__all__ = ["LiveSink", "Restored", "final", "observation_files", "read_summary", "restore"]

@@ -85,7 +85,9 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
                    help="comma-separated subset of read_committed,read_uncommitted")
     p.add_argument("--live-checks", choices=("on", "off"), default="on",
                    help="run the anomaly checks on each batch as it is written (needs "
-                        "--plan: the run's producers; streaming.live)")
+                        "the run's producers: --plan or --live-producers; streaming.live)")
+    p.add_argument("--live-producers", default=None, metavar="PID=TOPIC,...",
+                   help="* the run's producers and their topics, for the live checks")
     p.add_argument("--hold-after-write-ms", type=int, default=0,
                    help="fault injection: pause after each batch is written, before "
                         "Spark commits it, so a kill there forces a replay")
@@ -94,6 +96,11 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
         args.security = _apply_plan(args)
     except VerifierError as exc:  # a usage error, or a plan that cannot be read
         p.error(str(exc))
+    if args.live_producers and args.plan is None:
+        pairs = [x.split("=", 1) for x in args.live_producers.split(",") if x]
+        if any(len(x) != 2 for x in pairs):
+            p.error("--live-producers: expected PID=TOPIC,...")
+        args.producer_topics = dict(pairs)
     if isinstance(args.topics, str):
         args.topics = [t for t in args.topics.split(",") if t]
     args.isolation_levels = [i for i in args.isolation_levels.split(",") if i]

@@ -54,6 +54,8 @@ LIVE_KINDS = (DUP_SAME, DUP_CROSS, DUP_DELIVERY, REORDER, ABORTED_READ, FOREIGN)
 COLUMNS = ("topic", "partition", "offset", "run", "pid", "ses", "p", "seq", "txn", "abort",
            "ts_send", "ts_broker", "foreign", "error")  # fmt: skip
 FIELDS = [name for name, _ in ANOMALY_COLUMNS]
+#: an aborted read's evidence, the same for every record (many at read_uncommitted)
+_ABORT_INTENDED = kinds._ev(txn_status="abort intended", abort_intent=True)
 
 
 class Ranges:
@@ -178,8 +180,11 @@ class LiveChecks:
 
     def _clean(self, st: PartitionState, topic: str, part: int, g: pa.Table,
                out: list[dict]) -> bool:
-        """The common slice in Arrow: one producer session at home, new offsets, new and
-        increasing sequences. False (nothing changed): judge it record by record."""
+        """A slice of one producer session at home, on new offsets, in Arrow where it can
+        be: each run of rows whose sequence is above every sequence seen so far (a first
+        copy: no duplicate, no reorder) is added as ranges at once; the rows between those
+        runs (duplicates, reorders) go through :meth:`_row` in their order. False (nothing
+        changed): the slice needs :meth:`_row` throughout."""
         off, seq = g["offset"], g["seq"]
         if off[0].as_py() < st.next_offset or pc.any(g["foreign"]).as_py():
             return False
@@ -187,34 +192,50 @@ class LiveChecks:
         if (self.topics.get(pid) != topic or pc.count_distinct(g["pid"]).as_py() != 1
                 or pc.count_distinct(g["ses"]).as_py() != 1
                 or pc.count_distinct(g["p"]).as_py() != 1 or g["p"][0].as_py() != part
+                or pc.any(pc.is_null(g["seq"])).as_py()
                 or pc.any(pc.is_null(g["run"])).as_py()
                 or pc.any(pc.not_equal(g["run"], self.run)).as_py()):  # fmt: skip
             return False
         top = st.top(pid)
-        first = seq[0].as_py()
-        if top is not None and first <= top:
-            return False
-        step = pc.subtract(seq[1:], seq[:-1]) if g.num_rows > 1 else pa.array([], pa.int64())
-        if len(step) and not pc.all(pc.greater(step, 0)).as_py():
-            return False
-        # new, increasing: no duplicate, and no reorder (every sequence is above the
-        # session's highest first copy so far); the runs of consecutive sequences
-        breaks = pc.indices_nonzero(pc.not_equal(step, 1)).to_pylist() if len(step) else []
+        floor = -1 if top is None else top
+        # the highest sequence before each row (the state's, then the slice's own)
+        before = pc.max_element_wise(
+            pa.concat_arrays([pa.array([floor], pa.int64()),
+                              pc.cumulative_max(seq.combine_chunks())[:-1]]), floor)
+        high = pc.greater(seq, before)
+        change = pc.not_equal(high[1:], high[:-1]) if g.num_rows > 1 else pa.array([], pa.bool_())
+        cuts = [0, *pc.add(pc.indices_nonzero(change), 1).to_pylist(), g.num_rows]
+        meant = pc.and_(pc.fill_null(g["abort"], False), pc.is_valid(g["txn"]))
+        at = {"topic": topic, "partition": part}
+        for a, b in zip(cuts, cuts[1:], strict=False):
+            part_rows = g.slice(a, b - a)
+            if high[a].as_py():
+                self._new_run(st, pid, ses, part_rows, out, at, meant.slice(a, b - a))
+            else:
+                for r in part_rows.to_pylist():
+                    self._row(st, at, r, out)
+        return True
+
+    def _new_run(self, st: PartitionState, pid: str, ses: int, g: pa.Table, out: list[dict],
+                 at: dict, meant) -> None:
+        """Rows each above every sequence seen before it: first copies in order, so no
+        duplicate and no reorder; their sequences as ranges, their aborted reads."""
+        off, seq = g["offset"], g["seq"]
+        n = g.num_rows
+        step = pc.subtract(seq[1:], seq[:-1]) if n > 1 else pa.array([], pa.int64())
+        breaks = pc.indices_nonzero(pc.not_equal(step, 1)).to_pylist() if n > 1 else []
         ranges = st.seqs.setdefault(pid, {}).setdefault(ses, Ranges())
-        start = 0
-        for b in [*breaks, g.num_rows - 1]:
-            ranges.add(seq[start].as_py(), seq[b].as_py())
-            start = b + 1
+        first = 0
+        for b in [*breaks, n - 1]:
+            ranges.add(seq[first].as_py(), seq[b].as_py())
+            first = b + 1
         last = (seq[-1].as_py(), off[-1].as_py())
         st.best[(pid, ses)] = max(st.best.get((pid, ses), last), last)
-        self.records[pid] = self.records.get(pid, 0) + g.num_rows
-        st.next_offset = off[-1].as_py() + 1
-        meant = pc.and_(pc.fill_null(g["abort"], False), pc.is_valid(g["txn"]))
+        self.records[pid] = self.records.get(pid, 0) + n
+        st.next_offset = max(st.next_offset, off[-1].as_py() + 1)
         if pc.any(meant).as_py():
-            at = {"topic": topic, "partition": part}
             for r in g.filter(meant).to_pylist():
                 out.append(self._aborted(at, r))
-        return True
 
     def _row(self, st: PartitionState, at: dict, r: dict, out: list[dict]) -> None:
         """One record, in delivery order: every live rule."""
@@ -275,8 +296,10 @@ class LiveChecks:
                                          {"sessions": len(sessions), "this_copy": r["offset"]}))
 
     def _aborted(self, at: dict, r: dict) -> dict:
-        return self._anomaly(ABORTED_READ, at, r, [r["offset"]],
-                             {"txn_status": "abort intended", "abort_intent": True})
+        return {"kind": ABORTED_READ, **at, "isolation": self.isolation, "reader": self.reader,
+                "pid": r["pid"], "ses": r["ses"], "seq": r["seq"], "txn": r["txn"],
+                "offset": r["offset"], "offsets": [r["offset"]], "t": r["ts_send"],
+                "evidence": _ABORT_INTENDED}  # fmt: skip
 
     def _anomaly(self, kind: str, at: dict, r: dict, offsets: list[int], evidence: dict,
                  t: int | None = None, ident: bool = True) -> dict:
@@ -351,3 +374,18 @@ def same_anomaly_key(a: dict) -> tuple:
     if kind == REORDER:
         return (*place, a["pid"], a["seq"], a["offset"])
     return (*place, None, None, a["offset"])
+
+
+def replay(obs: pa.Table, run: str, isolation: str, topics: dict[str, str],
+           reader: str = OBSERVER) -> tuple[LiveChecks, list[dict]]:
+    """The live checks over recorded rows of one reader at one level, in the order the
+    observer met them: each partition in offset order, a row seen again (a naive sink's
+    replay) after its first delivery. The self-test's copies, whose rows a mutation added
+    at the end of the table with any batch id, are judged so."""
+    live = LiveChecks(run, isolation, topics, reader)
+    if obs.num_rows == 0:
+        return live, []
+    t = obs.append_column("_i", pa.array(range(obs.num_rows), pa.int64()))
+    t = t.take(pc.sort_indices(t, [("topic", "ascending"), ("partition", "ascending"),
+                                   ("offset", "ascending"), ("_i", "ascending")]))
+    return live, live.apply(t.drop_columns(["_i"]), 0)

@@ -27,6 +27,7 @@ from pathlib import Path
 
 from verifier.judge import expectations as X
 from verifier.judge import verdict as V
+from verifier.judge.model import OBSERVER
 from verifier.judge.selftest.image import RunImage
 from verifier.judge.selftest.mutations import MUTATIONS, Catalog, Expect, Mutation
 
@@ -45,6 +46,9 @@ class Analysis:
     crashed: list[str]
     sink: str
     faults: set[str]
+    #: the live checks replayed over the Spark observer's rows against the batch checks
+    #: (verifier.judge.checks.crosscheck): the rows only one side has, as text
+    live_differ: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -58,16 +62,20 @@ class SelfTestRow:
     missed: list[str] = field(default_factory=list)
     verdicts: list[str] = field(default_factory=list)  # "column: got (expected)" mismatches
     kept: str | None = None
+    #: where the live checks (replayed on the copy) and the batch checks differ
+    live_differ: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
-        return self.detected and self.verdict_ok and not self.false_alarms
+        return (self.detected and self.verdict_ok and not self.false_alarms
+                and not self.live_differ)
 
     def as_json(self) -> dict:
         return {"mutation": self.mutation, "kind": self.kind, "place": self.place,
                 "detected": self.detected, "verdict_ok": self.verdict_ok,
                 "false_alarms": self.false_alarms, "missed": self.missed,
-                "verdicts": self.verdicts, "kept": self.kept, "ok": self.ok}  # fmt: skip
+                "verdicts": self.verdicts, "kept": self.kept, "ok": self.ok,
+                "live_differ": self.live_differ}  # fmt: skip
 
 
 @dataclass
@@ -92,9 +100,11 @@ class SelfTestResult:
                 "rows": [r.as_json() for r in self.rows]}  # fmt: skip
 
     def render(self) -> str:
-        head = ("mutation", "injected", "detected (kind+place)", "verdict as table", "false alarms")
+        head = ("mutation", "injected", "detected (kind+place)", "verdict as table",
+                "live = batch", "false alarms")
         body = [(r.mutation, f"{r.kind} {r.place}" if r.kind != "legal" else f"legal: {r.place}",
                  "yes" if r.detected else "NO", "yes" if r.verdict_ok else "NO",
+                 "yes" if not r.live_differ else "NO",
                  ", ".join(r.false_alarms) or "none") for r in self.rows]  # fmt: skip
         widths = [max(len(x[i]) for x in [head, *body]) for i in range(len(head))]
         lines = [f"selftest {self.run_dir}  seed {self.seed}",
@@ -107,6 +117,8 @@ class SelfTestResult:
                 lines.append(f"  {r.mutation}: missed {m}")
             for v in r.verdicts:
                 lines.append(f"  {r.mutation}: verdict {v}")
+            for x in r.live_differ[:5]:
+                lines.append(f"  {r.mutation}: live and batch differ: {x}")
             if r.kept:
                 lines.append(f"  {r.mutation}: copy kept in {r.kept}")
         for s in self.skipped:
@@ -118,10 +130,15 @@ class SelfTestResult:
 
 def analyse(spark, run_dir: Path) -> Analysis:
     """The checks and verdicts of ``verifier analyze``, keeping every anomaly row."""
-    from verifier.judge.checks import load_run, run_checks
+    from verifier.judge.checks import Derived, load_run, run_checks
 
     run = load_run(spark, run_dir)
-    outcomes = run_checks(run, cap=ALL_ROWS)
+    d = Derived(run)
+    try:
+        outcomes = run_checks(run, d, cap=ALL_ROWS)
+        live_differ = _live_against_batch(run, d, Path(run_dir))
+    finally:
+        d.release()
     doc = V.build(run, outcomes, {}, cap=1)
     rows, counts = [], Counter()
     for o in outcomes:
@@ -132,7 +149,29 @@ def analyse(spark, run_dir: Path) -> Analysis:
     return Analysis(rows, counts, {c["name"]: c["verdict"] for c in doc["columns"]},
                     {c.name: c for c in V.columns_of(run)},
                     [o.name for o in outcomes if o.error], run.config.sink,
-                    V.fault_kinds(run.nemesis))  # fmt: skip
+                    V.fault_kinds(run.nemesis), live_differ)  # fmt: skip
+
+
+def _live_against_batch(run, d, run_dir: Path) -> list[str]:
+    """The mutation through the live path: the live checks replayed over the copy's
+    Spark rows (in the order the observer met them) against the batch checks."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    from verifier.judge.checks.crosscheck import compare
+    from verifier.judge.definitions.stream import anomaly_table, replay
+    from verifier.rundata.layout import layout
+
+    topics = {pid: p.topic for pid, p in run.config.producers.items()}
+    found: list[dict] = []
+    for iso in sorted({i for r, i in run.combos if r == OBSERVER}):
+        files = sorted(layout(run_dir).observations_of(OBSERVER, iso).glob("[!._]*.parquet"))
+        if files:
+            t = pa.concat_tables([pq.read_table(f) for f in files], promote_options="default")
+            found += replay(t, run.config.run, iso, topics)[1]
+    got = compare(run, d, anomaly_table(found), cap=ALL_ROWS)
+    return [f"{x['side']}: {x['kind']} {x['topic']}-{x['partition']} {x['isolation']} "
+            f"pid {x['pid']} seq {x['seq']} offset {x['offset']}" for x in got["differ"]]
 
 
 def _judge(m: Mutation, base: Analysis, got: Analysis) -> SelfTestRow:
@@ -166,7 +205,8 @@ def _judge(m: Mutation, base: Analysis, got: Analysis) -> SelfTestRow:
         if verdict != want:
             verdicts.append(f"{name}: {verdict} (expected {want})")
     return SelfTestRow(m.name, m.kind, m.place, detected=not missed, verdict_ok=not verdicts,
-                       false_alarms=alarms, missed=missed, verdicts=verdicts)  # fmt: skip
+                       false_alarms=alarms, missed=missed, verdicts=verdicts,
+                       live_differ=got.live_differ)  # fmt: skip
 
 
 def selftest(run_dir: Path | str, seed: int = 0, keep: Path | str | None = None, spark=None,
