@@ -102,6 +102,12 @@ class PipelineProcess(ManagedProcess):
     def lost_checkpoint(self) -> Path:
         return self.where.next_lost_checkpoint()
 
+    @property
+    def mid_batch_marker(self) -> Path:
+        """Present while a batch holds after part of it is written (process-kill waits
+        for it: verifier.harness.faults.actions)."""
+        return self.where.holding
+
 
 def wait_ready(procs: list[PipelineProcess], timeout: float = READY_TIMEOUT) -> None:
     """Every pipeline's query started; a refused one (it drops the value) is a usage

@@ -27,6 +27,7 @@ AT_LEAST_ONCE = ("kafka-sink", "foreach-batch")
 #: driver runs batches again before the second
 SHORT_RESTART = """
 description = "pipeline-restart, short"
+[options]
 drain_timeout_s = 240
 [workload]
 duration_s = 75

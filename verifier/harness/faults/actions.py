@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 
 from verifier.harness.faults.spec import PROXY_KINDS, ScheduledFault
 from verifier.harness.faults.targets import ProcessTarget, TargetError, resolve_broker
-from verifier.rundata.errors import UsageError, VerifierError
+from verifier.rundata.errors import UsageError, VerifierError, WaitTimeout
+from verifier.rundata.waiting import wait_until
 
 
 class NotApplied(VerifierError):
@@ -137,6 +138,29 @@ def heal_broker_config(fault: ScheduledFault, env: FaultEnv, state: dict) -> dic
 
 # ----- generator and observer processes ------------------------------------------------
 
+#: the longest a kill waits for its process to be mid-batch (a pipeline holds each batch
+#: open 2 s after part of it is written; a batch cycle is a few seconds). The nemesis runs
+#: its actions one after another: this bounds how late the next one can be
+MID_BATCH_WAIT_S = 8.0
+
+
+def _wait_mid_batch(proc) -> dict:
+    """For a process that says when it is mid-batch (a pipeline's driver: its ``holding``
+    marker file exists while a written batch is not yet committed), wait until it is, so
+    the kill forces a replay; the detail says whether it was and how long that took."""
+    marker = getattr(proc, "mid_batch_marker", None)
+    if marker is None:
+        return {}
+    t0 = time.monotonic()
+    try:
+        wait_until(lambda: (marker.exists() or not proc.alive, None), timeout=MID_BATCH_WAIT_S,
+                   what=f"{proc.name} mid-batch", expected=f"{marker} present",
+                   interval=0.05, max_interval=0.05)
+    except WaitTimeout:
+        pass  # killed anyway; the detail says it was not mid-batch
+    return {"mid_batch": marker.exists(), "waited_s": round(time.monotonic() - t0, 2)}
+
+
 def start_process_kill(fault: ScheduledFault, env: FaultEnv, state: dict) -> dict:
     name = fault.target["process"]
     proc = env.processes.get(name)
@@ -144,10 +168,13 @@ def start_process_kill(fault: ScheduledFault, env: FaultEnv, state: dict) -> dic
         raise NotApplied(f"no process {name!r} in this run")
     if not proc.alive:
         raise NotApplied(f"process {name!r} is not running")
+    waited = _wait_mid_batch(proc)
+    if not proc.alive:
+        raise NotApplied(f"process {name!r} ended while the kill waited for a batch")
     pid = getattr(proc, "pid", None)
     state["process"] = name
     exit_code = proc.kill()
-    return {"process": name, "pid": pid, "signal": "SIGKILL", "exit": exit_code}
+    return {"process": name, "pid": pid, "signal": "SIGKILL", "exit": exit_code, **waited}
 
 
 def heal_process_kill(fault: ScheduledFault, env: FaultEnv, state: dict) -> dict:
