@@ -3,7 +3,8 @@
 The kill lands in the window between the sink writing batch N and Spark committing it
 (``--hold-after-write-ms`` widens that window), so the checkpoint says batch N will be
 re-run. The exactly-once sink must still hold every offset once; the naive sink must hold
-exactly the rows it had written for the uncommitted batches twice, no more, no less.
+exactly the rows it had written for the uncommitted batches twice, no more, no less. The
+live checks go on across the kill without counting anything twice (issue 16).
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from collections import Counter
 import pyarrow.parquet as pq
 import pytest
 
+from streaming.live import batch_of, final, observation_files, read_summary
 from streaming.progress import (
     checkpoint_dir,
     planned_end_offsets,
@@ -32,6 +34,8 @@ from tests.integration.streaming.conftest import (
     write_transactions,
 )
 from verifier.harness.topics import create_topics
+from verifier.judge.definitions.stream import LiveChecks
+from verifier.judge.model import ABORTED_READ, DUP_DELIVERY
 from verifier.orchestration.drain import drain
 from verifier.rundata.waiting import wait_until
 
@@ -73,7 +77,8 @@ def test_kill_and_restart(bootstrap, tmp_path, sink, plain_rows):
     write_transactions(bootstrap, topic, run_id, [True, True, False] * 4, 10, PARTITIONS,
                        written)
     # ~400 offsets per batch: several batches per query, so the kill lands mid-run
-    common = ("--sink", sink, "--max-offsets-per-trigger", "400")
+    common = ("--sink", sink, "--max-offsets-per-trigger", "400",
+              "--live-producers", f"plain-0={topic},txn-0={topic}")
     first = observer(tmp_path, bootstrap, [topic], run_id, *common,
                      "--hold-after-write-ms", "1500", name="observer-1")
     first.start()
@@ -117,3 +122,28 @@ def test_kill_and_restart(bootstrap, tmp_path, sink, plain_rows):
             # committed is there twice; nothing else is
             assert duplicates == replayed, (iso, sum(duplicates.values()),
                                             sum(replayed.values()))
+        _live_counts_went_on(tmp_path, iso, sink, run_id, topic, replayed, written)
+
+
+def _live_counts_went_on(run_dir, iso, sink, run_id, topic, replayed, written) -> None:
+    """The live checks of both observer processes counted as one pass over the files the
+    sink left, in the order it wrote them: nothing twice after the exactly-once replay,
+    the naive replay's offsets once each as delivery duplicates."""
+    topics = {"plain-0": topic, "txn-0": topic}
+    ref = LiveChecks(run_id, iso, topics)
+    for f in observation_files(run_dir, iso):
+        ref.apply(pq.read_table(f), batch_of(f.name))
+    summary = read_summary(run_dir, iso)
+    assert (summary["anomalies"], summary["records"], summary["rows"]) == (
+        ref.counts, ref.records, ref.rows), iso
+    kinds = Counter()
+    for by in summary["anomalies"].values():
+        kinds.update(by)
+    redelivered = len(replayed) if sink == "at-least-once" else 0
+    aborted = len(written.aborted) if iso == "read_uncommitted" else 0
+    assert dict(kinds) == {k: n for k, n in ((DUP_DELIVERY, redelivered),
+                                             (ABORTED_READ, aborted)) if n}, iso
+    assert summary["records"] == {"plain-0": 900, "txn-0": len(written.committed) - 900
+                                  + (len(written.aborted) if aborted else 0)}, iso
+    _, found = final(run_dir, iso, sink, run_id, topics)
+    assert found.num_rows == sum(kinds.values()), iso
