@@ -142,10 +142,26 @@ def run_one(env, scenario: Scenario, opts: RunOptions, spark, out=sys.stdout) ->
     write_verdict(doc, RunLayout(run.run_dir).verdict)
     for line in doc["fault_summary"]:
         print(f"fault: {line}", file=out)
+    print(live_vs_batch_line(doc.get("live_vs_batch")), file=out)
     print(f"run folder {run.run_dir}  |  {run.clock.summary()}", file=out, flush=True)
     for note in run.notes:
         print(f"note: {note}", file=out)
     return doc
+
+
+def live_vs_batch_line(section: dict | None) -> str:
+    """One line: did the observer's live checks and the batch checks agree on this run?"""
+    if not section:
+        return "live checks: not compared (the run did not complete)"
+    if not section.get("compared"):
+        return f"live checks: not compared ({section.get('reason') or section.get('error')})"
+    if section["agree"]:
+        return (f"live checks: {section['live']} anomalies, the same as the batch checks "
+                f"({section['seconds']:.1f} s to compare)")
+    rows = "; ".join(f"{x['side']} {x['kind']} {x['topic']}-{x['partition']}@{x['offset']}"
+                     for x in section["differ"][:3])
+    return (f"live checks DISAGREE with the batch checks on {section['n_differ']} anomalies "
+            f"(UNKNOWN for {', '.join(section['modes'])}): {rows}")
 
 
 def run_matrix(env, scenarios: list[Scenario], opts: RunOptions, spark,

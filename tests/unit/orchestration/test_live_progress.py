@@ -71,3 +71,17 @@ def test_a_soak_repeats_the_scenario_faults_each_period_on_the_seeded_schedule()
     assert soak.faults[len(base.faults)]["start"] == base.faults[0]["start"] + period
     starts = [f["start"] for f in soak.faults]
     assert max(s if not isinstance(s, list) else s[1] for s in starts) < 125
+
+
+def test_the_run_says_whether_live_and_batch_agreed():
+    from verifier.orchestration.chaos import live_vs_batch_line
+
+    assert live_vs_batch_line({"compared": True, "agree": True, "live": 7, "batch": 7,
+                               "seconds": 0.81}) == (
+        "live checks: 7 anomalies, the same as the batch checks (0.8 s to compare)")
+    line = live_vs_batch_line({"compared": True, "agree": False, "n_differ": 1,
+                               "modes": ["idempotent"], "differ": [
+                                   {"side": "live only", "kind": "reorder", "topic": "t",
+                                    "partition": 0, "offset": 5}]})
+    assert line.startswith("live checks DISAGREE") and "live only reorder t-0@5" in line
+    assert "not compared" in live_vs_batch_line(None)
