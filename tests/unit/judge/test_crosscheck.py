@@ -57,6 +57,7 @@ def test_a_missing_live_anomaly_is_shown_and_leaves_the_verdict_open(run):
     finally:
         d.release()
     assert not found["agree"] and found["modes"] == ["idempotent"]
+    assert found["where"] == [("idempotent", "read_committed"), ("idempotent", "read_uncommitted")]
     sides = sorted((x["side"], x["kind"], x["seq"]) for x in found["differ"])
     assert sides == [("batch only", DUP_SAME, 3), ("batch only", DUP_SAME, 3),
                      ("live only", REORDER, 99)]

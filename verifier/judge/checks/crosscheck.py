@@ -57,21 +57,24 @@ def compare(run: RunData, d: Derived, live: pa.Table, cap: int = 20) -> dict:
             "live": sum(ours.values()), "batch": sum(theirs.values()),
             "agree": not differ, "n_differ": len(differ),
             "modes": sorted({x["mode"] or "(unattributed)" for x in differ}),
+            "where": sorted({(x["mode"] or "(unattributed)", x["isolation"]) for x in differ}),
             "differ": differ[:cap]}  # fmt: skip
 
 
 def mark_disagreement(doc: dict, section: dict) -> None:
-    """Columns of a mode where the two paths differ are UNKNOWN (a FAIL stays FAIL: its
-    forbidden anomaly was found by the batch checks regardless)."""
+    """Columns (mode and isolation level) where the two paths differ are UNKNOWN (a FAIL
+    stays FAIL: its forbidden anomaly was found by the batch checks regardless); all of
+    them when a difference names no mode or the comparison itself failed."""
     doc["live_vs_batch"] = section
     if section.get("agree", True):
         return
-    bad = set(section["modes"])
+    where = {tuple(w) for w in section.get("where") or []}
+    every = not where or any(m == "(unattributed)" for m, _ in where)
     why = (f"the live checks and the batch checks disagree on {section['n_differ']} "
-           "anomalies of this mode (a bug; verdict.json live_vs_batch lists them)")
+           "anomalies (a bug; verdict.json live_vs_batch lists them)")
     for c in doc["columns"]:
-        if (c["mode"] in bad or "(unattributed)" in bad) and c["verdict"] in (V.PASS,
-                                                                              V.SKIPPED):
+        mine = every or any((c["mode"], iso) in where for iso in c["isolations"])
+        if mine and c["verdict"] in (V.PASS, V.SKIPPED):
             c["verdict"] = V.UNKNOWN
             c["reasons"] = [*c.get("reasons", []), why]
     if doc.get("exit_code") != V.EXIT_ANOMALY:
