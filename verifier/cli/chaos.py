@@ -197,7 +197,7 @@ def _scenarios(args: argparse.Namespace):
     scenarios = [scaled(load_scenario(n), profile) for n in names]
     duration = parse_duration(args.duration) if args.duration else profile.duration_s
     if duration is not None:
-        scenarios = [stretched(s, duration) for s in scenarios]
+        scenarios = [stretched(s, duration, profile.period_s) for s in scenarios]
     return profile, scenarios
 
 

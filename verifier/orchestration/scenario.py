@@ -116,6 +116,8 @@ class Profile:
     #: run each scenario this long, its faults repeating (the ``soak`` profile;
     #: ``--duration`` replaces it, see :func:`stretched`); None: the scenario's own
     duration_s: float | None = None
+    #: how often the faults repeat when stretched (None: every scenario length)
+    period_s: float | None = None
 
 
 def _check_keys(where: str, data: dict, allowed: set[str]) -> None:
@@ -284,6 +286,7 @@ def load_profiles() -> dict[str, Profile]:
             kafka_versions=tuple(p.get("kafka_versions", ())),
             clients=tuple(p.get("clients", ())),
             duration_s=parse_duration(p["duration"]) if "duration" in p else None,
+            period_s=parse_duration(p["period"]) if "period" in p else None,
         )
     return profiles
 
@@ -301,11 +304,12 @@ def parse_duration(text) -> float:
     return value
 
 
-def stretched(scenario: Scenario, seconds: float) -> Scenario:
+def stretched(scenario: Scenario, seconds: float, period: float | None = None) -> Scenario:
     """The scenario run for ``seconds`` (a soak): its load as long, its fault list repeated
-    once per period of its own duration (each copy shifted by the period, each drawing
-    its own times and rule seeds from the run's seed), as many whole periods as fit."""
-    period = scenario.workload.duration_s
+    once per ``period`` (at least the scenario's own duration; each copy shifted by the
+    period, each drawing its own times and rule seeds from the run's seed), as many whole
+    periods as fit."""
+    period = max(period or 0.0, scenario.workload.duration_s)
     copies = max(1, int(seconds // period))
     faults = tuple(_shift_fault(f, k * period) for k in range(copies) for f in scenario.faults)
     return replace(scenario, workload=replace(scenario.workload, duration_s=float(seconds)),

@@ -85,3 +85,11 @@ def test_the_run_says_whether_live_and_batch_agreed():
                                     "partition": 0, "offset": 5}]})
     assert line.startswith("live checks DISAGREE") and "live only reorder t-0@5" in line
     assert "not compared" in live_vs_batch_line(None)
+
+
+def test_a_longer_period_spaces_the_repeated_faults():
+    base = load_scenario("combined")
+    soak = stretched(base, 300, period=90)
+    assert len(soak.faults) == 3 * len(base.faults)
+    assert soak.faults[len(base.faults)]["start"] == base.faults[0]["start"] + 90
+    assert stretched(base, 300, period=5).faults == stretched(base, 300).faults
