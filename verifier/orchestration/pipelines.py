@@ -102,6 +102,17 @@ class PipelineProcess(ManagedProcess):
     def lost_checkpoint(self) -> Path:
         return self.where.next_lost_checkpoint()
 
+    def batch_in_flight(self) -> bool:
+        """A batch planned in the checkpoint (offsets/N) and not committed (no commits/N):
+        a driver killed now re-runs it after its restart."""
+        def last(folder: str) -> int:
+            try:
+                return max((int(p.name) for p in (self.checkpoint / folder).iterdir()
+                            if p.name.isdigit()), default=-1)
+            except FileNotFoundError:
+                return -1
+        return last("offsets") > last("commits")
+
     @property
     def mid_batch_marker(self) -> Path:
         """Present while a batch holds after part of it is written (process-kill waits

@@ -54,3 +54,11 @@ def test_a_process_without_batches_is_killed_at_once(tmp_path):
     proc = FakeDriver(None)
     detail = start_process_kill(fault(), FaultEnv("b:1", processes={"pipeline/x": proc}), {})
     assert proc.alive is False and "mid_batch" not in detail
+
+
+def test_the_detail_says_whether_a_batch_was_in_flight(tmp_path, monkeypatch):
+    monkeypatch.setattr(actions, "MID_BATCH_WAIT_S", 0.1)
+    proc = FakeDriver(tmp_path / "holding")
+    proc.batch_in_flight = lambda: True  # planned, not committed, nothing written yet
+    detail = start_process_kill(fault(), FaultEnv("b:1", processes={"pipeline/x": proc}), {})
+    assert detail["mid_batch"] is False and detail["batch_in_flight"] is True

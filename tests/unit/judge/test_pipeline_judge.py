@@ -107,3 +107,39 @@ def test_the_table_rows_of_the_pipelines():
         assert X.expectation(f"pipeline/{g}", rc, "reorder") == X.NA
     # a producer column's duplicate deliveries still follow the observer's sink
     assert X.expectation("idempotent", rc, DUP_DELIVERY, "at-least-once") == X.TOLERATED
+
+
+def _kill(name: str, **detail) -> dict:
+    return {"type": "ok", "f": "start", "fault": "process-kill",
+            "target": {"process": f"pipeline/{name}"}, "detail": detail}
+
+
+def test_a_pipeline_whose_kills_all_fell_between_batches_showed_nothing():
+    from verifier.judge.pipeline import kills_without_replay
+
+    between = _kill("delta", mid_batch=False, batch_in_flight=False)
+    why = kills_without_replay([between, between, _kill("file", batch_in_flight=True)], "delta")
+    assert why is not None and "2 kill(s)" in why
+    # one kill that met a batch in flight is enough; another pipeline's kills do not count
+    assert kills_without_replay([between, _kill("delta", batch_in_flight=True)], "delta") is None
+    assert kills_without_replay([_kill("file", batch_in_flight=False)], "delta") is None
+    # no kill at all (checkpoint-lost, no fault), or kills recorded before the detail
+    assert kills_without_replay([], "delta") is None
+    assert kills_without_replay([_kill("delta")], "delta") is None
+    failed = {**between, "type": "fail"}
+    assert kills_without_replay([failed], "delta") is None
+
+
+def test_batch_in_flight_reads_the_checkpoint(tmp_path):
+    from verifier.orchestration.pipelines import PipelineProcess
+
+    proc = PipelineProcess(tmp_path, "delta", tmp_path / "config.json", env={})
+    assert proc.batch_in_flight() is False  # no checkpoint yet
+    (proc.checkpoint / "offsets").mkdir(parents=True)
+    (proc.checkpoint / "commits").mkdir()
+    for n in ("0", "1", ".1.crc"):
+        (proc.checkpoint / "offsets" / n).write_text("x")
+    (proc.checkpoint / "commits" / "0").write_text("x")
+    assert proc.batch_in_flight() is True  # batch 1 planned, not committed
+    (proc.checkpoint / "commits" / "1").write_text("x")
+    assert proc.batch_in_flight() is False

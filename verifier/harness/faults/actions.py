@@ -147,7 +147,8 @@ MID_BATCH_WAIT_S = 8.0
 def _wait_mid_batch(proc) -> dict:
     """For a process that says when it is mid-batch (a pipeline's driver: its ``holding``
     marker file exists while a written batch is not yet committed), wait until it is, so
-    the kill forces a replay; the detail says whether it was and how long that took."""
+    the kill forces a replay; the detail says whether it was, how long that took, and
+    whether a batch was in flight at all (planned in the checkpoint, not committed)."""
     marker = getattr(proc, "mid_batch_marker", None)
     if marker is None:
         return {}
@@ -158,7 +159,11 @@ def _wait_mid_batch(proc) -> dict:
                    interval=0.05, max_interval=0.05)
     except WaitTimeout:
         pass  # killed anyway; the detail says it was not mid-batch
-    return {"mid_batch": marker.exists(), "waited_s": round(time.monotonic() - t0, 2)}
+    detail = {"mid_batch": marker.exists(), "waited_s": round(time.monotonic() - t0, 2)}
+    in_flight = getattr(proc, "batch_in_flight", None)
+    if in_flight is not None:  # planned, not committed: the restart replays it
+        detail["batch_in_flight"] = detail["mid_batch"] or in_flight()
+    return detail
 
 
 def start_process_kill(fault: ScheduledFault, env: FaultEnv, state: dict) -> dict:
