@@ -134,10 +134,10 @@ def main(argv: list[str] | None = None) -> int:
         folder = Path(tmp)
         cluster = None
         bs = args.bootstrap_servers
-        if bs is None:
-            cluster = up(folder / "cluster", ClusterSpec(nodes=1, base_port=args.base_port))
-            bs = cluster.bootstrap_servers
         try:
+            if bs is None:  # up() returns (cluster, how): stopped below, also on an error
+                cluster, _ = up(folder / "cluster", ClusterSpec(nodes=1, base_port=args.base_port))
+                bs = cluster.bootstrap_servers
             run_id = f"bench-{uuid.uuid4().hex[:6]}"
             topic = f"{run_id}.in"
             create_topics(bs, {topic: args.partitions, f"{topic}.out": args.partitions,

@@ -20,6 +20,7 @@ from verifier.orchestration.scenario import Scenario
 from verifier.report.faults import fault_summary
 from verifier.report.files import write_verdict
 from verifier.report.matrix import write_matrix
+from verifier.rundata.errors import UsageError
 from verifier.rundata.layout import RunLayout
 
 
@@ -115,6 +116,8 @@ def run_one(env, scenario: Scenario, opts: RunOptions, spark, out=sys.stdout) ->
         print(f"scenario {scenario.name} interrupted ({reason}); run folder {run.run_dir}",
               file=out, flush=True)
         raise
+    except UsageError:  # bad input (a pipeline that drops the value): every scenario
+        raise  # would refuse it the same way; the CLI says why and exits 64
     except Exception as exc:  # noqa: BLE001 - one scenario fails, not the whole matrix
         print(f"scenario {scenario.name} could not complete: {exc}", file=out)
         doc = crashed_doc(run, exc)
