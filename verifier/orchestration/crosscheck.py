@@ -21,7 +21,7 @@ from verifier.judge.model import ISOLATIONS, RunData
 
 
 def live_result(run: RunData, run_dir: Path | str) -> tuple[pa.Table, dict] | None:
-    """Every live anomaly at both levels and each level's final counts; None without
+    """Every live anomaly at both levels and each level's final state; None without
     live checks at some level."""
     from streaming.live import final
 
@@ -33,7 +33,7 @@ def live_result(run: RunData, run_dir: Path | str) -> tuple[pa.Table, dict] | No
             return None
         live, rows = got
         tables.append(rows)
-        summaries[iso] = live.summary()
+        summaries[iso] = live
     return pa.concat_tables(tables), summaries
 
 
@@ -46,8 +46,9 @@ def cross_check(run: RunData, d: Derived, doc: dict, run_dir: Path | str, cap: i
             doc["live_vs_batch"] = {"compared": False, "agree": True,
                                     "reason": "the observer ran without live checks"}
             return
-        rows, doc["live"] = got
-        section = compare(run, d, rows, cap)
+        rows, states = got
+        doc["live"] = {iso: live.summary() for iso, live in states.items()}
+        section = compare(run, d, rows, cap, states)
     except Exception as exc:  # noqa: BLE001 - a crashed comparison leaves the verdict open
         section = {"compared": False, "agree": False, "n_differ": 0, "differ": [],
                    "modes": sorted({c["mode"] for c in doc["columns"]}),

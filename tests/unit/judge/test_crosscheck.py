@@ -20,29 +20,37 @@ def run(spark):
     b = RunBuilder(spark, mode="idempotent")
     b.write(0, 0, 0).write(0, 2, 1).write(0, 1, 2)  # a reorder (forbidden)
     b.write(0, 3, 3).see(0, 3, 4)  # a same-session duplicate (forbidden)
+    b.send(0, 5, offset=6)  # acknowledged, never read: lost
     b.txn(7, end="abort", abort=True).send(0, 4, txn=7, offset=5).see(0, 4, 5, txn=7, abort=True)
     return b.build()
 
 
-def live_rows(run) -> pa.Table:
+def live_rows(run, states=None) -> pa.Table:
     rows = run.observations.where("reader = 'spark'").orderBy("offset").toArrow()
     topics = {pid: p.topic for pid, p in run.config.producers.items()}
     out = []
     for iso in ISOLATIONS:
         live = LiveChecks(RUN, iso, topics)
         out += live.apply(rows.filter(pa.compute.equal(rows["isolation"], iso)), 0)
+        if states is not None:
+            states[iso] = live
     return anomaly_table(out)
 
 
 def test_the_same_rows_judged_live_and_in_batch_agree(run):
     d = Derived(run)
+    states = {}
     try:
         found = compare(run, d, live_rows(run))
+        with_lost = compare(run, d, live_rows(run, states), states=states)
     finally:
         d.release()
     assert found["agree"], found["differ"]
     # reorder and duplicate at both levels, aborted at both (abort intent)
     assert found["live"] == found["batch"] == 6
+    # and the remainder after the drain: the lost record at both levels
+    assert with_lost["agree"], with_lost["differ"]
+    assert with_lost["live"] == with_lost["batch"] == 8
 
 
 def test_a_missing_live_anomaly_is_shown_and_leaves_the_verdict_open(run):

@@ -256,3 +256,19 @@ def test_random_streams_live_equals_batch_and_the_arrow_path_equals_row_by_row(s
     theirs = Counter(same_anomaly_key(r) for r in _batch_pass([r for b in batches for r in b]))
     assert Counter(same_anomaly_key(r) for r in fast) == theirs
     assert sum(theirs.values()) > 0
+
+
+def test_lost_and_unseen_from_the_state_and_the_sends():
+    from verifier.judge.definitions.stream import missing
+    from verifier.judge.model import LOST, UNSEEN
+
+    live, _ = run_seq(batch(rec(0, 0), rec(1, 1, ses=2), rec(2, 3)))
+    sends = pa.Table.from_pylist(
+        [{"topic": "t", "pid": "p1", "p": 0, "seq": s, "must_see": m, "t_send": 1,
+          "acked_offset": s, "ok": True, "transactional": False}
+         for s, m in ((0, True), (1, True), (2, True), (3, True), (4, False))])  # fmt: skip
+    # 1 was seen in another session: seen; 4 need not be seen; 2 is missing
+    assert [(r["kind"], r["seq"]) for r in missing(live, sends, lambda t, p: False)] == [
+        (LOST, 2)]
+    assert [(r["kind"], r["seq"]) for r in missing(live, sends, lambda t, p: True)] == [
+        (UNSEEN, 2)]

@@ -20,17 +20,20 @@ import pyarrow as pa
 from pyspark.sql import functions as F
 
 from verifier.judge import verdict as V
+from verifier.judge.checks import history as H
 from verifier.judge.checks import log
 from verifier.judge.checks.derive import Derived
-from verifier.judge.definitions.stream import LIVE_KINDS, same_anomaly_key
-from verifier.judge.model import ABORTED_READ, FOREIGN, OBSERVER, RunData
+from verifier.judge.definitions.stream import LIVE_KINDS, LiveChecks, missing, same_anomaly_key
+from verifier.judge.model import ABORTED_READ, FOREIGN, LOST, OBSERVER, UNSEEN, RunData
 
 KEY_FIELDS = ("kind", "isolation", "topic", "partition", "pid", "seq", "offset")
 
 
-def batch_rows(d: Derived) -> list[dict]:
-    """The batch checks' anomalies of the live kinds, as the observer read them."""
-    rows = d.anomalies(*[k for k in LIVE_KINDS if k != FOREIGN]).unionByName(
+def batch_rows(d: Derived, remainder: bool = False) -> list[dict]:
+    """The batch checks' anomalies of the live kinds (and lost/unseen with
+    ``remainder``), as the observer read them."""
+    extra = [LOST, UNSEEN] if remainder else []
+    rows = d.anomalies(*[k for k in LIVE_KINDS if k != FOREIGN], *extra).unionByName(
         log.check_foreign(d))
     mine = F.array_contains(F.split(F.coalesce(F.col("reader"), F.lit("")), ","), OBSERVER)
     meant = F.coalesce(F.get_json_object("evidence", "$.abort_intent") == "true", F.lit(False))
@@ -38,11 +41,28 @@ def batch_rows(d: Derived) -> list[dict]:
     return [r.asDict() for r in rows.select(*KEY_FIELDS).collect()]
 
 
-def compare(run: RunData, d: Derived, live: pa.Table, cap: int = 20) -> dict:
+def remainder(run: RunData, d: Derived, states: dict[str, LiveChecks]) -> list[dict]:
+    """lost / unseen for the observer from its final live states and the histories
+    (:func:`verifier.judge.definitions.stream.missing`), no pass over the observations."""
+    topics = {pid: p.topic for pid, p in run.config.producers.items()}
+    sends = H.sends(d.attempts, d.status, topics)
+    out = []
+    for iso, live in states.items():
+        out += missing(live, sends,
+                       lambda t, p, iso=iso: run.drain.incomplete(t, p, OBSERVER, iso))
+    return out
+
+
+def compare(run: RunData, d: Derived, live: pa.Table, cap: int = 20,
+            states: dict[str, LiveChecks] | None = None) -> dict:
     """``verdict.json`` ``live_vs_batch``: counts of both sides and the rows only one
-    side has (first ``cap``, each with its side and the column's mode)."""
-    ours = Counter(same_anomaly_key(r) for r in live.select(list(KEY_FIELDS)).to_pylist())
-    theirs = Counter(same_anomaly_key(r) for r in batch_rows(d))
+    side has (first ``cap``, each with its side and the column's mode). With the final
+    live ``states`` per isolation level, lost and unseen are compared too."""
+    rows = live.select(list(KEY_FIELDS)).to_pylist()
+    if states is not None:
+        rows += remainder(run, d, states)
+    ours = Counter(same_anomaly_key(r) for r in rows)
+    theirs = Counter(same_anomaly_key(r) for r in batch_rows(d, states is not None))
     only_live, only_batch = ours - theirs, theirs - ours
     modes = {pid: p.mode for pid, p in run.config.producers.items()}
     by_topic = {p.topic: p.mode for p in run.config.producers.values()}
@@ -53,7 +73,8 @@ def compare(run: RunData, d: Derived, live: pa.Table, cap: int = 20) -> dict:
             differ.append({"side": side, "kind": kind, "isolation": iso, "topic": topic,
                            "partition": part, "pid": pid, "seq": seq, "offset": off,
                            "times": n, "mode": modes.get(pid) or by_topic.get(topic)})
-    return {"compared": True, "kinds": list(LIVE_KINDS), "reader": OBSERVER,
+    kinds = [*LIVE_KINDS, LOST, UNSEEN] if states is not None else list(LIVE_KINDS)
+    return {"compared": True, "kinds": kinds, "reader": OBSERVER,
             "live": sum(ours.values()), "batch": sum(theirs.values()),
             "agree": not differ, "n_differ": len(differ),
             "modes": sorted({x["mode"] or "(unattributed)" for x in differ}),

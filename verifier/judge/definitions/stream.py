@@ -42,8 +42,10 @@ from verifier.judge.model import (
     DUP_DELIVERY,
     DUP_SAME,
     FOREIGN,
+    LOST,
     OBSERVER,
     REORDER,
+    UNSEEN,
 )  # fmt: skip
 from verifier.rundata.formats import check_header, header
 
@@ -369,7 +371,7 @@ def same_anomaly_key(a: dict) -> tuple:
     that depend on the whole run (first offset, every copy's offset) are left out."""
     kind = a["kind"]
     place = (kind, a["isolation"], a["topic"], a["partition"])
-    if kind in (DUP_SAME, DUP_CROSS):
+    if kind in (DUP_SAME, DUP_CROSS, LOST, UNSEEN):
         return (*place, a["pid"], a["seq"], None)
     if kind == REORDER:
         return (*place, a["pid"], a["seq"], a["offset"])
@@ -389,3 +391,27 @@ def replay(obs: pa.Table, run: str, isolation: str, topics: dict[str, str],
     t = t.take(pc.sort_indices(t, [("topic", "ascending"), ("partition", "ascending"),
                                    ("offset", "ascending"), ("_i", "ascending")]))
     return live, live.apply(t.drop_columns(["_i"]), 0)
+
+
+def missing(live: LiveChecks, sends: pa.Table, late) -> list[dict]:
+    """lost / unseen after the drain, from the live state and the sends alone: a send
+    that had to be visible (``sends``: one row per identity, ``must_see``; see
+    :func:`verifier.judge.checks.history.sends`) whose sequence no range of its producer
+    holds at its home. ``late(topic, partition)``: is this level's part incomplete
+    (unseen rather than lost)? The remainder the batch pass computes with every reader;
+    here for the observer, in time proportional to the sends and the ranges."""
+    must = sends.filter(pc.fill_null(sends["must_see"], False))
+    out = []
+    for r in must.select(["topic", "pid", "p", "seq", "t_send", "acked_offset", "ok",
+                          "transactional"]).to_pylist():
+        st = live.parts.get((r["topic"], r["p"]))
+        if st is not None and st.sessions_with(r["pid"], r["seq"]):
+            continue
+        off = r["acked_offset"]
+        out.append({"kind": UNSEEN if late(r["topic"], r["p"]) else LOST, "topic": r["topic"],
+                    "partition": r["p"], "isolation": live.isolation, "reader": live.reader,
+                    "pid": r["pid"], "ses": None, "seq": r["seq"], "txn": None, "offset": off,
+                    "offsets": None if off is None else [off], "t": r["t_send"],
+                    "evidence": kinds._ev(acknowledged=r["ok"], acked_offset=off,
+                                          transactional=r["transactional"])})  # fmt: skip
+    return out

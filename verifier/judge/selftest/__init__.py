@@ -164,12 +164,15 @@ def _live_against_batch(run, d, run_dir: Path) -> list[str]:
 
     topics = {pid: p.topic for pid, p in run.config.producers.items()}
     found: list[dict] = []
+    states = {}
     for iso in sorted({i for r, i in run.combos if r == OBSERVER}):
         files = sorted(layout(run_dir).observations_of(OBSERVER, iso).glob("[!._]*.parquet"))
         if files:
             t = pa.concat_tables([pq.read_table(f) for f in files], promote_options="default")
-            found += replay(t, run.config.run, iso, topics)[1]
-    got = compare(run, d, anomaly_table(found), cap=ALL_ROWS)
+            states[iso], rows = replay(t, run.config.run, iso, topics)
+            found += rows
+    got = compare(run, d, anomaly_table(found), cap=ALL_ROWS,
+                  states=states if len(states) == 2 else None)
     return [f"{x['side']}: {x['kind']} {x['topic']}-{x['partition']} {x['isolation']} "
             f"pid {x['pid']} seq {x['seq']} offset {x['offset']}" for x in got["differ"]]
 
