@@ -52,6 +52,12 @@ def column_counts(run_dir: Path, producers: list, sink: str) -> list[ColumnCount
     summaries = {iso: read_summary(run_dir, iso) for iso in ISOLATIONS}
     if not any(summaries.values()):
         return None
+    return judge_counts(summaries, producers, sink)
+
+
+def judge_counts(summaries: dict, producers: list, sink: str) -> list[ColumnCounts]:
+    """Per column, ``summaries`` ({isolation: {"anomalies": {owner: {kind: n}}}}) judged
+    by the expectation table."""
     cols: dict[str, ColumnCounts] = {}
     for p in producers:
         names = ({iso: f"{p.mode}@{'rc' if iso == ISOLATIONS[0] else 'ru'}" for iso in ISOLATIONS}

@@ -412,12 +412,30 @@ class ScenarioRun:
     def _verify(self) -> dict:
         from verifier.orchestration.analyze import analyze
 
+        at_drain = self._live_at_drain()
         self.spark = spark_of(self.spark)
         doc = analyze(self.spark, self.run_dir)
+        if at_drain is not None:
+            doc["live_at_drain"] = at_drain
         doc.setdefault("run", {})
         doc["phases"] = self.clock.to_json()
         doc["notes"] = list(self.notes)
         return doc
+
+
+    def _live_at_drain(self) -> dict | None:
+        """The live checks' result, printed as soon as the drain is done (the batch
+        checks then take time that grows with the run); never breaks the run."""
+        from verifier.orchestration.crosscheck import live_at_drain
+
+        try:
+            found = live_at_drain(self.run_dir)
+        except Exception as exc:  # noqa: BLE001 - the batch checks still judge the run
+            return {"error": f"{type(exc).__name__}: {exc}"}
+        if found is not None:
+            print(f"live result at the drain ({found['seconds']:.1f} s; lost, duplicates, "
+                  f"reorders, aborted and foreign records): {found['line']}", flush=True)
+        return found
 
 
 def spark_of(spark):
