@@ -28,7 +28,6 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import signal
 import sys
 import threading
 from pathlib import Path
@@ -39,6 +38,7 @@ from streaming.live import LiveSink
 from streaming.observations import ISOLATION_LEVELS, write_format_file
 from streaming.progress import checkpoint_dir, read_progress
 from streaming.security import spark_kafka_options
+from streaming.session import driver_process
 from streaming.sinks import SINKS, BatchSink
 from verifier.rundata.errors import UsageError, VerifierError
 from verifier.rundata.plan import read_plan
@@ -197,11 +197,7 @@ def _quietly(action, what: str) -> None:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    stop = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda signum, _frame: stop.set())
+    stop = driver_process()
     write_format_file(args.run_dir)
     from streaming.session import spark_session
 

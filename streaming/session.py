@@ -14,8 +14,12 @@ launched with its stdout and stderr on that file.
 from __future__ import annotations
 
 import json
+import logging
 import os
+import signal
 import subprocess
+import sys
+import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -138,3 +142,16 @@ def _python() -> str:
     import sys
 
     return sys.executable
+
+
+def driver_process() -> threading.Event:
+    """Set up a Spark driver process of the tool (the observer, a pipeline's driver):
+    INFO logging to stderr, and SIGTERM / SIGINT setting the returned event, on which the
+    process stops its queries cleanly and exits 0."""
+    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    stop = threading.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        signal.signal(sig, lambda signum, _frame: stop.set())
+    return stop
+

@@ -19,7 +19,6 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import signal
 import sys
 import threading
 import time
@@ -37,6 +36,7 @@ from streaming.pipelines.contract import (
     load_pipeline,
 )
 from streaming.security import spark_kafka_options
+from streaming.session import driver_process
 from verifier.rundata.errors import VerifierError
 from verifier.rundata.formats import write_json_atomic
 from verifier.rundata.pipelines import PipelineLayout, write_readback
@@ -134,11 +134,7 @@ def supervise(query, stop: threading.Event) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
-    logging.basicConfig(level=logging.INFO, stream=sys.stderr,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    stop = threading.Event()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        signal.signal(sig, lambda signum, _frame: stop.set())
+    stop = driver_process()
     try:
         plan = read_plan(args.plan)
         entry = dict((plan.extra.get("pipelines") or {})[args.pipeline])
