@@ -12,6 +12,14 @@ starts the same command again: the query continues from its checkpoint.
 On SIGTERM (the end of the run) it stops the query, reads the output back
 (streaming.pipelines.readback) into ``RUN/pipelines/NAME/output.parquet`` and exits 0;
 ``--readback-only`` does only that.
+
+    python -m streaming.pipelines.driver --check SPEC [--pipeline-guarantee G]
+
+checks a pipeline before any run exists (``verifier chaos`` does it first for a user's
+pipeline, before the cluster starts): the same ``build(spark, source)`` and the same
+writer check on a Kafka source frame that names no reachable broker (the frame is lazy:
+its columns are the source's, nothing connects), in a one-core session; exit 0, or 64
+with the refusal on stderr.
 """
 
 from __future__ import annotations
@@ -59,11 +67,17 @@ def parse_args(argv: list[str] | None = None) -> argparse.Namespace:
     p = argparse.ArgumentParser(prog="python -m streaming.pipelines.driver",
                                 description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--plan", type=Path, required=True, metavar="RUN/config.json")
-    p.add_argument("--pipeline", required=True, help="its name in the plan's pipelines")
+    p.add_argument("--plan", type=Path, metavar="RUN/config.json")
+    p.add_argument("--pipeline", help="its name in the plan's pipelines")
+    p.add_argument("--check", metavar="SPEC",
+                   help="check the pipeline SPEC names (no run, no cluster) and exit")
+    p.add_argument("--pipeline-guarantee", help="with --check: the guarantee it claims")
     p.add_argument("--readback-only", action="store_true",
                    help="read the output back and exit (no query)")
-    return p.parse_args(argv)
+    args = p.parse_args(argv)
+    if args.check is None and (args.plan is None or args.pipeline is None):
+        p.error("--plan and --pipeline are required (or --check SPEC)")
+    return args
 
 
 def session(app: str, master: str, where: PipelineLayout, entry: dict,
@@ -82,21 +96,71 @@ def session(app: str, master: str, where: PipelineLayout, entry: dict,
     return spark_session(app_name=app, master=master, conf=conf)
 
 
-def start_query(spark, pipeline, plan, entry: dict, where: PipelineLayout, security: dict):
-    source = (
+def kafka_source(spark, bootstrap_servers: str, topics, isolation: str, security: dict):
+    """The frame a pipeline's ``build`` receives: Spark's Kafka source on the run's topics
+    (lazy: nothing connects before a query starts)."""
+    return (
         spark.readStream.format("kafka").options(**security)
-        .option("kafka.bootstrap.servers", plan.bootstrap_servers)
-        .option("subscribe", ",".join(plan.topics))
-        .option("kafka.isolation.level", entry.get("isolation", "read_committed"))
+        .option("kafka.bootstrap.servers", bootstrap_servers)
+        .option("subscribe", ",".join(topics))
+        .option("kafka.isolation.level", isolation)
         .option("startingOffsets", "earliest")
         .option("failOnDataLoss", "true")
         .option("kafkaConsumer.pollTimeoutMs", str(POLL_TIMEOUT_MS))
         .load()
     )
+
+
+def built_writer(spark, pipeline, source):
+    """``build(spark, source)``, its writer checked: a dropped value is refused before
+    anything runs (PipelineError)."""
     writer = pipeline.build(spark, source)
-    check_writer(pipeline, writer)  # before anything runs: a dropped value is refused
+    check_writer(pipeline, writer)
+    return writer
+
+
+def start_query(spark, pipeline, plan, entry: dict, where: PipelineLayout, security: dict):
+    source = kafka_source(spark, plan.bootstrap_servers, plan.topics,
+                          entry.get("isolation", "read_committed"), security)
+    writer = built_writer(spark, pipeline, source)
     return (writer.queryName(f"pipeline-{pipeline.name}")
             .option("checkpointLocation", str(where.checkpoint)).start())
+
+
+#: what the check's source names: a port nothing listens on, never contacted
+CHECK_BOOTSTRAP = "127.0.0.1:9"
+
+
+def check_only(spec: str, guarantee: str | None) -> int:
+    """``--check``: build the pipeline on a source frame and check its writer, no run."""
+    import tempfile
+
+    try:
+        pipeline = load_pipeline(spec, guarantee)
+    except VerifierError as exc:
+        print(f"refused: {exc}", file=sys.stderr, flush=True)
+        return EXIT_USAGE
+    with tempfile.TemporaryDirectory(prefix="verifier-pipeline-check-") as tmp:
+        where = PipelineLayout(Path(tmp), pipeline.name)
+        spark = session(f"pipeline-check-{pipeline.name}", "local[1]", where,
+                        {"output_topic": "verifier.check.out"}, CHECK_BOOTSTRAP)
+        try:
+            built_writer(spark, pipeline, kafka_source(
+                spark, CHECK_BOOTSTRAP, ["verifier.check"], "read_committed", {}))
+        except PipelineError as exc:
+            print(f"refused: {exc}", file=sys.stderr, flush=True)
+            return EXIT_USAGE
+        except Exception as exc:  # noqa: BLE001 - the user's build(): say what broke
+            print(f"refused: pipeline {spec}: build(spark, source) failed: "
+                  f"{type(exc).__name__}: {str(exc)[:500]}", file=sys.stderr, flush=True)
+            return EXIT_USAGE
+        finally:
+            try:
+                spark.stop()
+            except Exception:  # noqa: BLE001, S110 - exiting anyway
+                pass
+    print(f"pipeline {spec}: its output keeps {pipeline.value_column!r}", flush=True)
+    return EXIT_OK
 
 
 def read_back(spark, pipeline, plan, entry: dict, where: PipelineLayout,
@@ -134,6 +198,8 @@ def supervise(query, stop: threading.Event) -> int:
 
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
+    if args.check is not None:
+        return check_only(args.check, args.pipeline_guarantee)
     stop = driver_process()
     try:
         plan = read_plan(args.plan)

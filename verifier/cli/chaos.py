@@ -388,6 +388,9 @@ def _prepare(args: argparse.Namespace):
     jvm.choose_java()
     if pipelines:  # the Delta jars the pipelines' sessions load (once, from Maven Central)
         jvm.resolve(jvm.delta_jars())
+        from verifier.orchestration.pipelines import check_user_pipelines
+
+        check_user_pipelines(list(pipelines), env={**os.environ, **spark_env()})
     from producers.clients import require_built
 
     for client in opts.clients or (args.client,):

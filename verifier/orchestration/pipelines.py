@@ -62,6 +62,50 @@ def plan_pipelines(specs: tuple[str, ...], guarantee: str | None) -> list[Planne
     return out
 
 
+#: the check of a user's pipeline before the run: a Spark JVM starts, on a loaded machine
+CHECK_TIMEOUT = 180.0
+
+
+def check_user_pipelines(pipelines: list[PlannedPipeline], env: dict | None = None,
+                         say=print) -> None:
+    """Build every pipeline that is not a preset on a source frame, before anything
+    starts (no cluster yet): one that drops the value, or whose ``build`` fails, is a
+    usage error now rather than after the cluster and the observer are up. The presets
+    keep the value (tests/integration/pipelines run each)."""
+    import subprocess
+
+    from streaming.pipelines.presets import PRESETS
+    from verifier.harness.procs import spawn
+
+    for p in pipelines:
+        if p.spec in PRESETS:
+            continue
+        say(f"checking pipeline {p.name} ({p.spec}): its build() on a Spark session ...")
+        argv = [sys.executable, "-m", "streaming.pipelines.driver", "--check",
+                _absolute(p.spec), "--pipeline-guarantee", p.guarantee]
+        proc = spawn(f"pipeline-check/{p.name}", argv, stdout=subprocess.PIPE,
+                     stderr=subprocess.PIPE, text=True, env=env)
+        try:
+            out, err = proc.communicate(timeout=CHECK_TIMEOUT)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.communicate()
+            raise VerifierError(f"pipeline {p.name}: its check did not finish in "
+                                f"{CHECK_TIMEOUT:.0f} s") from None
+        except BaseException:
+            proc.kill()  # Ctrl-C: the check's JVM goes with it
+            raise
+        if proc.returncode == 0:
+            continue
+        refused = [ln[len("refused: "):] for ln in err.splitlines()
+                   if ln.startswith("refused: ")]
+        if refused:
+            raise UsageError(refused[-1])
+        tail = "\n".join(err.strip().splitlines()[-5:])
+        raise VerifierError(f"pipeline {p.name}: its check failed (exit "
+                            f"{proc.returncode}): {tail}")
+
+
 def kills_pipelines(faults) -> bool:
     """Does the scenario's schedule (or fault list) act on a pipeline's driver?"""
     def target(f):
@@ -207,5 +251,5 @@ def stop(procs: list[PipelineProcess], timeout: float = STOP_TIMEOUT) -> list[st
 
 
 __all__ = ["HOLD_MS", "PROCESS_PREFIX", "PipelineProcess", "PlannedPipeline",
-           "committed_position", "drain", "kills_pipelines", "plan_entries", "plan_pipelines",
-           "stop", "wait_ready"]
+           "check_user_pipelines", "committed_position", "drain", "kills_pipelines",
+           "plan_entries", "plan_pipelines", "stop", "wait_ready"]
