@@ -35,7 +35,7 @@ import pyarrow.parquet as pq
 
 from streaming.observations import SCHEMA, output_dir, write_json_atomic
 from verifier.judge.definitions.stream import ANOMALY_SCHEMA, LiveChecks, anomaly_table
-from verifier.rundata.formats import header, read_json
+from verifier.rundata.formats import RunFormatError, header, read_json
 from verifier.rundata.layout import layout
 
 log = logging.getLogger(__name__)
@@ -124,10 +124,11 @@ def restore(run_dir: Path, isolation: str, sink: str, run: str, topics: dict[str
 
 
 def final(run_dir: Path, isolation: str, sink: str, run: str,
-          topics: dict[str, str]) -> tuple[LiveChecks, pa.Table] | None:
+          topics: dict[str, str], read=None) -> tuple[LiveChecks, pa.Table] | None:
     """Every live anomaly of a finished run at ``isolation`` (the files the observer wrote
     for what its last snapshot covers, plus what the files after it add), and the final
-    state; None when the observer ran without live checks."""
+    state; None when the observer ran without live checks. ``read(path)``: the anomalies
+    file as Arrow (a follower that read them during the run hands its copies)."""
     if not _snapshots(run_dir, isolation):
         return None
     r = restore(run_dir, isolation, sink, run, topics, write=False)
@@ -135,8 +136,24 @@ def final(run_dir: Path, isolation: str, sink: str, run: str,
     tables = [anomaly_table(r.found)]
     for p in sorted(folder.glob("batch-*.parquet")):
         if r.covers(p.name, sink):
-            tables.append(pq.read_table(p, schema=ANOMALY_SCHEMA))
+            tables.append(read(p) if read is not None else read_anomalies(p))
     return r.live, pa.concat_tables(tables)
+
+
+def read_anomalies(path: Path) -> pa.Table:
+    """One batch's anomalies file."""
+    return pq.read_table(path, schema=ANOMALY_SCHEMA)
+
+
+def newest_state(run_dir: Path, isolation: str) -> LiveChecks | None:
+    """The newest state snapshot the observer wrote at ``isolation`` (None: none yet);
+    it may lag the files on disk by the batch being written."""
+    for _, path in reversed(_snapshots(run_dir, isolation)):
+        try:
+            return LiveChecks.from_json(read_json(path, "live-state"), path)
+        except (OSError, ValueError, RunFormatError):  # pruned while read: the one before
+            continue
+    return None
 
 
 def _write_anomalies(run_dir: Path, isolation: str, name: str, rows: list[dict]) -> None:
@@ -195,4 +212,5 @@ class LiveSink:
                           {**header("live-summary"), **self.live.summary()})
 
 
-__all__ = ["LiveSink", "Restored", "final", "observation_files", "read_summary", "restore"]
+__all__ = ["LiveSink", "Restored", "final", "newest_state", "observation_files", "read_anomalies",
+           "read_summary", "restore"]

@@ -285,3 +285,53 @@ class HistoryTail:
                 elif kind == "fail":
                     self.fail += 1
         return self
+
+
+class HistoryFollower:
+    """Reads a history while its producer appends to it, as Arrow: each :meth:`poll`
+    parses the complete lines written since the last one (the checks' schema, as
+    :func:`read_histories`) and returns those operations with a ``pid`` column.
+
+    A line still being written waits for the next poll: the position kept is the end of
+    the last complete line, so the bytes after it are read again. A generator that
+    restarts reopens the file, cuts off a torn last line there and appends its new
+    session (:class:`HistoryWriter`), which is where the next poll goes on. The header is
+    checked once (run and pid)."""
+
+    def __init__(self, path: Path, run: str, pid: str) -> None:
+        self.path, self.run, self.pid = Path(path), run, pid
+        self.pos = 0  # end of the last complete line consumed
+        self.started = False  # a session line was seen
+        self.lines = 0  # operations returned so far
+
+    def poll(self) -> pa.Table | None:
+        """The operations of the lines completed since the last poll (None: none)."""
+        import pyarrow.compute as pc
+
+        try:
+            with open(self.path, "rb") as f:
+                size = os.fstat(f.fileno()).st_size
+                if size < self.pos:  # cut below what was read: not an append-only history
+                    raise RunFormatError(self.path, f"shrank to {size} bytes below the "
+                                                    f"{self.pos} already read")
+                f.seek(self.pos)
+                data = f.read()
+        except FileNotFoundError:
+            return None
+        end = data.rfind(b"\n") + 1
+        if end == 0:
+            return None
+        body = data[:end]
+        if self.pos == 0:
+            head, body = split_lines(self.path, body)
+            check_header(self.path, head, HISTORY_FORMAT)
+            if head.get("run") != self.run or head.get("pid") != self.pid:
+                raise RunFormatError(self.path, f"header names run {head.get('run')!r} pid "
+                                                f"{head.get('pid')!r}, not {self.run!r} "
+                                                f"{self.pid!r}")
+        self.pos += end
+        table = _parse_body(self.path, body)
+        self.started = self.started or bool(pc.any(pc.equal(table["type"], "session")).as_py())
+        ops = table.filter(pc.is_in(table["type"], pa.array(["invoke", "ok", "fail", "info"])))
+        self.lines += ops.num_rows
+        return ops.append_column("pid", pa.repeat(pa.scalar(self.pid, pa.string()), ops.num_rows))

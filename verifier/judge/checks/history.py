@@ -72,8 +72,16 @@ def attempts(hist: pa.Table) -> pa.Table:
     """One row per send attempt key (pid, ses, txn, p, seq): what its lines say.
 
     Grouped on an integer code of the producer id (hashing strings doubled the time)
-    with narrow counters; ``sends`` and ``txn_sizes`` share the result.
+    with narrow counters; ``sends`` and ``txn_sizes`` share the result. The same as
+    :func:`finish_attempts` of :func:`attempt_parts` (the live path reduces the histories
+    chunk by chunk as they are tailed and merges the parts: :func:`merge_attempt_parts`).
     """
+    return finish_attempts(attempt_parts(hist))
+
+
+def attempt_parts(hist: pa.Table) -> pa.Table:
+    """The mergeable reduction of some history lines (any slice of them) per attempt key:
+    invokes, completions, ok / info / fail seen, first time, highest offset."""
     ev = hist.filter(_fill(_is(hist, "send")))
     typ = ev["type"]
     pids = ev["pid"].unique()
@@ -88,11 +96,44 @@ def attempts(hist: pa.Table) -> pa.Table:
         ("inv", "sum"), ("done", "sum"), ("ok", "any"), ("info", "any"), ("failed", "any"),
         ("t", "min"), ("offset", "max"),
     ])  # fmt: skip
-    # a send without completion line (the process died) is info (formats §2)
-    info = pc.or_(a["info_any"], pc.greater(a["inv_sum"], a["done_sum"]))
     return pa.table({"pid": pc.take(pids, a["pc"]), **{k: a[k] for k in ATTEMPT_KEYS[1:]},
-                     "ok": a["ok_any"], "info": info, "failed": a["failed_any"],
-                     "t": a["t_min"], "offset": a["offset_max"]})  # fmt: skip
+                     "inv": a["inv_sum"], "done": a["done_sum"], "ok": a["ok_any"],
+                     "info": a["info_any"], "failed": a["failed_any"], "t": a["t_min"],
+                     "offset": a["offset_max"]})  # fmt: skip
+
+
+def merge_attempt_parts(parts: list[pa.Table]) -> pa.Table:
+    """Several :func:`attempt_parts` (of disjoint slices of the lines) as one."""
+    if len(parts) == 1:
+        return parts[0]
+    t = pa.concat_tables(parts)
+    a = t.group_by(ATTEMPT_KEYS).aggregate([
+        ("inv", "sum"), ("done", "sum"), ("ok", "any"), ("info", "any"), ("failed", "any"),
+        ("t", "min"), ("offset", "max"),
+    ])  # fmt: skip
+    return pa.table({**{k: a[k] for k in ATTEMPT_KEYS},
+                     "inv": a["inv_sum"], "done": a["done_sum"], "ok": a["ok_any"],
+                     "info": a["info_any"], "failed": a["failed_any"], "t": a["t_min"],
+                     "offset": a["offset_max"]})  # fmt: skip
+
+
+def finish_attempts(a: pa.Table) -> pa.Table:
+    """:func:`attempts` from the parts of every line."""
+    # a send without completion line (the process died) is info (formats §2)
+    info = pc.or_(a["info"], pc.greater(a["inv"], a["done"]))
+    return pa.table({**{k: a[k] for k in ATTEMPT_KEYS}, "ok": a["ok"], "info": info,
+                     "failed": a["failed"], "t": a["t"], "offset": a["offset"]})  # fmt: skip
+
+
+def merge_flags(parts: list[pa.Table]) -> pa.Table:
+    """Several :func:`txn_flags` (of disjoint slices of the lines) as one."""
+    if len(parts) == 1:
+        return parts[0]
+    t = pa.concat_tables(parts)
+    aggs = [(c, "any") for c in ("commit_ok", "commit_fail", "commit_invoked", "abort_invoked")]
+    aggs.append(("abort_intent", "any", _NULL_IF_NONE))
+    out = t.group_by(TXN_KEYS).aggregate(aggs)
+    return out.rename_columns([n.removesuffix("_any") for n in out.column_names])
 
 
 def _committed(status: pa.Table) -> pa.Table:

@@ -108,13 +108,15 @@ def delivery_and_inconsistent(c, exact, ctx: K.Ctx, at: dict, obs: pa.Table) -> 
 
 
 def _seen_at(obs: pa.Table, ctx: K.Ctx, offsets: list[int]) -> dict[int, dict[str, str]]:
-    """{offset: {"reader/isolation": "pid:p:seq ses s txn t" or "undecodable"}}."""
+    """{offset: {"reader/isolation": "pid:p:seq ses S txn T sent MS" or "undecodable"}}
+    (the send time too: it is part of the identity two readers are compared on)."""
     names = _names(ctx)
     rows = obs.filter(pc.is_in(obs["offset"], pa.array(offsets, pa.int64()))).to_pylist()
     out: dict[int, dict[str, str]] = {}
     for r in rows:
         what = ("undecodable" if r["fgn"] else
-                f"{r['pid']}:{r['p']}:{r['seq']} ses {r['ses']} txn {r['txn']}")  # fmt: skip
+                f"{r['pid']}:{r['p']}:{r['seq']} ses {r['ses']} txn {r['txn']} "
+                f"sent {r['ts_send']}")  # fmt: skip
         d = out.setdefault(r["offset"], {})
         name = names[r["ci"]] if r["ci"] is not None else "?"
         d[name] = what if name not in d or d[name] == what else d[name] + " | " + what
@@ -368,6 +370,14 @@ def torn(records: int, visible: int) -> bool:
 def hanging(end_read_committed: int, end_read_uncommitted: int) -> bool:
     """hanging-transaction: at drain, the partition's LSO below its high watermark."""
     return end_read_committed < end_read_uncommitted
+
+
+def inconsistent(one: tuple | None, other: tuple | None) -> bool:
+    """inconsistent-offset for two deliveries of one (partition, offset): the decoded
+    identities (:data:`~verifier.judge.definitions.frames.IDENT_FIELDS`, None for a row that
+    did not decode) differ, or one decoded and the other did not (the row-at-a-time twin
+    of the ``differ`` / ``fany`` cells of :func:`delivery_and_inconsistent`)."""
+    return one != other
 
 
 def undecodable(row: dict, run: str, pids) -> str | None:

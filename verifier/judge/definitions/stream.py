@@ -35,6 +35,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from verifier.judge.definitions import kinds
+from verifier.judge.definitions.frames import IDENT_FIELDS
 from verifier.judge.model import (
     ABORTED_READ,
     ANOMALY_COLUMNS,
@@ -42,9 +43,14 @@ from verifier.judge.model import (
     DUP_DELIVERY,
     DUP_SAME,
     FOREIGN,
+    HANGING,
+    INCONSISTENT,
     LOST,
     OBSERVER,
+    READ_COMMITTED,
+    READ_UNCOMMITTED,
     REORDER,
+    TORN,
     UNSEEN,
 )  # fmt: skip
 from verifier.rundata.formats import check_header, header
@@ -375,6 +381,8 @@ def same_anomaly_key(a: dict) -> tuple:
         return (*place, a["pid"], a["seq"], None)
     if kind == REORDER:
         return (*place, a["pid"], a["seq"], a["offset"])
+    if kind == TORN:  # one per transaction (session and number) and level
+        return (*place, a["pid"], a["txn"], a["ses"])
     return (*place, None, None, a["offset"])
 
 
@@ -415,3 +423,146 @@ def missing(live: LiveChecks, sends: pa.Table, late) -> list[dict]:
                     "evidence": kinds._ev(acknowledged=r["ok"], acked_offset=off,
                                           transactional=r["transactional"])})  # fmt: skip
     return out
+
+
+# -- the rest after the drain: the kinds that need the histories or both levels ------
+# The follower (verifier.orchestration.follow) tails the histories and the observer's
+# files while the run goes; these apply the rules of :mod:`kinds` to what is still open.
+
+
+def held(live: LiveChecks, topic: str, pid: str, p: int, seq: int,
+         ses: int | None = None) -> bool:
+    """Does the state hold the identity (pid, p, seq) at its home (topic, p): in some
+    session, or in session ``ses``?"""
+    st = live.parts.get((topic, p))
+    if st is None:
+        return False
+    if ses is None:
+        return bool(st.sessions_with(pid, seq))
+    r = st.seqs.get(pid, {}).get(ses)
+    return r is not None and seq in r
+
+
+def torn_rows(states: dict[str, LiveChecks], sizes: pa.Table, records: pa.Table,
+              topics: dict[str, str]) -> list[dict]:
+    """torn-transaction for the observer: a committed transaction (``sizes``: rows of
+    :func:`verifier.judge.checks.history.txn_sizes`) of which a level's state holds some,
+    not all, records (:func:`kinds.torn`). ``records``: the attempt keys (pid, ses, txn,
+    p, seq) of those transactions; a record counts as visible when the state holds its
+    sequence in the transaction's session at its home, as the batch pass counts the
+    records read with the transaction's (pid, ses, txn)."""
+    recs: dict[tuple, set] = {}
+    for r in records.select(["pid", "ses", "txn", "p", "seq"]).to_pylist():
+        recs.setdefault((r["pid"], r["ses"], r["txn"]), set()).add((r["p"], r["seq"]))
+    out = []
+    for t in sizes.to_pylist():
+        key = (t["pid"], t["ses"], t["txn"])
+        topic = topics.get(t["pid"])
+        for iso, live in states.items():
+            visible = sum(held(live, topic, t["pid"], p, seq, t["ses"])
+                          for p, seq in recs.get(key, ()))
+            if kinds.torn(t["size"], visible):
+                out.append({"kind": TORN, "topic": topic, "partition": None,
+                            "isolation": iso, "reader": live.reader, "pid": t["pid"],
+                            "ses": t["ses"], "seq": None, "txn": t["txn"], "offset": None,
+                            "offsets": None, "t": t["t"],
+                            "evidence": kinds._ev(records=t["size"], visible=visible,
+                                                  partitions=t["partitions"])})  # fmt: skip
+    return out
+
+
+def hanging_rows(partitions: list[dict]) -> list[dict]:
+    """hanging-transaction from drain.json's end offsets (:func:`kinds.hanging`)."""
+    return [{"kind": HANGING, "topic": x["topic"], "partition": x["partition"],
+             "isolation": None, "reader": None, "pid": None, "ses": None, "seq": None,
+             "txn": None, "offset": x["end_read_committed"],
+             "offsets": [x["end_read_committed"], x["end_read_uncommitted"]], "t": None,
+             "evidence": kinds._ev(end_read_committed=x["end_read_committed"],
+                                   end_read_uncommitted=x["end_read_uncommitted"])}
+            for x in partitions
+            if kinds.hanging(x["end_read_committed"], x["end_read_uncommitted"])]  # fmt: skip
+
+
+_GONE = object()
+
+
+class OffsetComparator:
+    """inconsistent-offset between the two isolation levels of one reader, as their rows
+    arrive (each level in offset order per partition, the levels in any interleaving).
+
+    Per (topic, partition) and level: the highest offset delivered, and the decoded
+    identities (:func:`kinds.inconsistent`'s values) of the offsets above the other
+    level's highest, waiting for it. When the other level delivers such an offset the two
+    are compared and the entry dropped; when it passes it without delivering it (an
+    aborted record or a marker at read_committed) the entry is dropped too. Memory is the
+    distance between the two levels, not the run. Rows delivered again (a replay) are
+    skipped: the first delivery was compared."""
+
+    def __init__(self, run: str, pids, reader: str = OBSERVER) -> None:
+        self.run, self.pids, self.reader = run, set(pids), reader
+        self.high: dict[tuple[str, int, str], int] = {}
+        self.pending: dict[tuple[str, int, str], dict[int, tuple | None]] = {}
+        self.found: list[dict] = []
+
+    def waiting(self) -> int:
+        return sum(len(d) for d in self.pending.values())
+
+    def apply(self, isolation: str, obs: pa.Table) -> list[dict]:
+        """Feed the rows one level delivered (any order of partitions); return the
+        inconsistent offsets found."""
+        if obs.num_rows == 0:
+            return []
+        t = obs.select(["topic", "partition", "offset", "run", "pid", "p", "seq", "ses", "txn",
+                        "ts_send", "foreign"]).combine_chunks()
+        t = t.take(pc.sort_indices(t, [("topic", "ascending"), ("partition", "ascending")]))
+        other = next(i for i in (READ_COMMITTED, READ_UNCOMMITTED) if i != isolation)
+        out = []
+        for topic, part, g in _slices(t):
+            mine, theirs = (topic, part, isolation), (topic, part, other)
+            high = self.high.get(mine, -1)
+            g = g.filter(pc.greater(g["offset"], high))
+            if g.num_rows == 0:
+                continue
+            # decoded identity, or None (kinds.undecodable's rows: the batch's fgn)
+            bad = pc.or_(pc.fill_null(g["foreign"], False),
+                         pc.fill_null(pc.not_equal(g["run"], self.run), True))
+            bad = pc.or_(bad, pc.invert(pc.fill_null(
+                pc.is_in(g["pid"], pa.array(sorted(self.pids), pa.string())), False)))
+            cols = [g[f].to_pylist() for f in IDENT_FIELDS]
+            offs = g["offset"].to_pylist()
+            rows = zip(*cols, strict=True)
+            idents = [None if b else tup
+                      for b, tup in zip(bad.to_pylist(), rows, strict=True)]  # fmt: skip
+            wait = self.pending.setdefault(mine, {})
+            there = self.pending.setdefault(theirs, {})
+            their_high = self.high.get(theirs, -1)
+            for o, ident in zip(offs, idents, strict=True):
+                if o > their_high:
+                    wait[o] = ident
+                    continue
+                seen = there.pop(o, _GONE)
+                if seen is not _GONE and kinds.inconsistent(ident, seen):
+                    out.append(self._row(topic, part, o, {isolation: ident, other: seen}))
+            self.high[mine] = max(high, offs[-1])
+            # the other level's offsets this one has passed without delivering them
+            while there and next(iter(there)) <= self.high[mine]:
+                there.pop(next(iter(there)))
+        self.found += out
+        return out
+
+    def _row(self, topic: str, part: int, offset: int, by: dict) -> dict:
+        dec = sorted((v for v in by.values() if v is not None),
+                     key=lambda v: tuple((0,) if x is None else (1, x) for x in v))
+        one = dict(zip(IDENT_FIELDS, dec[0], strict=True)) if dec else None
+        other = dict(zip(IDENT_FIELDS, dec[-1], strict=True)) if dec else None
+        seen = {f"{self.reader}/{iso}": ("undecodable" if v is None else
+                                         f"{v[0]}:{v[1]}:{v[2]} ses {v[3]} txn {v[4]} "
+                                         f"sent {v[5]}")
+                for iso, v in sorted(by.items())}  # fmt: skip
+        return {"kind": INCONSISTENT, "topic": topic, "partition": part, "isolation": None,
+                "reader": None, "pid": one and one["pid"], "ses": None,
+                "seq": one and one["seq"], "txn": None, "offset": offset, "offsets": [offset],
+                "t": one and one["ts_send"],
+                "evidence": kinds._ev(one=one, other=other,
+                                      foreign_seen=any(v is None for v in by.values()),
+                                      seen=seen)}  # fmt: skip
