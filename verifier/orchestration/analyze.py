@@ -22,8 +22,11 @@ from verifier.rundata.layout import RunLayout
 MAX_PLOTS = 4  # anomalous partitions plotted in report.html
 
 
-def analyze(spark, run_dir: Path | str, cap: int = DEFAULT_SAMPLE, files=None) -> dict:
-    """The verdict.json document of a run (does not write anything)."""
+def analyze(spark, run_dir: Path | str, cap: int = DEFAULT_SAMPLE, files=None,
+            live: dict | None = None) -> dict:
+    """The verdict.json document of the batch pass over a run (does not write anything),
+    compared with the live result (``live``: the one the run computed, else read from the
+    run folder)."""
     run = load_run(spark, run_dir, files)
     d = Derived(run)
     try:
@@ -48,7 +51,7 @@ def analyze(spark, run_dir: Path | str, cap: int = DEFAULT_SAMPLE, files=None) -
         doc["clients"] = clients_of(run_dir)
         doc["kafka_version"] = kafka_version_of(run_dir)
         doc["partition_plots"] = _plots(d, doc)
-        cross_check(run, d, doc, run_dir, cap)  # the live checks' result against these
+        cross_check(run, d, doc, run_dir, cap, live)  # the live result against these
     finally:
         d.release()
     add_connections(doc, run_dir)

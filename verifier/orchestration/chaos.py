@@ -131,10 +131,13 @@ def run_one(env, scenario: Scenario, opts: RunOptions, spark, out=sys.stdout) ->
     doc["fault_summary"] = fault_summary(run.run_dir)
     with run.clock.phase("report"):
         write_outputs(doc, run.run_dir)
-        try:
-            print(render_terminal(doc), file=out)
-        except (KeyError, TypeError) as exc:  # a crashed doc lacks some fields
-            print(f"(no table: {exc})", file=out)
+        # the live path's verdict is on screen since the drain: again only if the batch
+        # cross-check changed it
+        if (doc.get("batch") or {}).get("agree") is not True:
+            try:
+                print(render_terminal(doc), file=out)
+            except (KeyError, TypeError) as exc:  # a crashed doc lacks some fields
+                print(f"(no table: {exc})", file=out)
         print(render_connections(doc.get("connections")), file=out)
     if opts.selftest:  # after the verdict is on screen; the reports are written again
         with run.clock.phase("selftest"):
@@ -145,26 +148,36 @@ def run_one(env, scenario: Scenario, opts: RunOptions, spark, out=sys.stdout) ->
     write_verdict(doc, RunLayout(run.run_dir).verdict)
     for line in doc["fault_summary"]:
         print(f"fault: {line}", file=out)
-    print(live_vs_batch_line(doc.get("live_vs_batch")), file=out)
+    print(live_vs_batch_line(doc.get("live_vs_batch"), doc.get("batch")), file=out)
     print(f"run folder {run.run_dir}  |  {run.clock.summary()}", file=out, flush=True)
     for note in run.notes:
         print(f"note: {note}", file=out)
     return doc
 
 
-def live_vs_batch_line(section: dict | None) -> str:
-    """One line: did the observer's live checks and the batch checks agree on this run?"""
+def live_vs_batch_line(section: dict | None, batch: dict | None = None) -> str:
+    """One line: did the batch cross-check agree with the live checks on this run: their
+    anomalies and, when the verdict came from the live path (``batch``), the verdicts?"""
     if not section:
         return "live checks: not compared (the run did not complete)"
     if not section.get("compared"):
         return f"live checks: not compared ({section.get('reason') or section.get('error')})"
+    who = "batch cross-check" if batch is None else f"batch cross-check ({batch['seconds']:.0f} s)"
+    verdicts = ""
+    if batch is not None and batch.get("differ"):
+        verdicts = "; verdicts DIFFER, UNKNOWN there: " + "; ".join(
+            f"{x['column']} live {x['live']} batch {x['batch']}" for x in batch["differ"][:3])
+    elif batch is not None:
+        verdicts = ", the same verdicts"
     if section["agree"]:
-        return (f"live checks: {section['live']} anomalies, the same as the batch checks "
-                f"({section['seconds']:.1f} s to compare)")
+        said = "agrees" if not verdicts.startswith(";") else "agrees on the anomalies"
+        return (f"{who} {said}: {section['live']} anomalies, the same as the live checks"
+                f"{verdicts} ({section['seconds']:.1f} s to compare)")
     rows = "; ".join(f"{x['side']} {x['kind']} {x['topic']}-{x['partition']}@{x['offset']}"
                      for x in section["differ"][:3])
-    return (f"live checks DISAGREE with the batch checks on {section['n_differ']} anomalies "
-            f"(UNKNOWN for {', '.join(section['modes'])}): {rows}")
+    return (f"{who}: the live checks DISAGREE with the batch checks on {section['n_differ']} "
+            f"anomalies (UNKNOWN for {', '.join(section['modes'])}): {rows}"
+            f"{verdicts if verdicts.startswith(';') else ''}")
 
 
 def run_matrix(env, scenarios: list[Scenario], opts: RunOptions, spark,

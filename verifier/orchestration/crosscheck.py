@@ -1,10 +1,11 @@
-"""After the batch checks: the observer's live result compared with them (issue 16).
+"""After the batch checks: the live result compared with them (issue 16).
 
-Reads what the live checks wrote (streaming.live: the anomalies files, the last state
-and the observation files after it) and hands it to
-:func:`verifier.judge.checks.crosscheck.compare`; a difference makes the columns
-concerned UNKNOWN. A run whose observer ran without live checks is not compared, and
-says so.
+The live result is what :mod:`verifier.orchestration.follow` gives (during a run its
+follower's, offline the same follower polled once: the live checks' files, their final
+states, the histories, drain.json) and :func:`verifier.judge.checks.crosscheck.compare`
+holds it against the batch pass; a difference makes the columns concerned UNKNOWN. A
+run whose observer ran without live checks is not compared, and says so. In a chaos run
+the verdict is the live path's and the batch pass its cross-check (:func:`settle`).
 """
 
 from __future__ import annotations
@@ -13,42 +14,34 @@ import time
 import traceback
 from pathlib import Path
 
-import pyarrow as pa
-
+from verifier.judge import verdict as V
 from verifier.judge.checks.crosscheck import compare, mark_disagreement
 from verifier.judge.checks.derive import Derived
-from verifier.judge.model import ISOLATIONS, RunData
+from verifier.judge.model import RunData
 
 
-def live_result(run: RunData, run_dir: Path | str) -> tuple[pa.Table, dict] | None:
-    """Every live anomaly at both levels and each level's final state; None without
-    live checks at some level."""
-    from streaming.live import final
+def follow_offline(run_dir: Path | str, run: RunData) -> dict | None:
+    """The live result of a finished run, read in one go (``verifier analyze``): the same
+    follower as during a run, polled once, on the same definitions."""
+    from verifier.orchestration.follow import RunFollower
 
-    topics = {pid: p.topic for pid, p in run.config.producers.items()}
-    tables, summaries = [], {}
-    for iso in ISOLATIONS:
-        got = final(Path(run_dir), iso, run.config.sink, run.config.run, topics)
-        if got is None:
-            return None
-        live, rows = got
-        tables.append(rows)
-        summaries[iso] = live
-    return pa.concat_tables(tables), summaries
+    return RunFollower(run_dir, run.config).result(run.drain)
 
 
-def cross_check(run: RunData, d: Derived, doc: dict, run_dir: Path | str, cap: int) -> None:
-    """Put ``live`` and ``live_vs_batch`` into ``doc``; mark disagreeing columns."""
+def cross_check(run: RunData, d: Derived, doc: dict, run_dir: Path | str, cap: int,
+                live: dict | None = None) -> None:
+    """Put ``live`` and ``live_vs_batch`` into ``doc``; mark disagreeing columns.
+    ``live``: the run's live result (verifier.orchestration.follow) when the run has it
+    already; else it is read from the run folder."""
     start = time.perf_counter()
     try:
-        got = live_result(run, run_dir)
+        got = live if live is not None else follow_offline(run_dir, run)
         if got is None:
             doc["live_vs_batch"] = {"compared": False, "agree": True,
                                     "reason": "the observer ran without live checks"}
             return
-        rows, states = got
-        doc["live"] = {iso: live.summary() for iso, live in states.items()}
-        section = compare(run, d, rows, cap, states)
+        doc["live"] = {iso: st.summary() for iso, st in got["states"].items()}
+        section = compare(run, d, got["rows"], cap, full=True)
     except Exception as exc:  # noqa: BLE001 - a crashed comparison leaves the verdict open
         section = {"compared": False, "agree": False, "n_differ": 0, "differ": [],
                    "modes": sorted({c["mode"] for c in doc["columns"]}),
@@ -58,39 +51,42 @@ def cross_check(run: RunData, d: Derived, doc: dict, run_dir: Path | str, cap: i
     mark_disagreement(doc, section)
 
 
-def live_at_drain(run_dir: Path | str) -> dict | None:
-    """The live result right after the drain, before the batch checks: the stream kinds
-    the observer found, plus lost and unseen from its final state and the histories, per
-    column judged by the expectation table; None without live checks. No Spark."""
-    from streaming.live import final
-    from verifier.judge.checks import history as H
-    from verifier.judge.checks.load import read_run_files
-    from verifier.judge.definitions.stream import missing
-    from verifier.judge.model import OBSERVER
-    from verifier.orchestration.live import judge_counts
-
-    start = time.perf_counter()
-    files = read_run_files(run_dir)
-    cfg = files.config
-    topics = {pid: p.topic for pid, p in cfg.producers.items()}
-    # a commit of unknown outcome is settled by the readers in the batch pass; here its
-    # records are not required (never a false lost)
-    sends = H.sends(H.attempts(files.history), H.txn_status(H.txn_flags(files.history), set()),
-                    topics)
-    summaries = {}
-    for iso in ISOLATIONS:
-        got = final(Path(run_dir), iso, cfg.sink, cfg.run, topics)
-        if got is None:
-            return None
-        live, rows = got
-        found = rows.to_pylist() + missing(
-            live, sends, lambda t, p, iso=iso: files.drain.incomplete(t, p, OBSERVER, iso))
-        by: dict[str, dict[str, int]] = {}
-        for a in found:
-            owner = a["pid"] if a["pid"] in topics else f"topic:{a['topic']}"
-            by.setdefault(owner, {})[a["kind"]] = by.get(owner, {}).get(a["kind"], 0) + 1
-        summaries[iso] = {"anomalies": by}
-    cols = judge_counts(summaries, list(cfg.producers.values()), cfg.sink)
-    return {"seconds": round(time.perf_counter() - start, 3),
-            "forbidden": {c.name: c.forbidden for c in cols if c.forbidden},
-            "line": "; ".join(c.line() for c in cols)}  # fmt: skip
+def settle(live: dict, batch: dict, seconds: float) -> dict:
+    """The run's verdict document: the live path's (``live``, from
+    :func:`verifier.orchestration.follow.live_doc`), checked by the batch pass's
+    (``batch``, with its ``live_vs_batch``). Where the anomalies differ the columns
+    concerned are UNKNOWN with the rows (:func:`mark_disagreement`); where the batch
+    pass judged a column otherwise (it also reads the plain reader, and the histories for
+    what the live path leaves to it) the column is UNKNOWN with the batch's verdict and
+    why; a FAIL the live path found stays FAIL. ``verdict.json`` ``batch`` says what the
+    batch pass judged and how long it took."""
+    doc = live
+    doc["live"] = batch.get("live")
+    doc["partition_plots"] = batch.get("partition_plots") or []
+    theirs = {c["name"]: c for c in batch.get("columns", [])}
+    other = []
+    for c in doc["columns"]:
+        b = theirs.get(c["name"])
+        if b is not None and b["verdict"] != c["verdict"]:
+            other.append({"column": c["name"], "live": c["verdict"], "batch": b["verdict"],
+                          "forbidden": b["forbidden"], "reasons": b["reasons"]})
+    section = batch.get("live_vs_batch") or {"compared": False, "agree": False,
+                                             "n_differ": 0, "differ": [], "modes": [],
+                                             "error": "the batch pass did not compare"}
+    mark_disagreement(doc, section)
+    for x in other:
+        c = next(c for c in doc["columns"] if c["name"] == x["column"])
+        if c["verdict"] in (V.PASS, V.SKIPPED):
+            c["verdict"] = V.UNKNOWN
+        if c["verdict"] == V.UNKNOWN:
+            why = "; ".join([*(f"forbidden {k}" for k in x["forbidden"]), *x["reasons"]])
+            c["reasons"] = [*c.get("reasons", []),
+                            f"the batch cross-check judged it {x['batch']}"
+                            + (f" ({why})" if why else "")]
+    if doc.get("exit_code") != V.EXIT_ANOMALY:
+        doc["exit_code"] = V.exit_code([c["verdict"] for c in doc["columns"]])
+    doc["batch"] = {"seconds": round(seconds, 3), "exit_code": batch.get("exit_code"),
+                    "verdicts": {n: c["verdict"] for n, c in theirs.items()},
+                    "differ": other, "checks": batch.get("checks"),
+                    "agree": bool(section.get("agree")) and not other}  # fmt: skip
+    return doc

@@ -75,6 +75,8 @@ class ScenarioRun:
         self.failed_start: dict[str, str] = {}
         self._t0 = time.monotonic()
         self.interrupted = False
+        self.follower = None  # verifier.orchestration.follow.RunFollower, from the setup
+        self._drained_at: float | None = None
         self.plan = self._plan()
         # the secrets reach the children through their environment, never argv or files
         self.child_env = {**opts.extra_env, **self.plan.child_env()}
@@ -346,6 +348,7 @@ class ScenarioRun:
             try:
                 with self.clock.phase("setup"):
                     schedule = self._setup()
+                    self._follow()
                     self.processes["observer"].start()
                     for proc in self.pipes:
                         proc.start()
@@ -373,6 +376,7 @@ class ScenarioRun:
                             proc.restart()
                 with self.clock.phase("drain"):
                     self._drain()
+                self._drained_at = time.monotonic()
             except KeyboardInterrupt:
                 self._stop_now()
                 self.interrupted = True
@@ -387,6 +391,8 @@ class ScenarioRun:
                 doc = self._verify()
         finally:
             display.__exit__(None, None, None)
+            if self.follower is not None:
+                self.follower.stop()
         return doc
 
     def _drain(self) -> None:
@@ -409,33 +415,75 @@ class ScenarioRun:
                 self.notes.append(f"pipelines' drain incomplete: {'; '.join(behind[:6])}")
             self.notes += P.stop(self.pipes)  # each reads its output back as it stops
 
-    def _verify(self) -> dict:
-        from verifier.orchestration.analyze import analyze
+    def _follow(self) -> None:
+        """Follow the run's files from the start of the load (verifier.orchestration.follow):
+        its verdict then comes right after the drain."""
+        from verifier.judge.checks.load import load_config
+        from verifier.orchestration.follow import RunFollower
 
-        at_drain = self._live_at_drain()
+        self.follower = RunFollower(self.run_dir, load_config(self.layout.config)).start()
+
+    def _verify(self) -> dict:
+        """The verdict from the live path right after the drain, printed and written at
+        once; then the batch pass on the same data as its cross-check (a difference turns
+        the columns concerned UNKNOWN, with the rows)."""
+        from verifier.orchestration.analyze import analyze
+        from verifier.orchestration.crosscheck import settle
+
+        live = self._live_verdict()
         self.spark = spark_of(self.spark)
-        doc = analyze(self.spark, self.run_dir)
-        if at_drain is not None:
-            doc["live_at_drain"] = at_drain
+        start = time.monotonic()
+        if live is None:
+            doc = analyze(self.spark, self.run_dir)
+        else:
+            got = live.pop("_live")
+            try:
+                batch = analyze(self.spark, self.run_dir, live=got)
+            except Exception as exc:  # noqa: BLE001 - the verdict stands, unconfirmed: UNKNOWN
+                log.warning("batch cross-check", exc_info=True)
+                batch = {"live_vs_batch": {
+                    "compared": False, "agree": False, "n_differ": 0, "differ": [],
+                    "modes": sorted({c["mode"] for c in live["columns"]}),
+                    "error": f"the batch cross-check crashed: {type(exc).__name__}: {exc}"}}
+            doc = settle(live, batch, time.monotonic() - start)
         doc.setdefault("run", {})
         doc["phases"] = self.clock.to_json()
         doc["notes"] = list(self.notes)
         return doc
 
+    def _live_verdict(self) -> dict | None:
+        """The run's verdict from the live path (no Spark), printed and written as soon as
+        the drain is done; None (the batch pass judges alone) without live checks or when
+        it cannot be had, which the notes say."""
+        from verifier.orchestration.follow import live_doc
+        from verifier.report import render_terminal, write_verdict
 
-    def _live_at_drain(self) -> dict | None:
-        """The live checks' result, printed as soon as the drain is done (the batch
-        checks then take time that grows with the run); never breaks the run."""
-        from verifier.orchestration.crosscheck import live_at_drain
-
+        if self.follower is None:
+            return None
         try:
-            found = live_at_drain(self.run_dir)
+            doc = live_doc(self.run_dir, self.follower)
         except Exception as exc:  # noqa: BLE001 - the batch checks still judge the run
-            return {"error": f"{type(exc).__name__}: {exc}"}
-        if found is not None:
-            print(f"live result at the drain ({found['seconds']:.1f} s; lost, duplicates, "
-                  f"reorders, aborted and foreign records): {found['line']}", flush=True)
-        return found
+            log.warning("live verdict", exc_info=True)
+            self.notes.append(f"no verdict from the live path ({type(exc).__name__}: {exc}); "
+                              "the batch pass judged the run")
+            return None
+        if doc is None:
+            return None
+        after = time.monotonic() - (self._drained_at or time.monotonic())
+        doc["verdict_from"]["after_drain_s"] = round(after, 3)
+        got = doc.pop("_live")
+        write_verdict({**doc, "phases": self.clock.to_json(), "notes": list(self.notes),
+                       "live_vs_batch": {"compared": False, "agree": True,
+                                         "reason": "the batch cross-check is running"}},
+                      self.layout.verdict)  # fmt: skip
+        print(f"verdict ({after:.1f} s after the drain, from the live checks; the batch "
+              f"pass now checks it on the same data):", flush=True)
+        try:
+            print(render_terminal(doc), flush=True)
+        except (KeyError, TypeError) as exc:
+            print(f"(no table: {exc})", flush=True)
+        doc["_live"] = got
+        return doc
 
 
 def spark_of(spark):

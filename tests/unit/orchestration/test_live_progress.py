@@ -76,14 +76,22 @@ def test_a_soak_repeats_the_scenario_faults_each_period_on_the_seeded_schedule()
 def test_the_run_says_whether_live_and_batch_agreed():
     from verifier.orchestration.chaos import live_vs_batch_line
 
-    assert live_vs_batch_line({"compared": True, "agree": True, "live": 7, "batch": 7,
-                               "seconds": 0.81}) == (
-        "live checks: 7 anomalies, the same as the batch checks (0.8 s to compare)")
+    same = {"compared": True, "agree": True, "live": 7, "batch": 7, "seconds": 0.81}
+    assert live_vs_batch_line(same) == (
+        "batch cross-check agrees: 7 anomalies, the same as the live checks (0.8 s to compare)")
+    # a chaos run's verdict came from the live path: the verdicts are compared too
+    assert live_vs_batch_line(same, {"seconds": 41.2, "differ": []}) == (
+        "batch cross-check (41 s) agrees: 7 anomalies, the same as the live checks, the same "
+        "verdicts (0.8 s to compare)")
+    other = {"seconds": 41.2, "differ": [{"column": "idempotent", "live": "PASS",
+                                          "batch": "FAIL"}]}
+    assert "verdicts DIFFER, UNKNOWN there: idempotent live PASS batch FAIL" in (
+        live_vs_batch_line(same, other))
     line = live_vs_batch_line({"compared": True, "agree": False, "n_differ": 1,
                                "modes": ["idempotent"], "differ": [
                                    {"side": "live only", "kind": "reorder", "topic": "t",
                                     "partition": 0, "offset": 5}]})
-    assert line.startswith("live checks DISAGREE") and "live only reorder t-0@5" in line
+    assert "the live checks DISAGREE" in line and "live only reorder t-0@5" in line
     assert "not compared" in live_vs_batch_line(None)
 
 

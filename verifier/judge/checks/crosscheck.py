@@ -16,30 +16,61 @@ from __future__ import annotations
 
 from collections import Counter
 
+import orjson
 import pyarrow as pa
 import pyarrow.compute as pc
 from pyspark.sql import functions as F
 
 from verifier.judge import verdict as V
 from verifier.judge.checks import history as H
-from verifier.judge.checks import log
+from verifier.judge.checks import log, txn
 from verifier.judge.checks.derive import Derived
 from verifier.judge.definitions.stream import LIVE_KINDS, LiveChecks, missing, same_anomaly_key
-from verifier.judge.model import ABORTED_READ, FOREIGN, LOST, OBSERVER, UNSEEN, RunData
+from verifier.judge.model import (
+    ABORTED_READ,
+    FOREIGN,
+    HANGING,
+    INCONSISTENT,
+    ISOLATIONS,
+    LOST,
+    OBSERVER,
+    TORN,
+    UNSEEN,
+    RunData,
+)  # fmt: skip
 
 KEY_FIELDS = ("kind", "isolation", "topic", "partition", "pid", "seq", "offset")
+#: the kinds the live path decides after the drain from its states, the followed
+#: histories and drain.json, besides lost and unseen (verifier.orchestration.follow)
+REST_KINDS = (TORN, HANGING, INCONSISTENT)
 
 
-def batch_rows(d: Derived, remainder: bool = False) -> list[dict]:
+def batch_rows(d: Derived, remainder: bool = False, rest: bool = False) -> list[dict]:
     """The batch checks' anomalies of the live kinds (and lost/unseen with
-    ``remainder``), as the observer read them."""
+    ``remainder``; torn, hanging and inconsistent offsets with ``rest``), as the observer
+    read them: an inconsistent offset where its two levels got different records (the
+    evidence's ``seen``), every hanging partition."""
     extra = [LOST, UNSEEN] if remainder else []
+    extra += list(REST_KINDS) if rest else []
     rows = d.anomalies(*[k for k in LIVE_KINDS if k != FOREIGN], *extra).unionByName(
         log.check_foreign(d))
+    if rest:
+        rows = rows.unionByName(txn.check_torn(d)).unionByName(txn.check_hanging(d))
     mine = F.array_contains(F.split(F.coalesce(F.col("reader"), F.lit("")), ","), OBSERVER)
+    mine = mine | F.col("kind").isin(HANGING, INCONSISTENT)
     meant = F.coalesce(F.get_json_object("evidence", "$.abort_intent") == "true", F.lit(False))
     rows = rows.where(mine & ((F.col("kind") != ABORTED_READ) | meant))
-    return [r.asDict() for r in rows.select(*KEY_FIELDS).collect()]
+    out = [r.asDict() for r in rows.select(*KEY_FIELDS, "ses", "txn", "evidence").collect()]
+    return [{k: v for k, v in r.items() if k != "evidence"} for r in out
+            if r["kind"] != INCONSISTENT or _levels_differ(r["evidence"])]
+
+
+def _levels_differ(evidence: str | None) -> bool:
+    """An inconsistent offset whose two observer levels were both there and differ (one
+    found only against the plain reader is not the live path's)."""
+    seen = (orjson.loads(evidence) if evidence else {}).get("seen") or {}
+    a, b = (seen.get(f"{OBSERVER}/{iso}") for iso in ISOLATIONS)
+    return a is not None and b is not None and a != b
 
 
 def remainder(run: RunData, d: Derived, states: dict[str, LiveChecks]) -> list[dict]:
@@ -68,19 +99,24 @@ def _set_aside(rows: list[dict], d: Derived) -> tuple[list[dict], int]:
                         strict=True))
     keep = [r for r in rows if not (r["kind"] == ABORTED_READ
                                     and (r["pid"], r["ses"], r["txn"]) in committed)]
-    return [{k: r[k] for k in KEY_FIELDS} for r in keep], len(rows) - len(keep)
+    return [{k: r.get(k) for k in (*KEY_FIELDS, "ses", "txn")} for r in keep], len(rows) - len(keep)
 
 
-def compare(run: RunData, d: Derived, live: pa.Table, cap: int = 20,
-            states: dict[str, LiveChecks] | None = None) -> dict:
+def compare(run: RunData, d: Derived, live: pa.Table | list[dict], cap: int = 20,
+            states: dict[str, LiveChecks] | None = None, full: bool = False) -> dict:
     """``verdict.json`` ``live_vs_batch``: counts of both sides and the rows only one
     side has (first ``cap``, each with its side and the column's mode). With the final
-    live ``states`` per isolation level, lost and unseen are compared too."""
-    rows, aside = _set_aside(live.select([*KEY_FIELDS, "ses", "txn"]).to_pylist(), d)
-    if states is not None:
+    live ``states`` per isolation level, lost and unseen are compared too; with ``full``
+    ``live`` is the whole live result (verifier.orchestration.follow: lost and unseen,
+    torn, hanging and inconsistent offsets included) and every kind of it is compared."""
+    if isinstance(live, pa.Table):
+        live = live.select([*KEY_FIELDS, "ses", "txn"]).to_pylist()
+    rows, aside = _set_aside(live, d)
+    if states is not None and not full:
         rows += remainder(run, d, states)
     ours = Counter(same_anomaly_key(r) for r in rows)
-    theirs = Counter(same_anomaly_key(r) for r in batch_rows(d, states is not None))
+    theirs = Counter(same_anomaly_key(r)
+                     for r in batch_rows(d, states is not None or full, full))
     only_live, only_batch = ours - theirs, theirs - ours
     modes = {pid: p.mode for pid, p in run.config.producers.items()}
     by_topic = {p.topic: p.mode for p in run.config.producers.values()}
@@ -88,10 +124,14 @@ def compare(run: RunData, d: Derived, live: pa.Table, cap: int = 20,
     for side, diff in (("live only", only_live), ("batch only", only_batch)):
         for key, n in sorted(diff.items(), key=lambda kv: tuple(map(str, kv[0]))):
             kind, iso, topic, part, pid, seq, off = key
-            differ.append({"side": side, "kind": kind, "isolation": iso, "topic": topic,
-                           "partition": part, "pid": pid, "seq": seq, "offset": off,
-                           "times": n, "mode": modes.get(pid) or by_topic.get(topic)})
-    kinds = [*LIVE_KINDS, LOST, UNSEEN] if states is not None else list(LIVE_KINDS)
+            row = {"side": side, "kind": kind, "isolation": iso, "topic": topic,
+                   "partition": part, "pid": pid, "seq": seq, "offset": off,
+                   "times": n, "mode": modes.get(pid) or by_topic.get(topic)}
+            if kind == TORN:  # its key holds the transaction and its session
+                row.update(seq=None, offset=None, txn=seq, ses=off)
+            differ.append(row)
+    kinds = [*LIVE_KINDS, LOST, UNSEEN] if states is not None or full else list(LIVE_KINDS)
+    kinds += list(REST_KINDS) if full else []
     return {"compared": True, "kinds": kinds, "reader": OBSERVER,
             "live": sum(ours.values()), "batch": sum(theirs.values()),
             "set_aside": {"aborted reads of a transaction number that later committed": aside},

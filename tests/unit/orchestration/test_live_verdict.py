@@ -1,0 +1,193 @@
+"""The run's verdict from the live path, right after the drain (issue 16), on recorded runs
+whose observer files are fed through the live checks as the sink would: followed in
+steps while "the run goes" it equals the same run read in one go; as recorded nothing is
+forbidden; a record the observer never read is lost, a committed transaction it read in
+part is torn, two levels that read different records at an offset are inconsistent; and
+the batch pass, on the same data, names exactly the same anomalies (the definitions are
+shared: live = batch on every kind the live path decides)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+import pytest
+
+from streaming.live import LiveSink, batch_of, observation_files
+from verifier.judge.checks.load import load_config
+from verifier.orchestration.follow import RunFollower, live_doc
+from verifier.rundata.formats import read_json
+from verifier.rundata.layout import layout
+
+DATA = Path(__file__).parents[2] / "data" / "runs"
+ISOS = ("read_committed", "read_uncommitted")
+
+
+def _feed(run_dir: Path, follower: RunFollower | None = None, every: int = 1) -> None:
+    """The live checks over the run's observer files, batch by batch (the follower polled
+    every ``every`` batches, as during a run)."""
+    cfg = read_json(layout(run_dir).config, "run-config")
+    topics = {pid: p["topic"] for pid, p in cfg["producers"].items()}
+    sinks = {iso: LiveSink(run_dir, iso, cfg["sink"], cfg["run"], topics) for iso in ISOS}
+    files = {iso: observation_files(run_dir, iso) for iso in ISOS}
+    for i in range(max(len(f) for f in files.values())):
+        for iso in ISOS:
+            if i < len(files[iso]):
+                f = files[iso][i]
+                sinks[iso](pq.read_table(f), batch_of(f.name), f.name)
+        if follower is not None and i % every == 0:
+            follower.poll()
+
+
+def _mutate(run_dir: Path, iso: str, where, change) -> None:
+    """Rewrite the spark observer's files at ``iso``: rows matching ``where(t)`` changed
+    by ``change(t, mask)`` (a filtered table)."""
+    for f in observation_files(run_dir, iso):
+        t = pq.read_table(f)
+        hit = pc.fill_null(where(t), False)
+        if pc.any(hit).as_py():
+            pq.write_table(change(t, hit), f)
+
+
+def _copy(tmp_path, name: str) -> Path:
+    return shutil.copytree(DATA / name, tmp_path / name)
+
+
+def _kinds(doc: dict) -> dict:
+    return {c["name"]: {k: a["count"] for k, a in c["anomalies"].items() if a["count"]}
+            for c in doc["columns"]}
+
+
+def test_no_live_state_no_verdict(tmp_path):
+    run = _copy(tmp_path, "ack-loss")
+    assert live_doc(run, RunFollower(run, load_config(layout(run).config))) is None
+
+
+def test_followed_in_steps_equals_read_in_one_go(tmp_path):
+    run = _copy(tmp_path, "combined")
+    follower = RunFollower(run, load_config(layout(run).config))
+    _feed(run, follower)
+    stepped = live_doc(run, follower)
+    once = live_doc(run, RunFollower(run, load_config(layout(run).config)))
+    assert stepped["verdict_from"]["follow"]["polls"] > 2
+    assert _kinds(stepped) == _kinds(once)
+    assert [c["counts"] for c in stepped["columns"]] == [c["counts"] for c in once["columns"]]
+    assert [c["verdict"] for c in stepped["columns"]] == ["PASS"] * 5
+    # while followed, what stays open is the lag and what a level never sees
+    assert stepped["verdict_from"]["follow"]["open"] == once["verdict_from"]["follow"]["open"]
+
+
+def test_an_acknowledged_record_never_read_is_lost(tmp_path):
+    run = _copy(tmp_path, "ack-loss")
+    for iso in ISOS:
+        _mutate(run, iso, lambda t: pc.and_(pc.and_(pc.equal(t["pid"], "idempotent-0"),
+                                                    pc.equal(t["seq"], 5)),
+                                            pc.equal(t["partition"], 0)),
+                lambda t, hit: t.filter(pc.invert(hit)))
+    _feed(run)
+    doc = live_doc(run, RunFollower(run, load_config(layout(run).config)))
+    col = next(c for c in doc["columns"] if c["name"] == "idempotent")
+    assert col["verdict"] == "FAIL" and col["forbidden"] == ["lost"]
+    assert col["anomalies"]["lost"]["count"] == 2  # at both levels
+
+
+def _committed_record(run: Path) -> tuple[int, int, int]:
+    """(txn, p, seq) of the first record of the first committed transaction with more
+    than one record, from the transactional history."""
+    import orjson
+
+    lines = [orjson.loads(x) for x in
+             (run / "histories" / "transactional-0.jsonl").read_bytes().splitlines()[1:]]
+    ok = {(x["ses"], x["txn"]) for x in lines if x.get("f") == "commit" and x["type"] == "ok"}
+    recs: dict = {}
+    for x in lines:
+        if x.get("f") == "send" and x["type"] == "ok" and (x["ses"], x["txn"]) in ok:
+            recs.setdefault((x["ses"], x["txn"]), []).append((x["p"], x["seq"]))
+    (ses, txn), rs = next((k, v) for k, v in recs.items() if len(v) > 1)
+    return txn, *rs[0]
+
+
+@pytest.fixture
+def mutated(tmp_path):
+    """The combined run with read_committed missing one record of a committed
+    transaction (torn there, and lost) and read_uncommitted reading another send time
+    at one offset (inconsistent)."""
+    run = _copy(tmp_path, "combined")
+    txn, p, seq = _committed_record(run)
+    _mutate(run, "read_committed",
+            lambda t: pc.and_(pc.and_(pc.equal(t["pid"], "transactional-0"),
+                                      pc.equal(t["seq"], seq)), pc.equal(t["p"], p)),
+            lambda t, hit: t.filter(pc.invert(hit)))
+    _mutate(run, "read_uncommitted",
+            lambda t: pc.and_(pc.and_(pc.equal(t["pid"], "idempotent-0"),
+                                      pc.equal(t["seq"], 3)), pc.equal(t["p"], 1)),
+            lambda t, hit: t.set_column(t.schema.get_field_index("ts_send"), "ts_send",
+                                        pc.if_else(hit, pc.add(t["ts_send"], 1),
+                                                   t["ts_send"])))
+    _feed(run)
+    return run
+
+
+def test_torn_and_inconsistent_found_live(mutated):
+    doc = live_doc(mutated, RunFollower(mutated, load_config(layout(mutated).config)))
+    kinds = _kinds(doc)
+    assert kinds["transactional@read_committed"].get("torn-transaction") == 1
+    assert kinds["transactional@read_committed"].get("lost") == 1
+    assert kinds["idempotent"].get("inconsistent-offset") == 1
+    assert {c["name"]: c["verdict"] for c in doc["columns"]} == {
+        "at-most-once": "PASS", "at-least-once": "PASS", "idempotent": "FAIL",
+        "transactional@read_committed": "FAIL", "transactional@read_uncommitted": "PASS"}
+
+
+@pytest.mark.parametrize("name", ["combined", "late-produce", "mutated"])
+def test_live_equals_batch_on_recorded_runs(spark, tmp_path, request, name):
+    """The batch pass over the same files finds the same anomalies of every kind the live
+    path decides (torn, hanging and inconsistent offsets included), and so the same
+    verdicts."""
+    from verifier.orchestration.analyze import analyze
+    from verifier.orchestration.crosscheck import settle
+
+    if name == "mutated":
+        run = request.getfixturevalue("mutated")
+    else:
+        run = _copy(tmp_path, name)
+        _feed(run)
+    live = live_doc(run, RunFollower(run, load_config(layout(run).config)))
+    batch = analyze(spark, run, live=live.pop("_live"))
+    section = batch["live_vs_batch"]
+    assert section["compared"] and section["agree"], section["differ"]
+    assert "torn-transaction" in section["kinds"] and "inconsistent-offset" in section["kinds"]
+    doc = settle(live, batch, 1.0)
+    assert doc["batch"]["agree"], doc["batch"]["differ"]
+    assert doc["exit_code"] == batch["exit_code"]
+
+
+def test_a_batch_pass_that_judged_otherwise_or_crashed_leaves_the_column_open(tmp_path):
+    """The cross-check never hides: a column the batch pass judged FAIL (here by hand)
+    is UNKNOWN with the batch's reasons; a crashed batch pass leaves every column open."""
+    from verifier.orchestration.crosscheck import settle
+
+    run = _copy(tmp_path, "combined")
+    _feed(run)
+
+    def fresh():
+        doc = live_doc(run, RunFollower(run, load_config(layout(run).config)))
+        doc.pop("_live")
+        return doc
+
+    agree = {"compared": True, "agree": True, "n_differ": 0, "differ": [], "modes": []}
+    cols = [{**c, "verdict": "FAIL" if c["name"] == "idempotent" else c["verdict"],
+             "forbidden": ["lost"] if c["name"] == "idempotent" else c["forbidden"]}
+            for c in fresh()["columns"]]
+    doc = settle(fresh(), {"columns": cols, "exit_code": 1, "live_vs_batch": agree}, 3.0)
+    got = {c["name"]: c["verdict"] for c in doc["columns"]}
+    assert got["idempotent"] == "UNKNOWN" and got["at-least-once"] == "PASS"
+    idem = next(c for c in doc["columns"] if c["name"] == "idempotent")
+    assert idem["reasons"] == ["the batch cross-check judged it FAIL (forbidden lost)"]
+    assert doc["exit_code"] == 2 and not doc["batch"]["agree"]
+    crashed = {"live_vs_batch": {"compared": False, "agree": False, "n_differ": 0,
+                                 "differ": [], "modes": [], "error": "boom"}}
+    doc = settle(fresh(), crashed, 1.0)
+    assert {c["verdict"] for c in doc["columns"]} == {"UNKNOWN"} and doc["exit_code"] == 2

@@ -1,0 +1,391 @@
+"""The run followed while it goes, so that its verdict comes right after the drain (issue 16).
+
+A :class:`RunFollower` polls, every few seconds from the start of the load to the end of
+the drain:
+
+- the producers' **histories**, tailed (:class:`verifier.rundata.history.HistoryFollower`:
+  complete lines only, across a generator's restarts) and reduced chunk by chunk to the
+  batch pass's own mergeable parts (:func:`verifier.judge.checks.history.attempt_parts`,
+  ``txn_flags``, throughput);
+- the observer's newest **live state** per isolation level: every send attempt it holds at
+  both levels, in the attempt's session, is settled (never lost, never part of a torn
+  transaction: the state only grows); what stays **open** is the lag, the records a level
+  never sees (aborted ones at read_committed) and the real losses;
+- the observer's **observation files**, into an
+  :class:`~verifier.judge.definitions.stream.OffsetComparator` (inconsistent offsets
+  between the two levels), and its **anomalies files**, kept so that the drain does not
+  read them again.
+
+After the drain :meth:`RunFollower.result` reads what is left of each, takes the final
+states (:func:`streaming.live.final`) and judges only the remainder with the definitions
+of :mod:`verifier.judge.definitions` (lost / unseen, torn transactions of the open
+records, hanging partitions from drain.json); :func:`live_doc` turns it into the run's
+verdict document. The batch pass then runs on the same data as the cross-check.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from pathlib import Path
+
+import orjson
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+
+from verifier.judge import verdict as V
+from verifier.judge.checks import history as H
+from verifier.judge.definitions.stream import (
+    OffsetComparator,
+    hanging_rows,
+    held,
+    missing,
+    torn_rows,
+)  # fmt: skip
+from verifier.judge.model import (
+    ISOLATIONS,
+    OBSERVER,
+    READ_COMMITTED,
+    CheckOutcome,
+    Group,
+    RunConfig,
+    RunData,
+)  # fmt: skip
+from verifier.rundata.history import HistoryFollower
+from verifier.rundata.layout import RunLayout
+
+log = logging.getLogger(__name__)
+
+POLL_S = 3.0
+BUCKET_MS = 1000
+#: the observation columns the offset comparison reads
+_OBS_COLUMNS = ["topic", "partition", "offset", "run", "pid", "p", "seq", "ses", "txn",
+                "ts_send", "foreign"]  # fmt: skip
+
+
+class RunFollower:
+    """Follows one run's files while it goes; :meth:`result` after the drain."""
+
+    def __init__(self, run_dir: Path | str, config: RunConfig) -> None:
+        self.run_dir, self.config = Path(run_dir), config
+        self.where = RunLayout(self.run_dir)
+        self.topics = {pid: p.topic for pid, p in config.producers.items()}
+        self.tails = {pid: HistoryFollower(self.where.history(pid), config.run, pid)
+                      for pid in config.producers}  # fmt: skip
+        self.attempt_parts: list[pa.Table] = []
+        self.flag_parts: list[pa.Table] = []
+        self.thr: dict[str, dict[int, int]] = {}
+        #: send attempts (pid, ses, txn, p, seq) not yet held by the state at both levels
+        self.open: dict[tuple, None] = {}
+        self.offsets = OffsetComparator(config.run, list(config.producers))
+        self._obs_seen: dict[Path, tuple[int, int]] = {}
+        self._anomalies: dict[Path, tuple[tuple[int, int], pa.Table]] = {}
+        self.polls, self.poll_seconds, self.poll_cpu, self.history_lines = 0, 0.0, 0.0, 0
+        self.error: str | None = None
+        self._lock = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # -- while the run goes ------------------------------------------------------------
+
+    def start(self, every: float = POLL_S) -> RunFollower:
+        def loop():
+            while not self._stop.wait(every):
+                try:
+                    self.poll()
+                except Exception as exc:  # noqa: BLE001 - the drain reads what is left
+                    self.error = f"{type(exc).__name__}: {exc}"
+                    log.warning("following the run: %s", self.error)
+
+        self._thread = threading.Thread(target=loop, name="follow", daemon=True)
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=60)
+
+    def poll(self, states: dict | None = None) -> None:
+        """One step: new history lines, the newest states, new observer files."""
+        start, cpu = time.perf_counter(), time.thread_time()
+        with self._lock:
+            self._histories()
+            if states is None:
+                from streaming.live import newest_state
+
+                states = {iso: newest_state(self.run_dir, iso) for iso in ISOLATIONS}
+            if all(states.values()):
+                self._settle(states)
+            self._observations()
+            self._anomaly_files()
+            self.polls += 1
+            self.poll_seconds += time.perf_counter() - start
+            self.poll_cpu += time.thread_time() - cpu
+
+    def _histories(self) -> None:
+        chunks = [t for t in (tail.poll() for tail in self.tails.values()) if t is not None]
+        chunk = pa.concat_tables(chunks) if chunks else None
+        if chunk is None or chunk.num_rows == 0:
+            return
+        self.history_lines += chunk.num_rows
+        part = H.attempt_parts(chunk)
+        self.attempt_parts.append(part)
+        self.flag_parts.append(H.txn_flags(chunk))
+        # merge parts of similar size (a log-structured merge: n log n over the run)
+        for parts, merge in ((self.attempt_parts, H.merge_attempt_parts),
+                             (self.flag_parts, H.merge_flags)):  # fmt: skip
+            while len(parts) > 1 and parts[-1].num_rows * 2 >= parts[-2].num_rows:
+                parts[-2:] = [merge(parts[-2:])]
+        for pid, series in H.throughput(chunk, BUCKET_MS).items():
+            acc = self.thr.setdefault(pid, {})
+            for b, n in series:
+                acc[b] = acc.get(b, 0) + n
+        keys = part.select(H.ATTEMPT_KEYS)
+        self.open.update(dict.fromkeys(zip(*(keys[k].to_pylist() for k in H.ATTEMPT_KEYS),
+                                           strict=True)))  # fmt: skip
+
+    def _settle(self, states: dict) -> None:
+        """Drop the open attempts every level's state holds in the attempt's session."""
+        lives = list(states.values())
+        done = [k for k in self.open
+                if all(held(live, self.topics.get(k[0]), k[0], k[3], k[4], k[1])
+                       for live in lives)]  # fmt: skip
+        for k in done:
+            del self.open[k]
+
+    def _observations(self) -> None:
+        from streaming.live import observation_files
+
+        for iso in ISOLATIONS:
+            for f in observation_files(self.run_dir, iso):
+                try:
+                    st = f.stat()
+                except FileNotFoundError:
+                    continue
+                stamp = (st.st_mtime_ns, st.st_size)
+                if self._obs_seen.get(f) == stamp:
+                    continue
+                self._obs_seen[f] = stamp
+                self.offsets.apply(iso, pq.read_table(f, columns=_OBS_COLUMNS))
+
+    def _anomaly_files(self) -> None:
+        from streaming.live import read_anomalies
+
+        now = set()
+        for iso in ISOLATIONS:
+            for p in self.where.anomalies_of(iso).glob("batch-*.parquet"):
+                try:
+                    st = p.stat()
+                except FileNotFoundError:
+                    continue
+                now.add(p)
+                stamp = (st.st_mtime_ns, st.st_size)
+                if p not in self._anomalies or self._anomalies[p][0] != stamp:
+                    self._anomalies[p] = (stamp, read_anomalies(p))
+        for p in set(self._anomalies) - now:
+            del self._anomalies[p]
+
+    def _read_anomalies(self, path: Path) -> pa.Table:
+        from streaming.live import read_anomalies
+
+        st = path.stat()
+        got = self._anomalies.get(path)
+        if got is not None and got[0] == (st.st_mtime_ns, st.st_size):
+            return got[1]
+        return read_anomalies(path)
+
+    # -- after the drain ---------------------------------------------------------------
+
+    def result(self, drain) -> dict | None:
+        """The live result of the finished run: every anomaly row the live path decides,
+        the per-producer counts and what it took; None when the observer ran without
+        live checks. ``drain``: the run's :class:`~verifier.judge.model.Drain`."""
+        from streaming.live import final
+
+        self.stop()
+        start = time.perf_counter()
+        with self._lock:
+            states, rows = {}, []
+            for iso in ISOLATIONS:
+                got = final(self.run_dir, iso, self.config.sink, self.config.run,
+                            self.topics, read=self._read_anomalies)
+                if got is None:
+                    return None
+                states[iso], found = got
+                rows += found.to_pylist()
+        self.poll(states)  # the rest of the histories and files, settled on the final states
+        with self._lock:
+            attempts = H.finish_attempts(H.merge_attempt_parts(self.attempt_parts)) \
+                if self.attempt_parts else None
+            flags = H.merge_flags(self.flag_parts) if self.flag_parts else None
+            open_keys = list(self.open)
+            inconsistent = list(self.offsets.found)
+        if attempts is None:
+            attempts = H.finish_attempts(H.attempt_parts(_empty_history()))
+            flags = H.txn_flags(_empty_history())
+        status = H.txn_status(flags, self._seen_committed(flags, attempts, states))
+        sends = H.sends(attempts, status, self.topics)
+        cand = _keys_table(open_keys)
+        # lost / unseen: only the identities of the open attempts can be missing
+        ident = cand.select(["pid", "p", "seq"]).group_by(["pid", "p", "seq"]).aggregate([])
+        maybe = sends.join(ident, ["pid", "p", "seq"], join_type="inner")
+        for iso, live in states.items():
+            rows += missing(live, maybe,
+                            lambda t, p, iso=iso: drain.incomplete(t, p, OBSERVER, iso))
+        # torn: only transactions with an open attempt can be partly visible
+        txns = cand.filter(pc.is_valid(cand["txn"])).select(H.TXN_KEYS)
+        txns = txns.group_by(H.TXN_KEYS).aggregate([])
+        records = attempts.join(txns, H.TXN_KEYS, join_type="inner")
+        rows += torn_rows(states, H.txn_sizes(records, status), records, self.topics)
+        rows += hanging_rows(drain.partitions)
+        rows += inconsistent
+        return {"rows": rows, "states": states, "counts": _counts(sends, status, states),
+                "throughput": {pid: sorted(s.items()) for pid, s in self.thr.items()},
+                "started": {pid: t.started for pid, t in self.tails.items()},
+                "seconds": round(time.perf_counter() - start, 3),
+                "follow": {"polls": self.polls, "seconds": round(self.poll_seconds, 3),
+                           "cpu_seconds": round(self.poll_cpu, 3),
+                           "history_lines": self.history_lines, "open": len(open_keys),
+                           "offsets_waiting": self.offsets.waiting(),
+                           "error": self.error}}  # fmt: skip
+
+    def _seen_committed(self, flags: pa.Table, attempts: pa.Table, states: dict) -> set:
+        """Commits of unknown outcome the read_committed state holds a record of (the
+        batch pass asks its read_committed readers the same)."""
+        unknown = H.unknown_commits(flags)
+        if unknown.num_rows == 0:
+            return set()
+        rc = states[READ_COMMITTED]
+        recs = attempts.join(unknown, H.TXN_KEYS, join_type="inner").to_pylist()
+        return {(r["pid"], r["ses"], r["txn"]) for r in recs
+                if held(rc, self.topics.get(r["pid"]), r["pid"], r["p"], r["seq"], r["ses"])}
+
+
+def _empty_history() -> pa.Table:
+    from verifier.rundata.history import HISTORY_SCHEMA
+
+    t = HISTORY_SCHEMA.empty_table()
+    return t.append_column("pid", pa.array([], pa.string()))
+
+
+def _keys_table(keys: list[tuple]) -> pa.Table:
+    cols = list(zip(*keys, strict=True)) if keys else [[]] * len(H.ATTEMPT_KEYS)
+    types = [pa.string(), pa.int32(), pa.int64(), pa.int32(), pa.int64()]
+    return pa.table({k: pa.array(list(c), t)
+                     for k, c, t in zip(H.ATTEMPT_KEYS, cols, types, strict=True)})  # fmt: skip
+
+
+def _counts(sends: pa.Table, status: pa.Table, states: dict) -> dict[str, dict[str, int]]:
+    """Per producer, what the verdict's columns count (the batch pass's names): sends by
+    outcome from the histories; observed = distinct records each level's state holds."""
+    ok, info = sends["ok"], sends["info"]
+    cols = {"sent": pc.cast(pc.is_valid(sends["seq"]), pa.int64()),
+            "acknowledged": pc.cast(ok, pa.int64()),
+            "indeterminate": pc.cast(pc.and_(pc.invert(ok), info), pa.int64()),
+            "failed": pc.cast(pc.and_(pc.invert(ok), pc.invert(info)), pa.int64()),
+            "committed": pc.cast(pc.fill_null(pc.and_(sends["transactional"],
+                                                      sends["must_see"]), False), pa.int64())}
+    t = pa.table({"pid": sends["pid"], **cols})
+    out = {r["pid"]: {k: int(r[f"{k}_sum"] or 0) for k in cols}
+           for r in t.group_by("pid").aggregate([(k, "sum") for k in cols]).to_pylist()}
+    for iso, live in states.items():
+        for pid, n in live.records.items():
+            out.setdefault(pid, {})[f"observed_{iso}"] = n
+    for c in out.values():
+        c["observed"] = max(c.get(f"observed_{iso}", 0) for iso in ISOLATIONS)
+    return out
+
+
+def outcomes_of(rows: list[dict], config: RunConfig, cap: int) -> list[CheckOutcome]:
+    """Anomaly rows as the batch runner reduces them: per check, counts per (kind, mode,
+    isolation), the first ``cap`` (by place) and the timeline."""
+    from verifier.judge.checks.runner import CHECKS
+
+    modes = {pid: p.mode for pid, p in config.producers.items()}
+    by_topic = {p.topic: p.mode for p in config.producers.values()}
+    groups: dict[tuple, Group] = {}
+    for a in rows:
+        mode = modes.get(a["pid"]) or by_topic.get(a["topic"]) or "(unattributed)"
+        g = groups.setdefault((a["kind"], mode, a["isolation"]),
+                              Group(a["kind"], mode, a["isolation"], 0, []))
+        g.count += 1
+        g.sample.append(a)
+    order = ("topic", "partition", "offset", "pid", "seq", "txn")
+    for g in groups.values():
+        tl: dict[int, int] = {}
+        for a in g.sample:
+            if a.get("t") is not None:
+                b = a["t"] // BUCKET_MS * BUCKET_MS
+                tl[b] = tl.get(b, 0) + 1
+        g.timeline = sorted(tl.items())
+        g.sample = [_plain(a) for a in sorted(g.sample, key=lambda a: tuple(
+            (0,) if a.get(k) is None else (1, a[k]) for k in order))[:cap]]
+    out = []
+    for name, _, kinds in CHECKS:
+        o = CheckOutcome(name, kinds)
+        o.groups = [g for (k, _, _), g in groups.items() if k in kinds]
+        out.append(o)
+    return out
+
+
+def _plain(a: dict) -> dict:
+    d = {k: v for k, v in a.items() if k != "evidence" and v is not None}
+    d["evidence"] = orjson.loads(a["evidence"]) if a.get("evidence") else {}
+    return d
+
+
+def live_doc(run_dir: Path | str, follower: RunFollower, cap: int = 20) -> dict | None:
+    """The run's verdict document from the live path (no Spark): the result of
+    :meth:`RunFollower.result` judged by the expectation table as the batch pass's
+    results are (:func:`verifier.judge.verdict.build`); None without live checks."""
+    from verifier.judge.checks.load import load_drain
+    from verifier.judge.pipeline import judge_run as judge_pipelines
+    from verifier.orchestration.analyze import (
+        add_connections,
+        clients_of,
+        interrupted,
+        kafka_version_of,
+        mark_interrupted,
+        mark_unreplayed_pipelines,
+    )  # fmt: skip
+    from verifier.rundata.nemesis import read_nemesis
+    from verifier.rundata.startfail import describe, read_start_failures
+
+    start = time.perf_counter()
+    where = RunLayout(Path(run_dir))
+    cfg = follower.config
+    drain = load_drain(where.drain)
+    got = follower.result(drain)
+    if got is None:
+        return None
+    failed = read_start_failures(where.start_failures)
+    run = RunData(config=cfg, events=None, observations=None,
+                  combos=[(OBSERVER, iso) for iso in ISOLATIONS], drain=drain,
+                  drain_partitions=None, started=got["started"],
+                  nemesis=read_nemesis(where.nemesis, cfg.run),
+                  start_failures={pid: describe(e) for pid, e in failed.items()})  # fmt: skip
+    outcomes = outcomes_of(got["rows"], cfg, cap)
+    piped, piped_counts = judge_pipelines(run_dir, cfg, drain, cap)
+    thr: dict[str, dict[int, int]] = {}
+    for pid, series in got["throughput"].items():
+        acc = thr.setdefault(cfg.producers[pid].mode, {})
+        for b, n in series:
+            acc[b] = acc.get(b, 0) + n
+    extras = {"timeline": {"bucket_ms": BUCKET_MS,
+                           "throughput": {m: sorted(s.items()) for m, s in thr.items()}}}
+    doc = V.build(run, outcomes + piped, {**got["counts"], **piped_counts}, extras, cap=cap)
+    doc["clients"] = clients_of(run_dir)
+    doc["kafka_version"] = kafka_version_of(run_dir)
+    add_connections(doc, run_dir)
+    mark_unreplayed_pipelines(doc, run)
+    reason = interrupted(run_dir)
+    if reason is not None:
+        mark_interrupted(doc, reason)
+    doc["verdict_from"] = {"path": "live", "seconds": round(time.perf_counter() - start, 3),
+                           "remainder_seconds": got["seconds"], "follow": got["follow"],
+                           "live_rows": len(got["rows"])}  # fmt: skip
+    doc["_live"] = got  # for the cross-check; never written (verdict.json drops it)
+    return doc
