@@ -13,10 +13,11 @@ source as ``kafka.*`` options (streaming.security).
 
 Two queries, one per isolation level, each with its own checkpoint
 (``RUN/checkpoints/<isolation>``: a checkpoint written under one level fails under the
-other, notes/spark-kafka.md §4.5) and its own output. Rows are decoded in Spark
-(streaming.decode) and written by a ``foreachBatch`` sink (streaming.sinks) that also
-publishes progress (streaming.progress). SIGTERM or SIGINT stops both queries and exits 0;
-after a SIGKILL, the same command line continues from the checkpoints.
+other, notes/spark-kafka.md §4.5) and its own output. The query only projects the Kafka
+rows; its ``foreachBatch`` sink (streaming.sinks) collects them, decodes them on the
+driver (streaming.decode), writes them and publishes progress (streaming.progress).
+SIGTERM or SIGINT stops both queries and exits 0; after a SIGKILL, the same command line
+continues from the checkpoints.
 
 The observer records every row it received (no dedup, no filter); beside the recording,
 the live checks (streaming.live, ``--live-checks``) apply the anomaly definitions to each
@@ -33,7 +34,7 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from streaming.decode import decode_observations
+from streaming.decode import raw_rows
 from streaming.live import LiveSink
 from streaming.observations import ISOLATION_LEVELS, write_format_file
 from streaming.progress import checkpoint_dir, read_progress
@@ -139,7 +140,7 @@ def start_query(spark: SparkSession, args: argparse.Namespace, isolation: str) -
     topics = getattr(args, "producer_topics", None)
     live = (LiveSink(args.run_dir, isolation, args.sink, args.run_id, topics)
             if args.live_checks == "on" and topics else None)
-    sink = BatchSink(args.run_dir, isolation, checkpoint, args.sink,
+    sink = BatchSink(args.run_dir, isolation, checkpoint, args.sink, args.run_id,
                      written=previous.written if previous else None,
                      rows=previous.rows if previous else 0,
                      hold_after_write_ms=args.hold_after_write_ms, live=live)
@@ -158,7 +159,7 @@ def start_query(spark: SparkSession, args: argparse.Namespace, isolation: str) -
         .load()
     )
     return (
-        decode_observations(source, args.run_id, isolation)
+        raw_rows(source)
         .writeStream.queryName(f"observer-{isolation}")
         .option("checkpointLocation", str(checkpoint))
         .foreachBatch(sink)

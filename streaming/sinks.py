@@ -1,7 +1,8 @@
 """The observer's two ``foreachBatch`` sinks: exactly-once and a deliberately naive one.
 
-Both collect the (already decoded) batch to the driver as Arrow and write one Parquet file
-per batch under ``RUN/observations/spark/<isolation>/``, atomically. Writing on the driver
+Both collect the batch's raw Kafka rows to the driver as Arrow, decode them there
+(streaming.decode) and write one Parquet file per batch under
+``RUN/observations/spark/<isolation>/``, atomically. Writing on the driver
 keeps the run directory on the machine that owns the run, also with a remote master.
 
 - ``exactly-once``: the file is named by the batch id alone. Spark re-runs an uncommitted
@@ -26,6 +27,7 @@ from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
+from streaming.decode import decode_batch
 from streaming.observations import SCHEMA, output_dir, write_table_atomic
 from streaming.progress import Offsets, Progress, now_ms, planned_end_offsets, write_progress
 
@@ -43,7 +45,7 @@ class BatchSink:
     """A ``foreachBatch`` function for one query (one isolation level)."""
 
     def __init__(self, run_dir: Path, isolation: str, checkpoint: Path, mode: str,
-                 written: Offsets | None = None, hold_after_write_ms: int = 0,
+                 run_id: str, written: Offsets | None = None, hold_after_write_ms: int = 0,
                  rows: int = 0, live: LiveSink | None = None) -> None:
         if mode not in SINKS:
             raise ValueError(f"unknown sink {mode!r}; one of {SINKS}")
@@ -51,6 +53,7 @@ class BatchSink:
         self.isolation = isolation
         self.checkpoint = Path(checkpoint)
         self.mode = mode
+        self.run_id = run_id  # records naming another run are foreign
         self.out = output_dir(self.run_dir, "spark", isolation)
         # Seeded from the previous incarnation's progress file, so "highest offset
         # written" survives a restart.
@@ -60,13 +63,14 @@ class BatchSink:
         self.live = live  # None: recording only (--live-checks off)
 
     def __call__(self, batch: DataFrame, batch_id: int) -> None:
-        table = batch.toArrow()
+        table = decode_batch(batch.toArrow(), self.run_id, self.isolation)
         observed_at = now_ms()
         n = table.num_rows
         if n:
             table = (table
-                     .append_column("batch", pa.array([batch_id] * n, pa.int64()))
-                     .append_column("observed_at", pa.array([observed_at] * n, pa.int64()))
+                     .append_column("batch", pa.repeat(pa.scalar(batch_id, pa.int64()), n))
+                     .append_column("observed_at",
+                                    pa.repeat(pa.scalar(observed_at, pa.int64()), n))
                      .select(SCHEMA.names))
         name = self._file_name(batch_id) if n else None
         if name is not None:

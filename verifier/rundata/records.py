@@ -18,8 +18,9 @@ import orjson
 
 RECORD_FORMAT_VERSION = 1
 
-#: Spark's from_json schema for the value (DDL), kept next to the encoder so both change
-#: together.
+#: The value's fields and their types, as a Spark DDL schema, kept next to the encoder so
+#: both change together: the observer reads a value as ``from_json`` with this schema
+#: does (streaming.decode).
 SPARK_VALUE_SCHEMA = (
     "v INT, run STRING, pid STRING, ses INT, p INT, seq BIGINT, txn BIGINT, "
     "abort BOOLEAN, ts BIGINT"

@@ -8,7 +8,6 @@ import pyarrow as pa
 import pytest
 
 from streaming.observations import (
-    SCHEMA,
     check_format,
     decode_row,
     read_observations,
@@ -86,18 +85,19 @@ def test_progress_round_trip(tmp_path):
 
 
 class _FakeBatch:
-    """Stands in for a decoded Spark batch: the sink only calls toArrow()."""
+    """Stands in for a Spark batch of raw Kafka rows (streaming.decode.raw_rows): the
+    sink only calls toArrow()."""
 
     def __init__(self, offsets: list[int]):
         self.offsets = offsets
 
     def toArrow(self) -> pa.Table:  # noqa: N802 - Spark's name
         n = len(self.offsets)
-        cols = {name: [None] * n for name in SCHEMA.names if name not in ("batch", "observed_at")}
-        cols.update(reader=["spark"] * n, isolation=["read_committed"] * n, topic=["t"] * n,
-                    partition=[0] * n, offset=self.offsets, foreign=[False] * n)
-        fields = [f for f in SCHEMA if f.name in cols]
-        return pa.table(cols, schema=pa.schema(fields))
+        return pa.table({"topic": pa.array(["t"] * n, pa.string()),
+                         "partition": pa.array([0] * n, pa.int32()),
+                         "offset": pa.array(self.offsets, pa.int64()),
+                         "ts_broker": pa.array([0] * n, pa.int64()),
+                         "value": pa.array([encode_value(RID)] * n, pa.binary())})
 
 
 @pytest.mark.parametrize("mode, files_after_replay, rows_after_replay", [
@@ -107,7 +107,7 @@ class _FakeBatch:
 def test_sink_replay(tmp_path, mode, files_after_replay, rows_after_replay):
     write_format_file(tmp_path)
     ckpt = _checkpoint(tmp_path, {0: {"t": {"0": 4}}}, [])
-    sink = BatchSink(tmp_path, "read_committed", ckpt, mode)
+    sink = BatchSink(tmp_path, "read_committed", ckpt, mode, "run-1")
     sink(_FakeBatch([0, 1, 3]), 0)  # offset 2 is a transaction marker
     sink(_FakeBatch([0, 1, 3]), 0)  # Spark re-runs the uncommitted batch 0
     files = batch_files(tmp_path, "read_committed", 0)
@@ -122,7 +122,7 @@ def test_sink_replay(tmp_path, mode, files_after_replay, rows_after_replay):
 def test_empty_batch_moves_position_without_a_file(tmp_path):
     write_format_file(tmp_path)
     ckpt = _checkpoint(tmp_path, {5: {"t": {"0": 12}}}, [])
-    BatchSink(tmp_path, "read_uncommitted", ckpt, "exactly-once",
+    BatchSink(tmp_path, "read_uncommitted", ckpt, "exactly-once", "run-1",
               written={("t", 0): 10})(_FakeBatch([]), 5)
     assert batch_files(tmp_path, "read_uncommitted", 5) == []
     progress = read_progress(tmp_path, "read_uncommitted")
