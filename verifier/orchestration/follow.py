@@ -25,6 +25,7 @@ verdict document. The batch pass then runs on the same data as the cross-check.
 
 from __future__ import annotations
 
+import heapq
 import logging
 import threading
 import time
@@ -227,11 +228,12 @@ class RunFollower:
             attempts = H.finish_attempts(H.attempt_parts(_empty_history()))
             flags = H.txn_flags(_empty_history())
         status = H.txn_status(flags, self._seen_committed(flags, attempts, states))
-        sends = H.sends(attempts, status, self.topics)
         cand = _keys_table(open_keys)
-        # lost / unseen: only the identities of the open attempts can be missing
+        # lost / unseen: only the identities of the open attempts can be missing; their
+        # sends by the batch pass's rule, from their attempts alone
         ident = cand.select(["pid", "p", "seq"]).group_by(["pid", "p", "seq"]).aggregate([])
-        maybe = sends.join(ident, ["pid", "p", "seq"], join_type="inner")
+        maybe = H.sends(attempts.join(ident, ["pid", "p", "seq"], join_type="inner"), status,
+                        self.topics)
         for iso, live in states.items():
             rows += missing(live, maybe,
                             lambda t, p, iso=iso: drain.incomplete(t, p, OBSERVER, iso))
@@ -242,7 +244,7 @@ class RunFollower:
         rows += torn_rows(states, H.txn_sizes(records, status), records, self.topics)
         rows += hanging_rows(drain.partitions)
         rows += inconsistent
-        return {"rows": rows, "states": states, "counts": _counts(sends, status, states),
+        return {"rows": rows, "states": states, "counts": _counts(attempts, status, states),
                 "throughput": {pid: sorted(s.items()) for pid, s in self.thr.items()},
                 "started": {pid: t.started for pid, t in self.tails.items()},
                 "seconds": round(time.perf_counter() - start, 3),
@@ -278,23 +280,28 @@ def _keys_table(keys: list[tuple]) -> pa.Table:
                      for k, c, t in zip(H.ATTEMPT_KEYS, cols, types, strict=True)})  # fmt: skip
 
 
-def _counts(sends: pa.Table, status: pa.Table, states: dict) -> dict[str, dict[str, int]]:
+def _counts(attempts: pa.Table, status: pa.Table, states: dict) -> dict[str, dict[str, int]]:
     """Per producer, what the verdict's columns count (the batch pass's names): sends by
-    outcome from the histories; observed = distinct records each level's state holds."""
-    ok, info = sends["ok"], sends["info"]
-    cols = {"sent": pc.cast(pc.is_valid(sends["seq"]), pa.int64()),
+    outcome from the histories (one row per identity, as ``history.sends``; committed =
+    records of committed transactions with an ``ok`` or ``info`` attempt, as
+    ``history.txn_sizes``); observed = distinct records each level's state holds."""
+    per = attempts.group_by(H.IDENTITY).aggregate([("ok", "any"), ("info", "any")])
+    ok, info = per["ok_any"], per["info_any"]
+    cols = {"sent": pc.cast(pc.is_valid(per["seq"]), pa.int64()),
             "acknowledged": pc.cast(ok, pa.int64()),
             "indeterminate": pc.cast(pc.and_(pc.invert(ok), info), pa.int64()),
-            "failed": pc.cast(pc.and_(pc.invert(ok), pc.invert(info)), pa.int64()),
-            "committed": pc.cast(pc.fill_null(pc.and_(sends["transactional"],
-                                                      sends["must_see"]), False), pa.int64())}
-    t = pa.table({"pid": sends["pid"], **cols})
+            "failed": pc.cast(pc.and_(pc.invert(ok), pc.invert(info)), pa.int64())}
+    t = pa.table({"pid": per["pid"], **cols})
     out = {r["pid"]: {k: int(r[f"{k}_sum"] or 0) for k in cols}
            for r in t.group_by("pid").aggregate([(k, "sum") for k in cols]).to_pylist()}
+    for r in H.txn_sizes(attempts.filter(pc.is_valid(attempts["txn"])), status) \
+            .group_by("pid").aggregate([("size", "sum")]).to_pylist():
+        out.setdefault(r["pid"], {})["committed"] = int(r["size_sum"] or 0)
     for iso, live in states.items():
         for pid, n in live.records.items():
             out.setdefault(pid, {})[f"observed_{iso}"] = n
     for c in out.values():
+        c.setdefault("committed", 0)
         c["observed"] = max(c.get(f"observed_{iso}", 0) for iso in ISOLATIONS)
     return out
 
@@ -321,8 +328,9 @@ def outcomes_of(rows: list[dict], config: RunConfig, cap: int) -> list[CheckOutc
                 b = a["t"] // BUCKET_MS * BUCKET_MS
                 tl[b] = tl.get(b, 0) + 1
         g.timeline = sorted(tl.items())
-        g.sample = [_plain(a) for a in sorted(g.sample, key=lambda a: tuple(
-            (0,) if a.get(k) is None else (1, a[k]) for k in order))[:cap]]
+        first = heapq.nsmallest(cap, g.sample, key=lambda a: tuple(
+            (0,) if a.get(k) is None else (1, a[k]) for k in order))
+        g.sample = [_plain(a) for a in first]
     out = []
     for name, _, kinds in CHECKS:
         o = CheckOutcome(name, kinds)
@@ -337,10 +345,13 @@ def _plain(a: dict) -> dict:
     return d
 
 
-def live_doc(run_dir: Path | str, follower: RunFollower, cap: int = 20) -> dict | None:
+def live_doc(run_dir: Path | str, follower: RunFollower, cap: int = 20,
+             connections: bool = True) -> dict | None:
     """The run's verdict document from the live path (no Spark): the result of
     :meth:`RunFollower.result` judged by the expectation table as the batch pass's
-    results are (:func:`verifier.judge.verdict.build`); None without live checks."""
+    results are (:func:`verifier.judge.verdict.build`); None without live checks.
+    ``connections``: add the connection report (a pass over the proxy's log that grows
+    with the run, 4 s after 20 minutes; the orchestrator adds it after the verdict)."""
     from verifier.judge.checks.load import load_drain
     from verifier.judge.pipeline import judge_run as judge_pipelines
     from verifier.orchestration.analyze import (
@@ -379,7 +390,8 @@ def live_doc(run_dir: Path | str, follower: RunFollower, cap: int = 20) -> dict 
     doc = V.build(run, outcomes + piped, {**got["counts"], **piped_counts}, extras, cap=cap)
     doc["clients"] = clients_of(run_dir)
     doc["kafka_version"] = kafka_version_of(run_dir)
-    add_connections(doc, run_dir)
+    if connections:
+        add_connections(doc, run_dir)
     mark_unreplayed_pipelines(doc, run)
     reason = interrupted(run_dir)
     if reason is not None:

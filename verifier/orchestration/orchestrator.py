@@ -461,7 +461,7 @@ class ScenarioRun:
         if self.follower is None:
             return None
         try:
-            doc = live_doc(self.run_dir, self.follower)
+            doc = live_doc(self.run_dir, self.follower, connections=False)
         except Exception as exc:  # noqa: BLE001 - the batch checks still judge the run
             log.warning("live verdict", exc_info=True)
             self.notes.append(f"no verdict from the live path ({type(exc).__name__}: {exc}); "
@@ -482,6 +482,12 @@ class ScenarioRun:
             print(render_terminal(doc), flush=True)
         except (KeyError, TypeError) as exc:
             print(f"(no table: {exc})", flush=True)
+        # the connection report after the verdict: it reads the proxy's whole log (4 s
+        # after 20 minutes) and judges no delivery column (a forbidden finding still
+        # makes the exit code 1)
+        from verifier.orchestration.analyze import add_connections
+
+        add_connections(doc, self.run_dir)
         doc["_live"] = got
         return doc
 
