@@ -15,6 +15,11 @@ order, each with a fresh run folder and checkpoint. Per isolation level it print
 
 The last line is the ratio the issue sets (checks-on capacity / checks-off, target >= 0.8).
 
+With ``--baseline DIR`` (a copy of the project at another commit, e.g. ``git archive
+COMMIT | tar -x -C DIR``) the rounds compare instead that tree's observer with this one's,
+both with the live checks ``--baseline-checks`` (default on), and print this/baseline
+per isolation level: a change to the observer measured side by side in one run.
+
 Then ``--stateful`` runs the shape a Spark stateful operator keyed by (topic, partition)
 would have (a streaming aggregation of the same rows by topic and partition, state in the
 state store, then a no-op foreachBatch) against a plain no-op foreachBatch, on the same
@@ -22,29 +27,33 @@ backlog: what Spark's state store and shuffle cost per batch before any check ru
 
     .venv/bin/python benchmarks/live_checks_bench.py --base-port 26700 \\
         --state-dir .state/h16-chaos [--backlog 300000] [--rounds 2] [--stateful]
+        [--baseline DIR [--baseline-checks on|off]] [--max-offsets 50000]
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import re
 import statistics
 import sys
 import tempfile
+import threading
 import time
 import uuid
 from pathlib import Path
 
+import pyarrow.compute as pc
 from kafka import KafkaProducer
 from observer_bench import LEVELS, capacity  # beside this script
 
 from streaming.live import final
-from streaming.observations import read_observations
+from streaming.observations import output_dir, read_observations
 from verifier.harness.cluster import ClusterSpec, up
 from verifier.harness.procs import ManagedProcess
 from verifier.harness.topics import create_topics
 from verifier.orchestration.drain import drain
-from verifier.rundata.jvm import PROJECT_ROOT
+from verifier.rundata.jvm import PROJECT_ROOT, jars_root
 from verifier.rundata.records import RecordIdentity, encode_value
 
 PID = "bench-0"
@@ -79,23 +88,66 @@ def peak_rss_mb(pid: int) -> float:
     return float("nan")
 
 
-def observe(bs: str, topic: str, run_id: str, checks: str, args) -> dict:
-    """One observer catch-up over the backlog; its figures per isolation level."""
+def tree_cpu_s(pid: int) -> float:
+    """CPU seconds (user + system) used so far by ``pid`` and its descendants (the
+    observer's driver and its Spark JVM)."""
+    parent: dict[int, int] = {}
+    cpu: dict[int, float] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        child = int(stat.parent.name)
+        parent[child] = int(fields[1])
+        cpu[child] = (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    tree, todo = set(), [pid]
+    while todo:
+        p = todo.pop()
+        tree.add(p)
+        todo += [c for c, pp in parent.items() if pp == p and c not in tree]
+    return sum(cpu.get(p, 0.0) for p in tree)
+
+
+def _first_batches_cpu(run_dir: Path, pid: int, stop: threading.Event, out: dict) -> None:
+    """Note the observer's CPU time once both levels have written their first batch (the
+    start-up and the JVM's warm-up are before it)."""
+    while not stop.wait(0.1):
+        if all(any(output_dir(run_dir, "spark", iso).glob("batch-0000000000*.parquet"))
+               for iso in LEVELS):
+            out["cpu_s"] = tree_cpu_s(pid)
+            return
+
+
+def observe(bs: str, topic: str, run_id: str, checks: str, args,
+            tree: Path = PROJECT_ROOT) -> dict:
+    """One observer catch-up over the backlog (the observer of the project in ``tree``);
+    its figures per isolation level."""
     run_dir = Path(tempfile.mkdtemp(prefix=f"live-bench-{checks}-"))
     argv = [sys.executable, "-m", "streaming.observer", "--run-dir", str(run_dir),
             "--bootstrap-servers", bs, "--topics", topic, "--run-id", run_id,
             "--sink", "exactly-once", "--trigger-ms", "500", "--live-checks", checks,
             "--live-producers", f"{PID}={topic}",
             "--max-offsets-per-trigger", str(args.max_offsets)]  # fmt: skip
-    proc = ManagedProcess("observer", argv, run_dir / "observer.log", cwd=PROJECT_ROOT)
+    env = {} if tree == PROJECT_ROOT else {  # that tree's code, this tree's jars
+        "PYTHONPATH": str(tree), "VERIFIER_JARS_DIR": str(jars_root())}
+    proc = ManagedProcess("observer", argv, run_dir / "observer.log", env=env, cwd=tree)
     proc.start()
-    peak = float("nan")
+    peak, cpu_end, first, stop = float("nan"), float("nan"), {}, threading.Event()
+    watch = threading.Thread(target=_first_batches_cpu, args=(run_dir, proc.pid, stop, first))
+    watch.start()
     try:
         drain(bs, [topic], run_dir, timeout=900)
-        peak = peak_rss_mb(proc.pid)
+        peak, cpu_end = peak_rss_mb(proc.pid), tree_cpu_s(proc.pid)
     finally:
+        stop.set()
+        watch.join()
         proc.terminate(60)
     out = {"peak_rss_mb": peak}
+    later = sum(read_observations(run_dir, "spark", iso).filter(pc.field("batch") > 0).num_rows
+                for iso in LEVELS)  # rows written after the first batches, both levels
+    out["cpu_us_per_row"] = ((cpu_end - first.get("cpu_s", float("nan"))) * 1e6 / later
+                             if later else float("nan"))
     log = (run_dir / "observer.log").read_text(errors="replace")
     for iso in LEVELS:
         batches = {r for r in read_observations(run_dir, "spark", iso).column("batch")
@@ -158,6 +210,59 @@ def stateful_shape(bs: str, topic: str, args) -> dict[str, float]:
     return {k: statistics.median(v) for k, v in out.items()}
 
 
+def compare_checks(bs: str, topic: str, run_id: str, args) -> None:
+    """The observer with its live checks off and on, alternating."""
+    results: dict[str, list[dict]] = {"off": [], "on": []}
+    for r in range(args.rounds):
+        for checks in (("off", "on") if r % 2 == 0 else ("on", "off")):
+            res = observe(bs, topic, run_id, checks, args)
+            results[checks].append(res)
+            print(f"round {r + 1} checks {checks:3s}: " + "  ".join(
+                f"{iso} {res[iso]['capacity']:,.0f}/s" for iso in LEVELS)
+                + f"  peak RSS {res['peak_rss_mb']:.0f} MB", flush=True)
+    print("\n| isolation | checks off rows/s | checks on rows/s | on/off | live checks "
+          "us/row | anomalies | state ranges | live result at drain ms |")
+    print("|---|---|---|---|---|---|---|---|")
+    for iso in LEVELS:
+        off = statistics.median(x[iso]["capacity"] for x in results["off"])
+        on = statistics.median(x[iso]["capacity"] for x in results["on"])
+        last = results["on"][-1][iso]
+        print(f"| {iso} | {off:,.0f} | {on:,.0f} | {on / off:.2f} | "
+              f"{statistics.median(x[iso]['live_us_per_row'] for x in results['on']):.1f}"
+              f" | {last.get('anomalies')} | {last.get('ranges')} | "
+              f"{last.get('final_ms', float('nan')):.0f} |")
+    print(f"observer peak RSS: off {max(x['peak_rss_mb'] for x in results['off']):.0f} MB"
+          f", on {max(x['peak_rss_mb'] for x in results['on']):.0f} MB")
+
+
+def compare_trees(bs: str, topic: str, run_id: str, args) -> None:
+    """The baseline tree's observer and this one's, alternating, checks as given."""
+    trees = {"baseline": args.baseline.resolve(), "this": PROJECT_ROOT}
+    results: dict[str, list[dict]] = {name: [] for name in trees}
+    for r in range(args.rounds):
+        for name in (("baseline", "this") if r % 2 == 0 else ("this", "baseline")):
+            res = observe(bs, topic, run_id, args.baseline_checks, args, trees[name])
+            results[name].append(res)
+            print(f"round {r + 1} {name:8s}: " + "  ".join(
+                f"{iso} {res[iso]['capacity']:,.0f}/s ({res[iso]['batches']} batches)"
+                for iso in LEVELS) + f"  observer CPU {res['cpu_us_per_row']:.1f} us/row"
+                f"  peak RSS {res['peak_rss_mb']:.0f} MB", flush=True)
+    print(f"\n| isolation | baseline rows/s | this rows/s | this/baseline | (checks "
+          f"{args.baseline_checks}, batches <= {args.max_offsets:,} offsets) |")
+    print("|---|---|---|---|---|")
+    for iso in LEVELS:
+        base = statistics.median(x[iso]["capacity"] for x in results["baseline"])
+        this = statistics.median(x[iso]["capacity"] for x in results["this"])
+        print(f"| {iso} | {base:,.0f} | {this:,.0f} | {this / base:.2f} | |")
+    cpu = {k: statistics.median(x["cpu_us_per_row"] for x in v) for k, v in results.items()}
+    print(f"observer CPU (driver + JVM, after the first batches, per row of either level): "
+          f"baseline {cpu['baseline']:.1f} us, this {cpu['this']:.1f} us, this/baseline "
+          f"{cpu['this'] / cpu['baseline']:.2f} (100k rows/s at each level on 2 cores leave "
+          f"10 us per row for everything, the broker included)")
+    print(f"observer peak RSS: baseline {max(x['peak_rss_mb'] for x in results['baseline']):.0f}"
+          f" MB, this {max(x['peak_rss_mb'] for x in results['this']):.0f} MB")
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__,
                                  formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -170,6 +275,9 @@ def main() -> int:
     ap.add_argument("--max-offsets", type=int, default=50_000)
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--stateful", action="store_true")
+    ap.add_argument("--baseline", type=Path, default=None, metavar="DIR",
+                    help="compare the observer of the project copy in DIR with this one")
+    ap.add_argument("--baseline-checks", choices=("on", "off"), default="on")
     args = ap.parse_args()
 
     cluster, _ = up(args.state_dir.resolve(), ClusterSpec(nodes=1, base_port=args.base_port))
@@ -183,27 +291,10 @@ def main() -> int:
         args.expected_rows = sent
         print(f"backlog: {sent:,} records ({args.backlog:,} identities, a duplicate every "
               f"{args.dup_every}) in {time.monotonic() - t0:.1f}s")
-        results: dict[str, list[dict]] = {"off": [], "on": []}
-        for r in range(args.rounds):
-            for checks in (("off", "on") if r % 2 == 0 else ("on", "off")):
-                res = observe(bs, topic, run_id, checks, args)
-                results[checks].append(res)
-                print(f"round {r + 1} checks {checks:3s}: " + "  ".join(
-                    f"{iso} {res[iso]['capacity']:,.0f}/s" for iso in LEVELS)
-                    + f"  peak RSS {res['peak_rss_mb']:.0f} MB", flush=True)
-        print("\n| isolation | checks off rows/s | checks on rows/s | on/off | live checks "
-              "us/row | anomalies | state ranges | live result at drain ms |")
-        print("|---|---|---|---|---|---|---|---|")
-        for iso in LEVELS:
-            off = statistics.median(x[iso]["capacity"] for x in results["off"])
-            on = statistics.median(x[iso]["capacity"] for x in results["on"])
-            last = results["on"][-1][iso]
-            print(f"| {iso} | {off:,.0f} | {on:,.0f} | {on / off:.2f} | "
-                  f"{statistics.median(x[iso]['live_us_per_row'] for x in results['on']):.1f}"
-                  f" | {last.get('anomalies')} | {last.get('ranges')} | "
-                  f"{last.get('final_ms', float('nan')):.0f} |")
-        print(f"observer peak RSS: off {max(x['peak_rss_mb'] for x in results['off']):.0f} MB"
-              f", on {max(x['peak_rss_mb'] for x in results['on']):.0f} MB")
+        if args.baseline is not None:
+            compare_trees(bs, topic, run_id, args)
+        else:
+            compare_checks(bs, topic, run_id, args)
         if args.stateful:
             shapes = stateful_shape(bs, topic, args)
             print(f"\nstateful-operator shape (one level): plain foreachBatch "

@@ -61,16 +61,16 @@ def pct(values: list[int], q: float) -> float:
 
 def capacity(run_dir: Path, iso: str, backlog_batches: set[int]) -> float:
     """Rows/s over the backlog batches after the first (their write times bound the work)."""
-    t = read_observations(run_dir, "spark", iso).to_pylist()
-    by_batch: dict[int, list] = {}
-    for r in t:
-        if r["batch"] in backlog_batches:
-            by_batch.setdefault(r["batch"], []).append(r["observed_at"])
+    per = (read_observations(run_dir, "spark", iso).select(["batch", "observed_at"])
+           .group_by("batch").aggregate([("observed_at", "max"), ("observed_at", "count")])
+           .to_pylist())
+    by_batch = {r["batch"]: (r["observed_at_max"], r["observed_at_count"]) for r in per
+                if r["batch"] in backlog_batches}
     ids = sorted(by_batch)
     if len(ids) < 2:
         return float("nan")
-    rows = sum(len(by_batch[b]) for b in ids[1:])
-    return rows / max(1e-3, (max(by_batch[ids[-1]]) - max(by_batch[ids[0]])) / 1000)
+    rows = sum(by_batch[b][1] for b in ids[1:])
+    return rows / max(1e-3, (by_batch[ids[-1]][0] - by_batch[ids[0]][0]) / 1000)
 
 
 def lag_report(run_dir: Path, iso: str, live_from_seq: int) -> dict:
