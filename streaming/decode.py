@@ -114,8 +114,11 @@ def _bulk(values: pa.Array) -> pa.Table:
     """The fields of template values (no nulls), one row each, in order."""
     joined = pc.binary_join(
         pa.ListArray.from_arrays(pa.array([0, len(values)], pa.int32()), values), b"\n")
+    # a block must hold whole values (the default, 1 MiB, would fail on larger records)
+    longest = pc.max(pc.binary_length(values)).as_py() or 0
     return pj.read_json(
         pa.BufferReader(joined[0].as_buffer()),
+        read_options=pj.ReadOptions(block_size=max(1 << 20, 2 * longest + 2)),
         parse_options=pj.ParseOptions(explicit_schema=_TEMPLATE_SCHEMA,
                                       unexpected_field_behavior="ignore"))
 

@@ -219,6 +219,16 @@ def test_template_values_decode_in_bulk_as_one_by_one(size):
     assert sum(r["foreign"] for r in rows) == len(values) // 3
 
 
+def test_records_larger_than_the_json_readers_default_block():
+    values = encode_values(RUN, "p", 1, [(0, i) for i in range(3)], None, False, 5, 3_000_000)
+    raw = pa.table({"topic": ["t"] * 3, "partition": pa.array([0] * 3, pa.int32()),
+                    "offset": pa.array(range(3), pa.int64()),
+                    "ts_broker": pa.array([1] * 3, pa.int64()),
+                    "value": pa.array(values, pa.binary())})  # fmt: skip
+    rows = decode_batch(raw, RUN, "read_committed").to_pylist()
+    assert [(r["seq"], r["error"]) for r in rows] == [(0, None), (1, None), (2, None)]
+
+
 def test_mixed_batch_keeps_row_order():
     values = [encode_value(RecordIdentity(RUN, "x", 1, 0, i, None, False, 7)) if i % 3 else
               (None if i % 2 else b"junk") for i in range(30)]
