@@ -41,7 +41,7 @@ def cross_check(run: RunData, d: Derived, doc: dict, run_dir: Path | str, cap: i
                                     "reason": "the observer ran without live checks"}
             return
         doc["live"] = {iso: st.summary() for iso, st in got["states"].items()}
-        section = compare(run, d, got["rows"], cap, full=True)
+        section = compare(run, d, got["table"], cap, full=True)
     except Exception as exc:  # noqa: BLE001 - a crashed comparison leaves the verdict open
         section = {"compared": False, "agree": False, "n_differ": 0, "differ": [],
                    "modes": sorted({c["mode"] for c in doc["columns"]}),

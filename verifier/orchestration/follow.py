@@ -25,7 +25,6 @@ verdict document. The batch pass then runs on the same data as the cross-check.
 
 from __future__ import annotations
 
-import heapq
 import logging
 import threading
 import time
@@ -40,6 +39,7 @@ from verifier.judge import verdict as V
 from verifier.judge.checks import history as H
 from verifier.judge.definitions.stream import (
     OffsetComparator,
+    anomaly_table,
     hanging_rows,
     held,
     missing,
@@ -209,14 +209,14 @@ class RunFollower:
         self.stop()
         start = time.perf_counter()
         with self._lock:
-            states, rows = {}, []
+            states, tables, rows = {}, [], []
             for iso in ISOLATIONS:
                 got = final(self.run_dir, iso, self.config.sink, self.config.run,
                             self.topics, read=self._read_anomalies)
                 if got is None:
                     return None
                 states[iso], found = got
-                rows += found.to_pylist()
+                tables.append(found)
         self.poll(states)  # the rest of the histories and files, settled on the final states
         with self._lock:
             attempts = H.finish_attempts(H.merge_attempt_parts(self.attempt_parts)) \
@@ -244,7 +244,8 @@ class RunFollower:
         rows += torn_rows(states, H.txn_sizes(records, status), records, self.topics)
         rows += hanging_rows(drain.partitions)
         rows += inconsistent
-        return {"rows": rows, "states": states, "counts": _counts(attempts, status, states),
+        table = pa.concat_tables([*tables, anomaly_table(rows)])
+        return {"table": table, "states": states, "counts": _counts(attempts, status, states),
                 "throughput": {pid: sorted(s.items()) for pid, s in self.thr.items()},
                 "started": {pid: t.started for pid, t in self.tails.items()},
                 "seconds": round(time.perf_counter() - start, 3),
@@ -306,31 +307,42 @@ def _counts(attempts: pa.Table, status: pa.Table, states: dict) -> dict[str, dic
     return out
 
 
-def outcomes_of(rows: list[dict], config: RunConfig, cap: int) -> list[CheckOutcome]:
-    """Anomaly rows as the batch runner reduces them: per check, counts per (kind, mode,
-    isolation), the first ``cap`` (by place) and the timeline."""
+def outcomes_of(t: pa.Table, config: RunConfig, cap: int) -> list[CheckOutcome]:
+    """Anomaly rows (Arrow, :data:`~verifier.judge.definitions.stream.ANOMALY_SCHEMA`) as
+    the batch runner reduces them: per check, counts per (kind, mode, isolation), the
+    first ``cap`` by place (nulls first, as Spark orders) and the timeline; in Arrow, so
+    tens of thousands of anomalies cost no Python per row."""
     from verifier.judge.checks.runner import CHECKS
+
+    def lookup(col, table: dict):
+        return pc.take(pa.array(list(table.values()), pa.string()),
+                       pc.index_in(col, pa.array(list(table), pa.string())))
 
     modes = {pid: p.mode for pid, p in config.producers.items()}
     by_topic = {p.topic: p.mode for p in config.producers.values()}
+    mode = pc.coalesce(lookup(t["pid"], modes), lookup(t["topic"], by_topic),
+                       pa.scalar("(unattributed)"))
+    t = t.append_column("mode", mode)
+    bucket = pc.multiply(pc.divide(t["t"], BUCKET_MS), BUCKET_MS)
+    keys = ["kind", "mode", "isolation"]
+    per = t.append_column("b", bucket).group_by([*keys, "b"]).aggregate([([], "count_all")])
     groups: dict[tuple, Group] = {}
-    for a in rows:
-        mode = modes.get(a["pid"]) or by_topic.get(a["topic"]) or "(unattributed)"
-        g = groups.setdefault((a["kind"], mode, a["isolation"]),
-                              Group(a["kind"], mode, a["isolation"], 0, []))
-        g.count += 1
-        g.sample.append(a)
-    order = ("topic", "partition", "offset", "pid", "seq", "txn")
-    for g in groups.values():
-        tl: dict[int, int] = {}
-        for a in g.sample:
-            if a.get("t") is not None:
-                b = a["t"] // BUCKET_MS * BUCKET_MS
-                tl[b] = tl.get(b, 0) + 1
-        g.timeline = sorted(tl.items())
-        first = heapq.nsmallest(cap, g.sample, key=lambda a: tuple(
-            (0,) if a.get(k) is None else (1, a[k]) for k in order))
-        g.sample = [_plain(a) for a in first]
+    for r in per.to_pylist():
+        g = groups.setdefault((r["kind"], r["mode"], r["isolation"]),
+                              Group(r["kind"], r["mode"], r["isolation"], 0, []))
+        g.count += r["count_all"]
+        if r["b"] is not None:
+            g.timeline.append((r["b"], r["count_all"]))
+    order = [(k, "ascending", "at_start")
+             for k in ("topic", "partition", "offset", "pid", "seq", "txn")]
+    for (kind, m, iso), g in groups.items():
+        g.timeline.sort()
+        mine = pc.and_(pc.equal(t["kind"], kind), pc.equal(t["mode"], m))
+        mine = pc.and_(mine, pc.is_null(t["isolation"]) if iso is None
+                       else pc.fill_null(pc.equal(t["isolation"], iso), False))
+        sel = t.filter(mine)
+        sel = sel.take(pc.sort_indices(sel, sort_keys=order)[:cap])
+        g.sample = [_plain(a) for a in sel.drop_columns(["mode"]).to_pylist()]
     out = []
     for name, _, kinds in CHECKS:
         o = CheckOutcome(name, kinds)
@@ -378,7 +390,7 @@ def live_doc(run_dir: Path | str, follower: RunFollower, cap: int = 20,
                   drain_partitions=None, started=got["started"],
                   nemesis=read_nemesis(where.nemesis, cfg.run),
                   start_failures={pid: describe(e) for pid, e in failed.items()})  # fmt: skip
-    outcomes = outcomes_of(got["rows"], cfg, cap)
+    outcomes = outcomes_of(got["table"], cfg, cap)
     piped, piped_counts = judge_pipelines(run_dir, cfg, drain, cap)
     thr: dict[str, dict[int, int]] = {}
     for pid, series in got["throughput"].items():
@@ -398,6 +410,6 @@ def live_doc(run_dir: Path | str, follower: RunFollower, cap: int = 20,
         mark_interrupted(doc, reason)
     doc["verdict_from"] = {"path": "live", "seconds": round(time.perf_counter() - start, 3),
                            "remainder_seconds": got["seconds"], "follow": got["follow"],
-                           "live_rows": len(got["rows"])}  # fmt: skip
+                           "live_rows": got["table"].num_rows}  # fmt: skip
     doc["_live"] = got  # for the cross-check; never written (verdict.json drops it)
     return doc
