@@ -18,8 +18,12 @@ from kafka.admin import ConfigResource, ConfigResourceType
 
 from verifier.harness.topics import admin
 from verifier.rundata.errors import VerifierError
+from verifier.rundata.waiting import WaitTimeout, wait_until
 
 DYNAMIC_SOURCES = ("DYNAMIC_BROKER_CONFIG", "DYNAMIC_DEFAULT_BROKER_CONFIG")
+#: how long a dynamic change may take to show on every broker (KRaft applies it when the
+#: broker replays the metadata log, after the admin call has returned)
+APPLY_TIMEOUT_S = 30.0
 
 
 class BrokerConfigError(VerifierError):
@@ -82,6 +86,7 @@ def set_dynamic(bootstrap_servers: str, settings: dict[str, str],
             raise BrokerConfigError(f"the brokers refuse a dynamic change of "
                                     f"{sorted(settings)}: {exc}") from None
     _check_result(result, "set", settings)
+    _wait_applied(bootstrap_servers, {n: dict(settings) for n in previous}, client_config)
     return previous
 
 
@@ -95,7 +100,38 @@ def restore_dynamic(bootstrap_servers: str, previous: dict[int, dict[str, str | 
     with admin(bootstrap_servers, **client_config) as a:
         result = a.alter_configs(resources, raise_on_unknown=False, incremental=True)
     _check_result(result, "restore", {k for keys in previous.values() for k in keys})
+    _wait_applied(bootstrap_servers, previous, client_config)
     return {str(n): keys for n, keys in previous.items()}
+
+
+def _norm(value) -> str:
+    return str(value).strip().lower()
+
+
+def _wait_applied(bootstrap_servers: str, expect: dict[int, dict[str, str | None]],
+                  client_config: dict) -> None:
+    """Until every broker describes each key as ``expect`` says (a value: that dynamic
+    value; None: no dynamic value left). The admin call returns before a KRaft broker has
+    applied the change, and a fault that starts before its setting holds never ran."""
+    def probe():
+        off = []
+        with admin(bootstrap_servers, **client_config) as a:
+            for node, keys in expect.items():
+                seen = _describe(a, node, keys)
+                for k, want in keys.items():
+                    got = seen.get(k, {})
+                    dynamic = got.get("config_source") in DYNAMIC_SOURCES
+                    if (want is None and dynamic) or (want is not None and (
+                            not dynamic or _norm(got.get("value")) != _norm(want))):
+                        off.append(f"broker {node} {k}={got.get('value')}")
+        return not off, "; ".join(off)
+
+    try:
+        wait_until(probe, timeout=APPLY_TIMEOUT_S, what="dynamic broker settings",
+                   expected="in effect on every broker", interval=0.1, max_interval=1.0)
+    except WaitTimeout as exc:
+        raise BrokerConfigError(f"dynamic broker settings not in effect after "
+                                f"{APPLY_TIMEOUT_S:.0f} s: {exc}") from None
 
 
 def _check_result(result: dict, what: str, keys) -> None:
