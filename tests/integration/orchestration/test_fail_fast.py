@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-import time
 
 import orjson
 import pytest
@@ -20,6 +19,7 @@ from kafka import KafkaProducer
 from verifier.rundata.jvm import PROJECT_ROOT
 from verifier.rundata.layout import layout
 from verifier.rundata.plan import read_plan
+from verifier.rundata.waiting import GiveUp, wait_until
 
 pytestmark = pytest.mark.integration
 
@@ -34,15 +34,15 @@ rate = 100
 
 
 def _wait_for(what: str, probe, proc: subprocess.Popen, timeout: float):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        found = probe()
-        if found:
-            return found
+    def check():
         if proc.poll() is not None:
-            pytest.fail(f"the run ended (exit {proc.returncode}) before {what}")
-        time.sleep(0.5)
-    pytest.fail(f"no {what} within {timeout:.0f} s")
+            raise GiveUp(AssertionError(f"the run ended (exit {proc.returncode}) "
+                                        f"before {what}"))
+        found = probe()
+        return bool(found), found
+
+    return wait_until(check, timeout=timeout, what=what, expected="present",
+                      interval=0.5, max_interval=0.5)
 
 
 def test_fail_fast_stops_the_load_at_a_forbidden_record(bootstrap, tmp_path):
