@@ -271,8 +271,11 @@ class ScenarioRun:
                     with self.clock.phase("heal"):
                         self.nemesis.stop()
                 else:
+                    # the heal in progress may be a broker restart, which waits up to
+                    # ready_timeout for the cluster (30-50 s here after a SIGKILL, more
+                    # on a loaded machine): a shorter wait cut healthy restarts off
                     with self.clock.phase("heal"):
-                        self.nemesis.wait_done(timeout=60)
+                        self.nemesis.wait_done(timeout=fault_env.ready_timeout + 60)
             except KeyboardInterrupt:  # stopped by a signal: load stops first
                 self._stop_now()
                 raise
