@@ -114,6 +114,8 @@ def _reasons_unknown(col: Column, run: RunData, outcomes, anomalies, topics) -> 
     for k, a in anomalies.items():
         if a["count"] and a["expectation"] == X.INCONCLUSIVE:
             reasons.append(f"{a['count']} {k}: lost or late, the drain did not finish")
+    reasons += [why for mode, why in faults_without_effect(run.nemesis, run.config)
+                if mode in (None, col.mode)]  # fmt: skip
     return reasons
 
 
@@ -140,6 +142,44 @@ def column_verdict(col, run, outcomes, counts, faults, cap) -> dict:
         "verdict": verdict, "forbidden": forbidden, "reasons": unknown,
         "counts": {**total, "observed": observed}, "anomalies": anomalies,
     }  # fmt: skip
+
+
+def faults_without_effect(nemesis: list[dict], config) -> list[tuple[str | None, str]]:
+    """Scheduled faults that did not act, each with the column mode it concerns (None:
+    every column) and why: a start that failed (``fail``: not applied) or whose outcome
+    is unknown (``info``), and a fault whose heal counted what it did (``hits``: proxy
+    rules, holds) and found nothing. A verdict under such a fault shows nothing about it:
+    those columns are UNKNOWN, never a green cell for a fault that never ran."""
+    out = []
+    for op in nemesis:
+        if not op.get("id") or op.get("type") not in ("ok", "fail", "info"):
+            continue
+        what = f"fault {op.get('fault')} #{op['id']}"
+        detail = op.get("detail") or {}
+        if op.get("f") == "start" and op["type"] != "ok":
+            why = "was not applied" if op["type"] == "fail" else "may not have been applied"
+            out.append((_concerns(op, config), f"{what} {why}: {op.get('error')}"))
+        elif op.get("f") == "heal" and op["type"] == "ok" and detail.get("hits") == 0:
+            out.append((_concerns(op, config), f"{what} acted on nothing (0 of "
+                        f"{detail.get('matched', 0)} matching requests or responses hit)"))
+    return out
+
+
+def _concerns(op: dict, config) -> str | None:
+    """The column mode a fault on a process concerns (a producer's, a pipeline's); None
+    for every other fault (brokers, the network, the observer, every client)."""
+    from verifier.rundata.pipelines import label
+
+    name = (op.get("target") or {}).get("process")
+    if not isinstance(name, str):
+        return None
+    if name.startswith("producer:"):
+        return name.removeprefix("producer:")
+    if name in config.producers:
+        return config.producers[name].mode
+    if name.startswith("pipeline/"):
+        return label(name.removeprefix("pipeline/"))
+    return None
 
 
 def fault_kinds(nemesis: list[dict]) -> set[str]:
