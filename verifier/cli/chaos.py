@@ -154,9 +154,9 @@ class Interrupted(KeyboardInterrupt):
     """The tool was asked to stop by a signal."""
 
 
-def _stop_on_signals() -> None:
+def _stop_on_signals() -> dict:
     """First SIGTERM/SIGINT/SIGHUP: stop load, heal, stop everything (short waits);
-    a second one: SIGKILL every child and exit at once."""
+    a second one: SIGKILL every child and exit at once. Returns the handlers replaced."""
     from verifier.harness.procs import STOPPING, kill_all_now
 
     def handler(signum, _frame):
@@ -169,8 +169,8 @@ def _stop_on_signals() -> None:
               file=sys.stderr, flush=True)
         raise Interrupted(name)
 
-    for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP):
-        signal.signal(sig, handler)
+    return {sig: signal.signal(sig, handler)
+            for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
 
 
 def derive_mode(settings: dict) -> str:
@@ -268,16 +268,22 @@ def _rerun_in_namespace(args: argparse.Namespace) -> int:
 def cmd_chaos(args: argparse.Namespace) -> int:
     from verifier.harness.procs import activate_ledger, release_ledger
 
-    prepared = _prepare(args)  # bad input fails here, before anything starts
-    cleanup()  # leftovers of a dead run would hold ports and keep producing
-    activate_ledger(LEDGERS)
-    _stop_on_signals()
+    # from the first moment: a signal during the checks (a user pipeline's Spark check
+    # takes seconds) says so and exits 130, as one during the run does
+    previous = _stop_on_signals()
     try:
-        if prepared is None:
-            return _rerun_in_namespace(args)
-        return _run(args, *prepared)
+        prepared = _prepare(args)  # bad input fails here, before anything starts
+        cleanup()  # leftovers of a dead run would hold ports and keep producing
+        activate_ledger(LEDGERS)
+        try:
+            if prepared is None:
+                return _rerun_in_namespace(args)
+            return _run(args, *prepared)
+        finally:
+            release_ledger()
     finally:
-        release_ledger()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
 
 
 def _check_out(out: Path) -> None:
@@ -292,8 +298,11 @@ def _check_out(out: Path) -> None:
         raise EnvironmentProblem(f"--out {out}: the folder is not writable")
 
 
-def _check_reachable(bootstrap_servers: str, timeout: float = 5.0) -> None:
-    """One of the bootstrap servers accepts a TCP connection, or exit 2 in one line."""
+def _check_reachable(bootstrap_servers: str, security_protocol: str = "PLAINTEXT",
+                     timeout: float = 5.0) -> None:
+    """One of the bootstrap servers answers as a Kafka broker (an ApiVersions request on a
+    plaintext or SASL listener, which answer it before authentication; a TCP connection
+    on a TLS one), or exit 2 in one line saying what each server did."""
     import socket
 
     tried = []
@@ -301,11 +310,47 @@ def _check_reachable(bootstrap_servers: str, timeout: float = 5.0) -> None:
         host, _, port = server.strip().rpartition(":")
         try:
             with socket.create_connection((host.strip("[]") or "127.0.0.1", int(port)),
-                                          timeout=timeout):
-                return
+                                          timeout=timeout) as sock:
+                if security_protocol.upper() in ("SSL", "SASL_SSL"):
+                    return
+                answer = _api_versions_answer(sock)
+                if answer is None:
+                    return
+                tried.append(f"{server.strip()} (answered, but not as a Kafka broker: "
+                             f"{answer})")
         except (OSError, ValueError) as exc:
             tried.append(f"{server.strip()} ({getattr(exc, 'strerror', None) or exc})")
     raise EnvironmentProblem(f"--bootstrap-servers: no broker reachable: {', '.join(tried)}")
+
+
+def _api_versions_answer(sock) -> str | None:
+    """Send ApiVersions v0; None when the reply is a Kafka response to it, else what came
+    back instead (the first bytes, or that nothing did before the socket's timeout)."""
+    import struct
+
+    correlation = 0x7E51
+    client = b"verifier-probe"
+    body = struct.pack(">hhih", 18, 0, correlation, len(client)) + client
+    sock.sendall(struct.pack(">i", len(body)) + body)
+    got = b""
+    try:
+        while len(got) < 8:
+            chunk = sock.recv(8 - len(got))
+            if not chunk:
+                break
+            got += chunk
+    except TimeoutError:
+        return "no reply to an ApiVersions request" if not got else f"{got!r}"
+    if len(got) == 8:
+        size, corr = struct.unpack(">ii", got)
+        if corr == correlation and 0 < size < 1 << 20:
+            return None
+        try:  # a little more of what answered, to name it
+            sock.settimeout(0.5)
+            got += sock.recv(32)
+        except OSError:
+            pass
+    return f"it replied {got!r}" if got else "it closed the connection"
 
 
 def _prepare(args: argparse.Namespace):
@@ -396,7 +441,8 @@ def _prepare(args: argparse.Namespace):
     for client in opts.clients or (args.client,):
         require_built(client)
     if args.bootstrap_servers:
-        _check_reachable(args.bootstrap_servers)
+        _check_reachable(args.bootstrap_servers,
+                         client_config.get("security_protocol", "PLAINTEXT"))
     if docker:
         from verifier.harness.containers.engine import require_engine
 

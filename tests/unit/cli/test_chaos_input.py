@@ -7,7 +7,13 @@ JVM needs; nothing is started (the run itself is replaced by a tripwire).
 
 from __future__ import annotations
 
+import signal
+import socket
+import subprocess
+import sys
+import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -30,6 +36,29 @@ def scenario_file(tmp_path, name: str) -> str:
     path.write_text(f'description = "bad"\n[workload]\nduration_s = 20\n\n[[faults]]\n'
                     f"{BAD_FAULTS[name]}\n")
     return str(path)
+
+
+def _listener(reply: bytes | None, accepted: threading.Event | None = None) -> str:
+    """A TCP server on a free local port that answers every connection with ``reply``
+    (an HTTP server, say), or holds it open without a word (None); ``accepted`` is set
+    once a request has come in."""
+    server = socket.create_server(("127.0.0.1", 0))
+
+    def serve():
+        held = []
+        while True:
+            conn, _ = server.accept()
+            conn.recv(64)
+            if accepted is not None:
+                accepted.set()
+            if reply is None:
+                held.append(conn)
+            else:
+                conn.sendall(reply)
+                conn.close()
+
+    threading.Thread(target=serve, daemon=True).start()
+    return f"127.0.0.1:{server.getsockname()[1]}"
 
 
 def _cases(tmp_path):
@@ -60,6 +89,9 @@ def _cases(tmp_path):
                             "is a file"),
         "unreachable cluster": (["--scenario", "baseline", "--out", out,
                                  "--bootstrap-servers", "127.0.0.1:1"], 2, "no broker reachable"),
+        "not a Kafka broker": (["--scenario", "baseline", "--out", out, "--bootstrap-servers",
+                                _listener(b"HTTP/1.1 400 Bad Request\r\n\r\n")], 2,
+                               "answered, but not as a Kafka broker: it replied b'HTTP/1.1 400"),
         "bad JAVA_HOME": (["--scenario", "baseline", "--out", out], 2, "JAVA_HOME"),
         "bad --spark-conf": (["--scenario", "baseline", "--spark-conf", "spark.cores.max"],
                              64, "expected KEY=VALUE"),
@@ -69,7 +101,8 @@ def _cases(tmp_path):
 CASES = ["unknown scenario", "unknown profile", "missing scenario file",
          "fault unknown-field", "fault unknown-kind", "fault negative-duration",
          "fault after-the-end", "conflicting producer settings", "unknown producer setting",
-         "--out is a file", "unreachable cluster", "bad JAVA_HOME", "bad --spark-conf"]
+         "--out is a file", "unreachable cluster", "not a Kafka broker", "bad JAVA_HOME",
+         "bad --spark-conf"]
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -107,7 +140,7 @@ def test_a_users_scenario_file_runs(tmp_path, monkeypatch):
 
     monkeypatch.setattr(chaos_cli, "_run", run)
     monkeypatch.setattr(chaos_cli, "cleanup", lambda: [])
-    monkeypatch.setattr(chaos_cli, "_stop_on_signals", lambda: None)
+    monkeypatch.setattr(chaos_cli, "_stop_on_signals", lambda: {})
     monkeypatch.delenv("JAVA_HOME", raising=False)
     assert main(["chaos", "--scenario", str(path), "--out", str(tmp_path / "out"),
                  "--spark-conf", "spark.cores.max=2"]) == 0
@@ -122,3 +155,22 @@ def test_a_users_scenario_file_runs(tmp_path, monkeypatch):
                  "--spark-conf", "spark.driver.extraJavaOptions=-Xss4m"]) == 0
     assert json.loads(os.environ.pop(SPARK_CONF_ENV)) == {
         "spark.driver.extraJavaOptions": "-Xss4m"}
+
+
+def test_a_signal_during_the_checks_says_so_and_leaves_nothing(tmp_path):
+    """SIGTERM while the checks run (here: a "broker" that accepts and never answers the
+    probe, which waits 5 s) stops the tool with one line and exit 130, at once."""
+    probed = threading.Event()
+    argv = [str(Path(sys.executable).with_name("verifier")), "chaos", "--scenario",
+            "baseline", "--out", str(tmp_path / "out"), "--bootstrap-servers",
+            _listener(None, probed)]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    assert probed.wait(60), "the probe never came"
+    t0 = time.monotonic()
+    proc.send_signal(signal.SIGTERM)
+    out, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130, err
+    assert time.monotonic() - t0 < 3
+    assert "verifier: interrupted" in err and "Traceback" not in err
+    out = tmp_path / "out"  # checked writable before the probe, and nothing in it
+    assert not out.exists() or not any(out.iterdir())

@@ -28,7 +28,7 @@ def captured(monkeypatch):
 
     monkeypatch.setattr(chaos_cli, "_run", run)
     monkeypatch.setattr(chaos_cli, "cleanup", lambda: [])
-    monkeypatch.setattr(chaos_cli, "_stop_on_signals", lambda: None)
+    monkeypatch.setattr(chaos_cli, "_stop_on_signals", lambda: {})
     monkeypatch.delenv("JAVA_HOME", raising=False)
     return seen
 
