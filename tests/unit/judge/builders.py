@@ -132,3 +132,18 @@ class RunBuilder:
 
         run = self.build()
         return {c["name"]: c for c in V.build(run, run_checks(run, cap=100), {})["columns"]}
+
+
+def verdict_without_checks(run_dir) -> dict:
+    """The verdict document of a run folder judged without Spark: no check runs, so what
+    decides is the run's own files (start failures, drain, nemesis history)."""
+    from verifier.judge import verdict as V
+    from verifier.judge.checks.load import read_run_files
+
+    f = read_run_files(run_dir)
+    run = RunData(config=f.config, events=None, observations=None, combos=f.combos,
+                  drain=f.drain, drain_partitions=None, started=f.started,
+                  nemesis=f.nemesis, history=f.history, start_failures=f.start_failures)
+    doc = V.build(run, [], {})
+    doc["clients"] = []
+    return doc

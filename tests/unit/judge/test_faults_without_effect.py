@@ -11,23 +11,15 @@ from pathlib import Path
 import orjson
 import pytest
 
+from tests.unit.judge.builders import verdict_without_checks
 from verifier.judge import verdict as V
-from verifier.judge.checks.load import read_run_files
-from verifier.judge.model import RunData
 from verifier.report.terminal import render_terminal
 from verifier.rundata.layout import RunLayout
 
 RUNS = Path(__file__).resolve().parents[2] / "data" / "runs"
 
 
-def _judge(run_dir: Path) -> dict:
-    f = read_run_files(run_dir)
-    run = RunData(config=f.config, events=None, observations=None, combos=f.combos,
-                  drain=f.drain, drain_partitions=None, started=f.started,
-                  nemesis=f.nemesis, history=f.history, start_failures=f.start_failures)
-    doc = V.build(run, [], {})
-    doc["clients"] = []
-    return doc
+_judge = verdict_without_checks
 
 
 def _edited(tmp_path: Path, name: str, edit) -> Path:

@@ -7,9 +7,8 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from tests.unit.judge.builders import verdict_without_checks
 from verifier.judge import verdict as V
-from verifier.judge.checks.load import read_run_files
-from verifier.judge.model import RunData
 from verifier.report.terminal import render_terminal
 from verifier.rundata.layout import RunLayout
 from verifier.rundata.startfail import last_line, read_start_failures, record_start_failure
@@ -19,14 +18,7 @@ SAID = ("java generator: usage error: the Java client rejected the producer sett
         "ConfigException: Invalid value -1 for configuration metadata.max.age.ms")
 
 
-def _judge(run_dir: Path) -> dict:
-    f = read_run_files(run_dir)
-    run = RunData(config=f.config, events=None, observations=None, combos=f.combos,
-                  drain=f.drain, drain_partitions=None, started=f.started,
-                  nemesis=f.nemesis, history=f.history, start_failures=f.start_failures)
-    doc = V.build(run, [], {})
-    doc["clients"] = []
-    return doc
+_judge = verdict_without_checks
 
 
 def _run(tmp_path, *, keep_history: bool = False) -> Path:
