@@ -6,7 +6,7 @@ the drain:
 - the producers' **histories**, tailed (:class:`verifier.rundata.history.HistoryFollower`:
   complete lines only, across a generator's restarts) and reduced chunk by chunk to the
   batch pass's own mergeable parts (:func:`verifier.judge.checks.history.attempt_parts`,
-  ``txn_flags``, throughput);
+  ``txn_flags``, in a :class:`~verifier.judge.checks.remainder.LiveRemainder`; throughput);
 - the observer's newest **live state** per isolation level: every send attempt it holds at
   both levels, in the attempt's session, is settled (never lost, never part of a torn
   transaction: the state only grows); what stays **open** is the lag, the records a level
@@ -19,7 +19,8 @@ the drain:
 After the drain :meth:`RunFollower.result` reads what is left of each, takes the final
 states (:func:`streaming.live.final`) and judges only the remainder with the definitions
 of :mod:`verifier.judge.definitions` (lost / unseen, torn transactions of the open
-records, hanging partitions from drain.json); :func:`live_doc` turns it into the run's
+records, hanging partitions from drain.json: :meth:`LiveRemainder.finish`, which the
+self-test runs on its mutated copies too); :func:`live_doc` turns it into the run's
 verdict document. The batch pass then runs on the same data as the cross-check.
 """
 
@@ -37,18 +38,11 @@ import pyarrow.parquet as pq
 
 from verifier.judge import verdict as V
 from verifier.judge.checks import history as H
-from verifier.judge.definitions.stream import (
-    OffsetComparator,
-    anomaly_table,
-    hanging_rows,
-    held,
-    missing,
-    torn_rows,
-)  # fmt: skip
+from verifier.judge.checks.remainder import LiveRemainder
+from verifier.judge.definitions.stream import anomaly_table
 from verifier.judge.model import (
     ISOLATIONS,
     OBSERVER,
-    READ_COMMITTED,
     CheckOutcome,
     Group,
     RunConfig,
@@ -75,12 +69,9 @@ class RunFollower:
         self.topics = {pid: p.topic for pid, p in config.producers.items()}
         self.tails = {pid: HistoryFollower(self.where.history(pid), config.run, pid)
                       for pid in config.producers}  # fmt: skip
-        self.attempt_parts: list[pa.Table] = []
-        self.flag_parts: list[pa.Table] = []
+        #: the histories' parts, the open send attempts, the offset comparison
+        self.rest = LiveRemainder(config.run, self.topics)
         self.thr: dict[str, dict[int, int]] = {}
-        #: send attempts (pid, ses, txn, p, seq) not yet held by the state at both levels
-        self.open: dict[tuple, None] = {}
-        self.offsets = OffsetComparator(config.run, list(config.producers))
         self._obs_seen: dict[Path, tuple[int, int]] = {}
         self._anomalies: dict[Path, tuple[tuple[int, int], pa.Table]] = {}
         self.polls, self.poll_seconds, self.poll_cpu, self.history_lines = 0, 0.0, 0.0, 0
@@ -119,7 +110,7 @@ class RunFollower:
 
                 states = {iso: newest_state(self.run_dir, iso) for iso in ISOLATIONS}
             if all(states.values()):
-                self._settle(states)
+                self.rest.settle(states)
             self._observations()
             self._anomaly_files()
             self.polls += 1
@@ -132,30 +123,11 @@ class RunFollower:
         if chunk is None or chunk.num_rows == 0:
             return
         self.history_lines += chunk.num_rows
-        part = H.attempt_parts(chunk)
-        self.attempt_parts.append(part)
-        self.flag_parts.append(H.txn_flags(chunk))
-        # merge parts of similar size (a log-structured merge: n log n over the run)
-        for parts, merge in ((self.attempt_parts, H.merge_attempt_parts),
-                             (self.flag_parts, H.merge_flags)):  # fmt: skip
-            while len(parts) > 1 and parts[-1].num_rows * 2 >= parts[-2].num_rows:
-                parts[-2:] = [merge(parts[-2:])]
+        self.rest.add_history(chunk)
         for pid, series in H.throughput(chunk, BUCKET_MS).items():
             acc = self.thr.setdefault(pid, {})
             for b, n in series:
                 acc[b] = acc.get(b, 0) + n
-        keys = part.select(H.ATTEMPT_KEYS)
-        self.open.update(dict.fromkeys(zip(*(keys[k].to_pylist() for k in H.ATTEMPT_KEYS),
-                                           strict=True)))  # fmt: skip
-
-    def _settle(self, states: dict) -> None:
-        """Drop the open attempts every level's state holds in the attempt's session."""
-        lives = list(states.values())
-        done = [k for k in self.open
-                if all(held(live, self.topics.get(k[0]), k[0], k[3], k[4], k[1])
-                       for live in lives)]  # fmt: skip
-        for k in done:
-            del self.open[k]
 
     def _observations(self) -> None:
         from streaming.live import observation_files
@@ -170,7 +142,7 @@ class RunFollower:
                 if self._obs_seen.get(f) == stamp:
                     continue
                 self._obs_seen[f] = stamp
-                self.offsets.apply(iso, pq.read_table(f, columns=_OBS_COLUMNS))
+                self.rest.add_observations(iso, pq.read_table(f, columns=_OBS_COLUMNS))
 
     def _anomaly_files(self) -> None:
         from streaming.live import read_anomalies
@@ -209,7 +181,7 @@ class RunFollower:
         self.stop()
         start = time.perf_counter()
         with self._lock:
-            states, tables, rows = {}, [], []
+            states, tables = {}, []
             for iso in ISOLATIONS:
                 got = final(self.run_dir, iso, self.config.sink, self.config.run,
                             self.topics, read=self._read_anomalies)
@@ -219,66 +191,18 @@ class RunFollower:
                 tables.append(found)
         self.poll(states)  # the rest of the histories and files, settled on the final states
         with self._lock:
-            attempts = H.finish_attempts(H.merge_attempt_parts(self.attempt_parts)) \
-                if self.attempt_parts else None
-            flags = H.merge_flags(self.flag_parts) if self.flag_parts else None
-            open_keys = list(self.open)
-            inconsistent = list(self.offsets.found)
-        if attempts is None:
-            attempts = H.finish_attempts(H.attempt_parts(_empty_history()))
-            flags = H.txn_flags(_empty_history())
-        status = H.txn_status(flags, self._seen_committed(flags, attempts, states))
-        cand = _keys_table(open_keys)
-        # lost / unseen: only the identities of the open attempts can be missing; their
-        # sends by the batch pass's rule, from their attempts alone
-        ident = cand.select(["pid", "p", "seq"]).group_by(["pid", "p", "seq"]).aggregate([])
-        maybe = H.sends(attempts.join(ident, ["pid", "p", "seq"], join_type="inner"), status,
-                        self.topics)
-        for iso, live in states.items():
-            rows += missing(live, maybe,
-                            lambda t, p, iso=iso: drain.incomplete(t, p, OBSERVER, iso))
-        # torn: only transactions with an open attempt can be partly visible
-        txns = cand.filter(pc.is_valid(cand["txn"])).select(H.TXN_KEYS)
-        txns = txns.group_by(H.TXN_KEYS).aggregate([])
-        records = attempts.join(txns, H.TXN_KEYS, join_type="inner")
-        rows += torn_rows(states, H.txn_sizes(records, status), records, self.topics)
-        rows += hanging_rows(drain.partitions)
-        rows += inconsistent
-        table = pa.concat_tables([*tables, anomaly_table(rows)])
-        return {"table": table, "states": states, "counts": _counts(attempts, status, states),
+            rest = self.rest.finish(states, drain)
+        table = pa.concat_tables([*tables, anomaly_table(rest.rows)])
+        return {"table": table, "states": states,
+                "counts": _counts(rest.attempts, rest.status, states),
                 "throughput": {pid: sorted(s.items()) for pid, s in self.thr.items()},
                 "started": {pid: t.started for pid, t in self.tails.items()},
                 "seconds": round(time.perf_counter() - start, 3),
                 "follow": {"polls": self.polls, "seconds": round(self.poll_seconds, 3),
                            "cpu_seconds": round(self.poll_cpu, 3),
-                           "history_lines": self.history_lines, "open": len(open_keys),
-                           "offsets_waiting": self.offsets.waiting(),
+                           "history_lines": self.history_lines, "open": rest.open,
+                           "offsets_waiting": self.rest.waiting(),
                            "error": self.error}}  # fmt: skip
-
-    def _seen_committed(self, flags: pa.Table, attempts: pa.Table, states: dict) -> set:
-        """Commits of unknown outcome the read_committed state holds a record of (the
-        batch pass asks its read_committed readers the same)."""
-        unknown = H.unknown_commits(flags)
-        if unknown.num_rows == 0:
-            return set()
-        rc = states[READ_COMMITTED]
-        recs = attempts.join(unknown, H.TXN_KEYS, join_type="inner").to_pylist()
-        return {(r["pid"], r["ses"], r["txn"]) for r in recs
-                if held(rc, self.topics.get(r["pid"]), r["pid"], r["p"], r["seq"], r["ses"])}
-
-
-def _empty_history() -> pa.Table:
-    from verifier.rundata.history import HISTORY_SCHEMA
-
-    t = HISTORY_SCHEMA.empty_table()
-    return t.append_column("pid", pa.array([], pa.string()))
-
-
-def _keys_table(keys: list[tuple]) -> pa.Table:
-    cols = list(zip(*keys, strict=True)) if keys else [[]] * len(H.ATTEMPT_KEYS)
-    types = [pa.string(), pa.int32(), pa.int64(), pa.int32(), pa.int64()]
-    return pa.table({k: pa.array(list(c), t)
-                     for k, c, t in zip(H.ATTEMPT_KEYS, cols, types, strict=True)})  # fmt: skip
 
 
 def _counts(attempts: pa.Table, status: pa.Table, states: dict) -> dict[str, dict[str, int]]:
