@@ -20,6 +20,7 @@ from verifier.judge.model import (
     ISOLATIONS,
     REORDER,
 )  # fmt: skip
+from verifier.rundata.layout import RunLayout
 
 #: the progress line's short names (those of the verdict grid)
 SHORT = {DUP_SAME: "dup", DUP_CROSS: "xdup", DUP_DELIVERY: "delivery dup",
@@ -91,6 +92,12 @@ def live_line(run_dir: Path, producers: list, sink: str) -> str:
     (tolerated)``, or a note while the observer has judged nothing yet."""
     cols = column_counts(run_dir, producers, sink)
     if cols is None:
+        # Spark writes a query's checkpoint metadata when the query starts: until then
+        # the observer's JVM is still starting (~20 s here); it reads from the earliest
+        # offsets, so what is sent meanwhile is judged all the same
+        where = RunLayout(run_dir)
+        if not any((where.checkpoint(iso) / "metadata").exists() for iso in ISOLATIONS):
+            return "live checks: observer starting (Spark), it reads from the first offset"
         return "live checks: no batch yet"
     return "; ".join(c.line() for c in cols)
 

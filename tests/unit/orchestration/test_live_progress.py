@@ -50,6 +50,16 @@ def test_delivery_duplicates_follow_the_sink_and_undecodable_rows_their_topic(tm
 
 
 def test_before_the_first_batch_nothing_is_claimed(tmp_path):
+    """While Spark starts (no query's checkpoint metadata yet) the line says so; once a
+    query runs, that no batch has been judged yet."""
+    from verifier.rundata.layout import RunLayout
+
+    assert live_line(tmp_path, PLANS, "exactly-once") == (
+        "live checks: observer starting (Spark), it reads from the first offset")
+    assert forbidden_so_far(tmp_path, PLANS, "exactly-once") == []
+    checkpoint = RunLayout(tmp_path).checkpoint("read_uncommitted")
+    checkpoint.mkdir(parents=True)
+    (checkpoint / "metadata").write_text('{"id":"q"}')
     assert live_line(tmp_path, PLANS, "exactly-once") == "live checks: no batch yet"
     assert forbidden_so_far(tmp_path, PLANS, "exactly-once") == []
 
