@@ -305,6 +305,8 @@ def _check_reachable(bootstrap_servers: str, security_protocol: str = "PLAINTEXT
     on a TLS one), or exit 2 in one line saying what each server did."""
     import socket
 
+    from verifier.harness.kafka_wire import not_kafka
+
     tried = []
     for server in bootstrap_servers.split(","):
         host, _, port = server.strip().rpartition(":")
@@ -313,7 +315,7 @@ def _check_reachable(bootstrap_servers: str, security_protocol: str = "PLAINTEXT
                                           timeout=timeout) as sock:
                 if security_protocol.upper() in ("SSL", "SASL_SSL"):
                     return
-                answer = _api_versions_answer(sock)
+                answer = not_kafka(sock)
                 if answer is None:
                     return
                 tried.append(f"{server.strip()} (answered, but not as a Kafka broker: "
@@ -321,36 +323,6 @@ def _check_reachable(bootstrap_servers: str, security_protocol: str = "PLAINTEXT
         except (OSError, ValueError) as exc:
             tried.append(f"{server.strip()} ({getattr(exc, 'strerror', None) or exc})")
     raise EnvironmentProblem(f"--bootstrap-servers: no broker reachable: {', '.join(tried)}")
-
-
-def _api_versions_answer(sock) -> str | None:
-    """Send ApiVersions v0; None when the reply is a Kafka response to it, else what came
-    back instead (the first bytes, or that nothing did before the socket's timeout)."""
-    import struct
-
-    correlation = 0x7E51
-    client = b"verifier-probe"
-    body = struct.pack(">hhih", 18, 0, correlation, len(client)) + client
-    sock.sendall(struct.pack(">i", len(body)) + body)
-    got = b""
-    try:
-        while len(got) < 8:
-            chunk = sock.recv(8 - len(got))
-            if not chunk:
-                break
-            got += chunk
-    except TimeoutError:
-        return "no reply to an ApiVersions request" if not got else f"{got!r}"
-    if len(got) == 8:
-        size, corr = struct.unpack(">ii", got)
-        if corr == correlation and 0 < size < 1 << 20:
-            return None
-        try:  # a little more of what answered, to name it
-            sock.settimeout(0.5)
-            got += sock.recv(32)
-        except OSError:
-            pass
-    return f"it replied {got!r}" if got else "it closed the connection"
 
 
 def _prepare(args: argparse.Namespace):

@@ -172,6 +172,36 @@ def _read_exact(sock: socket.socket, n: int) -> bytes:
     return bytes(data)
 
 
+API_API_VERSIONS = 18
+
+
+def not_kafka(sock: socket.socket) -> str | None:
+    """Ask for ApiVersions (v0, which every broker answers, before authentication too)
+    on a connected socket. None when a Kafka response to it comes back; otherwise what
+    did instead (the first bytes, or nothing before the socket's timeout)."""
+    header = RequestHeader(API_API_VERSIONS, 0, 0x7E51, "verifier-probe")
+    sock.sendall(frame(encode_request_header(header)))
+    got = b""
+    try:
+        while len(got) < 8:
+            chunk = sock.recv(8 - len(got))
+            if not chunk:
+                break
+            got += chunk
+    except TimeoutError:
+        return f"it replied {got!r}" if got else "no reply to an ApiVersions request"
+    if len(got) == 8:
+        size, correlation = struct.unpack(">ii", got)
+        if correlation == header.correlation_id and 4 <= size <= MAX_FRAME:
+            return None
+        try:  # a little more of what answered, to name it
+            sock.settimeout(0.5)
+            got += sock.recv(32)
+        except OSError:
+            pass
+    return f"it replied {got!r}" if got else "it closed the connection"
+
+
 def _parse_metadata_v1_brokers(payload: bytes) -> list[BrokerInfo]:
     pos = 4  # correlation id
     (count,) = _INT32.unpack_from(payload, pos)
