@@ -194,7 +194,7 @@ class RunFollower:
             rest = self.rest.finish(states, drain)
         table = pa.concat_tables([*tables, anomaly_table(rest.rows)])
         return {"table": table, "states": states,
-                "counts": _counts(rest.attempts, rest.status, states),
+                "counts": _counts(rest.counts, states),
                 "throughput": {pid: sorted(s.items()) for pid, s in self.thr.items()},
                 "started": {pid: t.started for pid, t in self.tails.items()},
                 "seconds": round(time.perf_counter() - start, 3),
@@ -205,23 +205,11 @@ class RunFollower:
                            "error": self.error}}  # fmt: skip
 
 
-def _counts(attempts: pa.Table, status: pa.Table, states: dict) -> dict[str, dict[str, int]]:
+def _counts(sends: dict[str, dict[str, int]], states: dict) -> dict[str, dict[str, int]]:
     """Per producer, what the verdict's columns count (the batch pass's names): sends by
-    outcome from the histories (one row per identity, as ``history.sends``; committed =
-    records of committed transactions with an ``ok`` or ``info`` attempt, as
-    ``history.txn_sizes``); observed = distinct records each level's state holds."""
-    per = attempts.group_by(H.IDENTITY).aggregate([("ok", "any"), ("info", "any")])
-    ok, info = per["ok_any"], per["info_any"]
-    cols = {"sent": pc.cast(pc.is_valid(per["seq"]), pa.int64()),
-            "acknowledged": pc.cast(ok, pa.int64()),
-            "indeterminate": pc.cast(pc.and_(pc.invert(ok), info), pa.int64()),
-            "failed": pc.cast(pc.and_(pc.invert(ok), pc.invert(info)), pa.int64())}
-    t = pa.table({"pid": per["pid"], **cols})
-    out = {r["pid"]: {k: int(r[f"{k}_sum"] or 0) for k in cols}
-           for r in t.group_by("pid").aggregate([(k, "sum") for k in cols]).to_pylist()}
-    for r in H.txn_sizes(attempts.filter(pc.is_valid(attempts["txn"])), status) \
-            .group_by("pid").aggregate([("size", "sum")]).to_pylist():
-        out.setdefault(r["pid"], {})["committed"] = int(r["size_sum"] or 0)
+    outcome and committed records from the histories (``sends``: the remainder's, kept
+    as the run went), observed = distinct records each level's state holds."""
+    out = {pid: dict(c) for pid, c in sends.items()}
     for iso, live in states.items():
         for pid, n in live.records.items():
             out.setdefault(pid, {})[f"observed_{iso}"] = n

@@ -79,6 +79,42 @@ def test_followed_in_steps_equals_read_in_one_go(tmp_path):
     assert stepped["verdict_from"]["follow"]["open"] == once["verdict_from"]["follow"]["open"]
 
 
+@pytest.mark.parametrize("name", ["combined", "mutated"])
+def test_histories_followed_in_pieces_count_as_read_in_one_go(tmp_path, request, name):
+    """The histories appended in random pieces while followed, the follower's ledger
+    folding every few hundred attempts (a long run's, in small): the counts, the
+    anomalies and what stays open at the end are those of the follower that reads
+    every file at once. Incremental counts that drifted from the batch ones show here."""
+    import random
+
+    from verifier.judge.checks.load import load_drain
+
+    run = request.getfixturevalue("mutated") if name == "mutated" else _copy(tmp_path, name)
+    if name != "mutated":
+        _feed(run)
+    hist = {p: p.read_bytes() for p in (run / "histories").glob("*.jsonl")}
+    for p in hist:
+        p.write_bytes(b"")
+    follower = RunFollower(run, load_config(layout(run).config))
+    follower.rest.ledger.fold_rows = 300
+    rnd, pos = random.Random(3), dict.fromkeys(hist, 0)
+    while any(pos[p] < len(data) for p, data in hist.items()):
+        for p, data in hist.items():
+            step = rnd.randint(1, 30_000)
+            with open(p, "ab") as out:
+                out.write(data[pos[p]:pos[p] + step])
+            pos[p] += step
+        follower.poll()
+    assert follower.rest.ledger.base is not None  # folded while followed
+    drain = load_drain(layout(run).drain)
+    stepped = follower.result(drain)
+    once = RunFollower(run, load_config(layout(run).config)).result(drain)
+    assert stepped["counts"] == once["counts"]
+    assert sorted(map(repr, stepped["table"].to_pylist())) == \
+        sorted(map(repr, once["table"].to_pylist()))
+    assert stepped["follow"]["open"] == once["follow"]["open"]
+
+
 def test_an_acknowledged_record_never_read_is_lost(tmp_path):
     run = _copy(tmp_path, "ack-loss")
     for iso in ISOS:
