@@ -77,6 +77,8 @@ class ScenarioRun:
         self.interrupted = False
         self.follower = None  # verifier.orchestration.follow.RunFollower, from the setup
         self._drained_at: float | None = None
+        self._stopped_at: float | None = None  # the run's processes stopped after the drain
+        self._save_connections = None  # copies the proxy's log once (save_connections)
         self.plan = self._plan()
         # the secrets reach the children through their environment, never argv or files
         self.child_env = {**opts.extra_env, **self.plan.child_env()}
@@ -387,8 +389,14 @@ class ScenarioRun:
             finally:
                 for proc in self.processes.values():
                     proc.terminate(timeout=30)
+                self._stopped_at = time.monotonic()
                 if conn_log is not None:
-                    save_connections(conn_log, conn_from, self.layout.connections)
+                    # after a drain the live verdict comes first: copying waits (at least
+                    # CONN_LOG_QUIET_S) for the proxy's close lines, which it does not read
+                    self._save_connections = lambda: save_connections(
+                        conn_log, conn_from, self.layout.connections)
+                    if self._drained_at is None:
+                        self._connections_saved()
             # the progress line goes on through the verification, and says so
             with self.clock.phase("verify"):
                 doc = self._verify()
@@ -396,6 +404,7 @@ class ScenarioRun:
             display.__exit__(None, None, None)
             if self.follower is not None:
                 self.follower.stop()
+            self._connections_saved()  # if the verification did not get to it
         return doc
 
     def _drain(self) -> None:
@@ -426,6 +435,12 @@ class ScenarioRun:
 
         self.follower = RunFollower(self.run_dir, load_config(self.layout.config)).start()
 
+    def _connections_saved(self) -> None:
+        """This run's part of the proxy's connection log copied into the run (once)."""
+        save, self._save_connections = self._save_connections, None
+        if save is not None:
+            save()
+
     def _verify(self) -> dict:
         """The verdict from the live path right after the drain, printed and written at
         once; then the batch pass on the same data as its cross-check (a difference turns
@@ -434,6 +449,7 @@ class ScenarioRun:
         from verifier.orchestration.crosscheck import settle
 
         live = self._live_verdict()
+        self._connections_saved()
         self.spark = spark_of(self.spark)
         start = time.monotonic()
         if live is None:
@@ -474,6 +490,9 @@ class ScenarioRun:
             return None
         after = time.monotonic() - (self._drained_at or time.monotonic())
         doc["verdict_from"]["after_drain_s"] = round(after, 3)
+        if self._drained_at is not None and self._stopped_at is not None:
+            # of which stopping the observer and the other processes
+            doc["verdict_from"]["stop_s"] = round(self._stopped_at - self._drained_at, 3)
         got = doc.pop("_live")
         write_verdict({**doc, "phases": self.clock.to_json(), "notes": list(self.notes),
                        "live_vs_batch": {"compared": False, "agree": True,
@@ -490,6 +509,7 @@ class ScenarioRun:
         # makes the exit code 1)
         from verifier.orchestration.analyze import add_connections
 
+        self._connections_saved()
         add_connections(doc, self.run_dir)
         doc["_live"] = got
         return doc
