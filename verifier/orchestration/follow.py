@@ -104,7 +104,7 @@ class RunFollower:
         """One step: new history lines, the newest states, new observer files."""
         start, cpu = time.perf_counter(), time.thread_time()
         with self._lock:
-            self._histories()
+            self._histories(fold=states is None)  # given states: the end, no fold
             if states is None:
                 from streaming.live import newest_state
 
@@ -117,13 +117,13 @@ class RunFollower:
             self.poll_seconds += time.perf_counter() - start
             self.poll_cpu += time.thread_time() - cpu
 
-    def _histories(self) -> None:
+    def _histories(self, fold: bool = True) -> None:
         chunks = [t for t in (tail.poll() for tail in self.tails.values()) if t is not None]
         chunk = pa.concat_tables(chunks) if chunks else None
         if chunk is None or chunk.num_rows == 0:
             return
         self.history_lines += chunk.num_rows
-        self.rest.add_history(chunk)
+        self.rest.add_history(chunk, fold)
         for pid, series in H.throughput(chunk, BUCKET_MS).items():
             acc = self.thr.setdefault(pid, {})
             for b, n in series:

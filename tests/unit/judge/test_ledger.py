@@ -174,3 +174,17 @@ def test_an_identity_across_sessions_and_folds():
     assert view.counts == want["ids"] == {"a": {"sent": 4, "acknowledged": 2,
                                                 "indeterminate": 2, "failed": 0}}
     assert committed_counts(view.records, status) == want["committed"] == {"a": 2}
+
+
+def test_the_end_does_not_fold():
+    """The last chunk, added right before the end, stays among the recent parts even
+    past the fold size: a fold groups the whole base, which the end must not do."""
+    whole, topics = _whole("combined")
+    ledger = AttemptLedger(fold_rows=100)
+    ledger.add(whole.slice(0, 500))
+    base = ledger.base
+    ledger.add(whole.slice(500, 500), fold=False)
+    assert ledger.base is base and ledger.recent
+    assert ledger.view().counts == _batch_counts(
+        H.attempts(whole.slice(0, 1000)),
+        H.txn_status(H.txn_flags(whole.slice(0, 1000)), set()), topics)["ids"]

@@ -138,9 +138,10 @@ class AttemptLedger:
         self.counts: dict[str, dict[str, int]] = {}  # identity counts of the base
         self.records = txn_records(H.attempts(empty_history()))  # of the base
 
-    def add(self, chunk: pa.Table) -> pa.Table:
+    def add(self, chunk: pa.Table, fold: bool = True) -> pa.Table:
         """New history operations (any producers, with a ``pid`` column); returns their
-        attempt part (one row per attempt key the chunk names)."""
+        attempt part (one row per attempt key the chunk names). ``fold``: fold into the
+        base if the recent parts are due (not at the end: a fold groups the base)."""
         part = H.attempt_parts(chunk)
         self.flag_parts.append(H.txn_flags(chunk))
         self.recent.append(part)
@@ -149,7 +150,7 @@ class AttemptLedger:
                              (self.flag_parts, H.merge_flags)):  # fmt: skip
             while len(parts) > 1 and parts[-1].num_rows * 2 >= parts[-2].num_rows:
                 parts[-2:] = [merge(parts[-2:])]
-        if sum(p.num_rows for p in self.recent) >= self.fold_rows:
+        if fold and sum(p.num_rows for p in self.recent) >= self.fold_rows:
             self.fold()
         return part
 

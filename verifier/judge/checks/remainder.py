@@ -71,9 +71,10 @@ class LiveRemainder:
         self.open = OpenAttempts(self.topics)
         self.offsets = OffsetComparator(run, list(self.topics))
 
-    def add_history(self, chunk: pa.Table) -> None:
-        """New history operations (any producers, with a ``pid`` column)."""
-        self.open.add(self.ledger.add(chunk))
+    def add_history(self, chunk: pa.Table, fold: bool = True) -> None:
+        """New history operations (any producers, with a ``pid`` column); ``fold``: the
+        ledger may fold them into its base (not right before :meth:`finish`)."""
+        self.open.add(self.ledger.add(chunk, fold))
 
     def settle(self, states: dict[str, LiveChecks]) -> None:
         """Drop the open attempts every level's state holds in the attempt's session (a
