@@ -21,7 +21,18 @@ RECORDED = sorted(p.parent for p in RUNS.glob("*/**/config.json")) if RUNS.is_di
 @pytest.mark.skipif(not RECORDED, reason="no recorded runs under tests/data/runs/ yet")
 @pytest.mark.parametrize("run_dir", RECORDED, ids=[str(p.relative_to(RUNS)) for p in RECORDED])
 def test_selftest_passes_on_a_recorded_run(spark, run_dir, tmp_path):
+    """Every copy also goes through the whole live path (the stream checks, then the
+    follower's remainder after the drain: lost, torn, hanging, inconsistent offsets) with
+    live = batch (a row is ok only then), and the live path finds each injected kind the
+    Spark observer shows; the plain reader's inconsistent offset is the batch pass's."""
     result = selftest(run_dir, seed=1, keep=tmp_path / "kept", spark=spark)
     assert result.ok, result.render()
     kinds = {r.kind for r in result.rows}
     assert {"lost", "duplicate-delivery", "inconsistent-offset", "legal"} <= kinds, kinds
+    names = {r.mutation for r in result.rows}
+    assert {"torn-transaction", "hanging-transaction", "inconsistent-offset-observer"} <= names
+    for r in result.rows:
+        assert not r.live_differ, (r.mutation, r.live_differ)
+        live = {x.split(" ")[0].split("@")[0] for x in r.live_found}
+        if r.kind != "legal" and r.mutation != "inconsistent-offset":
+            assert r.kind in live, (r.mutation, r.live_found)

@@ -4,6 +4,7 @@ the whole engine on a small recorded real run (tests/data/runs/baseline)."""
 
 from __future__ import annotations
 
+import dataclasses
 import random
 from collections import Counter
 from pathlib import Path
@@ -14,9 +15,19 @@ import pytest
 
 from verifier.cli import EXIT_INCOMPLETE, main
 from verifier.judge.checks.load import read_run_files
-from verifier.judge.selftest import Analysis, SelfTestRow, _judge, selftest
+from verifier.judge.definitions.stream import LIVE_KINDS
+from verifier.judge.selftest import Analysis, SelfTestRow, _judge, live_rows, selftest
 from verifier.judge.selftest.image import RunImage
-from verifier.judge.selftest.mutations import MUTATIONS, Catalog, Mutation, expect
+from verifier.judge.selftest.mutations import (
+    MUTATIONS,
+    Catalog,
+    Mutation,
+    expect,
+    hanging,
+    inconsistent_observer,
+    lost,
+    torn,
+)  # fmt: skip
 
 BASELINE = Path(__file__).resolve().parents[2] / "data" / "runs" / "baseline"
 
@@ -106,12 +117,61 @@ def test_selftest_of_an_unreadable_run_exits_2(tmp_path, capsys):
     assert "not a run folder" in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("make", [lost, torn, hanging, inconsistent_observer],
+                         ids=lambda m: m.__name__)
+def test_the_live_path_of_a_copy_finds_what_only_its_remainder_decides(make, tmp_path):
+    """lost, torn, hanging and an inconsistent offset between the observer's two levels
+    are none of the stream checks' kinds: only the follower's remainder after the drain
+    (verifier.judge.checks.remainder), which the self-test runs on every copy, finds
+    them. Without it the live side of the copy would miss the injected anomaly."""
+    base = Counter(_keys(live_rows(read_run_files(BASELINE), BASELINE)[0]))
+    img = RunImage.load(BASELINE)
+    m = make(img, Catalog(img, [], random.Random("1")))
+    copy = img.write(tmp_path / "copy")
+    rows, whole = live_rows(read_run_files(copy), copy)
+    assert whole
+    new = Counter(_keys(rows)) - base
+    new_rows = [r for r in rows if _key(r) in new]
+    wanted = [e for e in m.expects if e.kind not in LIVE_KINDS]
+    assert {e.kind for e in wanted} >= {m.kind}, m.expects
+    for e in wanted:
+        e = dataclasses.replace(e, match=tuple((k, v) for k, v in e.match if k != "reader"))
+        assert any(r["kind"] == e.kind and r["isolation"] == e.isolation and e.matches(r)
+                   for r in new_rows), (e.where(), new_rows)  # fmt: skip
+
+
+def _key(r: dict) -> tuple:
+    return tuple(str(r.get(k)) for k in ("kind", "isolation", "topic", "partition", "pid",
+                                         "ses", "seq", "txn", "offset"))  # fmt: skip
+
+
+def _keys(rows: list[dict]) -> list[tuple]:
+    return [_key(r) for r in rows]
+
+
 def test_selftest_on_a_recorded_run_detects_the_issue_situations(spark, tmp_path):
-    only = {"foreign-record", "inconsistent-offset", "marker-gap"}
+    """Each copy also goes through the whole live path (the stream checks, then the
+    follower's remainder after the drain) and the live path finds the injected kinds the
+    Spark observer can show, the same as the batch checks (live = batch)."""
+    only = {"foreign-record", "inconsistent-offset", "inconsistent-offset-observer",
+            "torn-transaction", "hanging-transaction", "marker-gap"}
     result = selftest(BASELINE, seed=3, keep=tmp_path / "kept", spark=spark, only=only)
-    assert [r.mutation for r in result.rows] == ["inconsistent-offset", "foreign-record",
-                                                 "marker-gap"]
+    assert [r.mutation for r in result.rows] == [
+        "torn-transaction", "hanging-transaction", "inconsistent-offset",
+        "inconsistent-offset-observer", "foreign-record", "marker-gap"]
     assert result.ok, result.render()
-    assert all(isinstance(r, SelfTestRow) and r.kept is None for r in result.rows)
-    assert "3/3 mutations as expected: PASS" in result.render()
+    assert all(isinstance(r, SelfTestRow) and r.kept is None and not r.live_differ
+               for r in result.rows)  # fmt: skip
+    found = {r.mutation: r.live_found for r in result.rows}
+    assert found["torn-transaction"] == ["lost@read_committed +1",
+                                         "torn-transaction@read_committed +1"]
+    # the open transaction's record is no aborted read for the live path: it judges by
+    # abort intent, and this one never meant to abort (the batch pass's alone, §1.1)
+    assert found["hanging-transaction"] == ["hanging-transaction +1"]
+    assert found["inconsistent-offset-observer"] == [
+        "foreign-record@read_uncommitted +1", "inconsistent-offset +1",
+        "lost@read_uncommitted +1"]
+    assert found["inconsistent-offset"] == []  # the plain reader's: the batch pass's alone
+    assert found["marker-gap"] == []
+    assert "6/6 mutations as expected: PASS" in result.render()
     assert not (tmp_path / "kept").exists()

@@ -395,10 +395,16 @@ def replay(obs: pa.Table, run: str, isolation: str, topics: dict[str, str],
     live = LiveChecks(run, isolation, topics, reader)
     if obs.num_rows == 0:
         return live, []
+    return live, live.apply(delivery_order(obs), 0)
+
+
+def delivery_order(obs: pa.Table) -> pa.Table:
+    """Recorded rows in the order the observer met them (:func:`replay`): each partition
+    in offset order, a row seen again right after its first delivery."""
     t = obs.append_column("_i", pa.array(range(obs.num_rows), pa.int64()))
     t = t.take(pc.sort_indices(t, [("topic", "ascending"), ("partition", "ascending"),
                                    ("offset", "ascending"), ("_i", "ascending")]))
-    return live, live.apply(t.drop_columns(["_i"]), 0)
+    return t.drop_columns(["_i"])
 
 
 def missing(live: LiveChecks, sends: pa.Table, late) -> list[dict]:

@@ -30,6 +30,7 @@ from verifier.judge import verdict as V
 from verifier.judge.model import OBSERVER
 from verifier.judge.selftest.image import RunImage
 from verifier.judge.selftest.mutations import MUTATIONS, Catalog, Expect, Mutation
+from verifier.rundata.layout import layout
 
 #: anomalies kept per (check, kind, mode, level): all of them, for a small recorded run
 ALL_ROWS = 1_000_000
@@ -46,9 +47,12 @@ class Analysis:
     crashed: list[str]
     sink: str
     faults: set[str]
-    #: the live checks replayed over the Spark observer's rows against the batch checks
+    #: the whole live path (the live checks replayed over the Spark observer's rows, then
+    #: the follower's remainder after the drain) against the batch checks
     #: (verifier.judge.checks.crosscheck): the rows only one side has, as text
     live_differ: list[str] = field(default_factory=list)
+    #: what the live path found, per (kind, isolation)
+    live_counts: Counter = field(default_factory=Counter)
 
 
 @dataclass
@@ -62,8 +66,11 @@ class SelfTestRow:
     missed: list[str] = field(default_factory=list)
     verdicts: list[str] = field(default_factory=list)  # "column: got (expected)" mismatches
     kept: str | None = None
-    #: where the live checks (replayed on the copy) and the batch checks differ
+    #: where the live path (replayed on the copy, remainder included) and the batch
+    #: checks differ
     live_differ: list[str] = field(default_factory=list)
+    #: what the live path found beyond the baseline ("torn-transaction@read_committed +1")
+    live_found: list[str] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -75,7 +82,7 @@ class SelfTestRow:
                 "detected": self.detected, "verdict_ok": self.verdict_ok,
                 "false_alarms": self.false_alarms, "missed": self.missed,
                 "verdicts": self.verdicts, "kept": self.kept, "ok": self.ok,
-                "live_differ": self.live_differ}  # fmt: skip
+                "live_differ": self.live_differ, "live_found": self.live_found}  # fmt: skip
 
 
 @dataclass
@@ -136,7 +143,7 @@ def analyse(spark, run_dir: Path) -> Analysis:
     d = Derived(run)
     try:
         outcomes = run_checks(run, d, cap=ALL_ROWS)
-        live_differ = _live_against_batch(run, d, Path(run_dir))
+        live_differ, live_counts = _live_against_batch(run, d, Path(run_dir))
     finally:
         d.release()
     doc = V.build(run, outcomes, {}, cap=1)
@@ -149,32 +156,77 @@ def analyse(spark, run_dir: Path) -> Analysis:
     return Analysis(rows, counts, {c["name"]: c["verdict"] for c in doc["columns"]},
                     {c.name: c for c in V.columns_of(run)},
                     [o.name for o in outcomes if o.error], run.config.sink,
-                    V.fault_kinds(run.nemesis), live_differ)  # fmt: skip
+                    V.fault_kinds(run.nemesis), live_differ, live_counts)  # fmt: skip
 
 
-def _live_against_batch(run, d, run_dir: Path) -> list[str]:
-    """The mutation through the live path: the live checks replayed over the copy's
-    Spark rows (in the order the observer met them) against the batch checks."""
+def _live_against_batch(run, d, run_dir: Path) -> tuple[list[str], Counter]:
+    """The mutation through the whole live path (:func:`live_rows`), compared with the
+    batch checks as a run's cross-check compares them
+    (``verifier.orchestration.crosscheck``: every kind the live path decides). Returns the
+    rows only one side has, as text, and the live rows per (kind, isolation)."""
+    from verifier.judge.checks.crosscheck import compare
+    from verifier.judge.definitions.stream import anomaly_table
+
+    found, whole = live_rows(run, run_dir)
+    got = compare(run, d, anomaly_table(found), cap=ALL_ROWS, full=whole)
+    return ([f"{x['side']}: {x['kind']} {x['topic']}-{x['partition']} {x['isolation']} "
+             f"pid {x['pid']} seq {x['seq']} offset {x['offset']}" for x in got["differ"]],
+            Counter((r["kind"], r["isolation"]) for r in found))
+
+
+def live_rows(run, run_dir: Path) -> tuple[list[dict], bool]:
+    """Every anomaly the live path finds in a finished run folder, and whether that is
+    the whole live path (both observer levels recorded; else the stream checks only).
+
+    A copy has no live state of its own, so the live checks
+    (:func:`~verifier.judge.definitions.stream.replay`) run over the Spark observer's rows
+    in the order the observer met them; then the remainder a run's follower judges after
+    the drain (:func:`live_remainder`: lost / unseen, torn, hanging, inconsistent
+    offsets), with the same code. ``run``: its config, combos and drain (a
+    :class:`~verifier.judge.model.RunData` or the files of ``read_run_files``)."""
     import pyarrow as pa
     import pyarrow.parquet as pq
 
-    from verifier.judge.checks.crosscheck import compare
-    from verifier.judge.definitions.stream import anomaly_table, replay
-    from verifier.rundata.layout import layout
+    from verifier.judge.definitions.stream import replay
 
     topics = {pid: p.topic for pid, p in run.config.producers.items()}
     found: list[dict] = []
-    states = {}
+    states, obs = {}, {}
     for iso in sorted({i for r, i in run.combos if r == OBSERVER}):
         files = sorted(layout(run_dir).observations_of(OBSERVER, iso).glob("[!._]*.parquet"))
         if files:
             t = pa.concat_tables([pq.read_table(f) for f in files], promote_options="default")
             states[iso], rows = replay(t, run.config.run, iso, topics)
             found += rows
-    got = compare(run, d, anomaly_table(found), cap=ALL_ROWS,
-                  states=states if len(states) == 2 else None)
-    return [f"{x['side']}: {x['kind']} {x['topic']}-{x['partition']} {x['isolation']} "
-            f"pid {x['pid']} seq {x['seq']} offset {x['offset']}" for x in got["differ"]]
+            obs[iso] = t
+    if len(states) < 2:  # as a run's follower: the remainder needs both levels
+        return found, False
+    return found + live_remainder(run, run_dir, states, obs).rows, True
+
+
+def live_remainder(run, run_dir: Path, states: dict, obs: dict):
+    """What a run's follower judges after the drain (lost / unseen, torn, hanging,
+    inconsistent offsets), on a finished run folder in one go: every history read as the
+    follower tails it, settled on the final ``states``, the observer's rows ``obs`` per
+    level through the offset comparison; a
+    :class:`~verifier.judge.checks.remainder.Remainder`."""
+    import pyarrow as pa
+
+    from verifier.judge.checks.remainder import LiveRemainder
+    from verifier.judge.definitions.stream import delivery_order
+    from verifier.rundata.history import HistoryFollower
+
+    cfg = run.config
+    rest = LiveRemainder(cfg.run, {pid: p.topic for pid, p in cfg.producers.items()})
+    chunks = [t for t in (HistoryFollower(layout(run_dir).history(pid), cfg.run, pid).poll()
+                          for pid in cfg.producers) if t is not None]  # fmt: skip
+    chunk = pa.concat_tables(chunks) if chunks else None
+    if chunk is not None and chunk.num_rows:
+        rest.add_history(chunk)
+    rest.settle(states)
+    for iso, t in obs.items():
+        rest.add_observations(iso, delivery_order(t))
+    return rest.finish(states, run.drain)
 
 
 def _judge(m: Mutation, base: Analysis, got: Analysis) -> SelfTestRow:
@@ -207,9 +259,12 @@ def _judge(m: Mutation, base: Analysis, got: Analysis) -> SelfTestRow:
         want = V.FAIL if forbidden else base.verdicts.get(name, V.PASS)
         if verdict != want:
             verdicts.append(f"{name}: {verdict} (expected {want})")
+    live_found = [f"{k}{'@' + iso if iso else ''} +{n - base.live_counts[(k, iso)]}"
+                  for (k, iso), n in sorted(got.live_counts.items(), key=str)
+                  if n > base.live_counts[(k, iso)]]  # fmt: skip
     return SelfTestRow(m.name, m.kind, m.place, detected=not missed, verdict_ok=not verdicts,
                        false_alarms=alarms, missed=missed, verdicts=verdicts,
-                       live_differ=got.live_differ)  # fmt: skip
+                       live_differ=got.live_differ, live_found=live_found)  # fmt: skip
 
 
 def selftest(run_dir: Path | str, seed: int = 0, keep: Path | str | None = None, spark=None,
@@ -266,4 +321,5 @@ def selftest(run_dir: Path | str, seed: int = 0, keep: Path | str | None = None,
             spark.stop()
 
 
-__all__ = ["Expect", "Mutation", "SelfTestResult", "SelfTestRow", "analyse", "selftest"]
+__all__ = ["Expect", "Mutation", "SelfTestResult", "SelfTestRow", "analyse", "live_rows",
+           "selftest"]

@@ -219,11 +219,26 @@ def hanging(img: RunImage, cat: Catalog) -> Mutation | None:
 
 
 def inconsistent(img: RunImage, cat: Catalog) -> Mutation | None:
-    r = cat.pick(lambda x: x.committed and len(x.combos) >= 2 and cat.txn_clean(x),
+    """Undecodable bytes for one reader at a record's offset: the plain reader at
+    read_committed where it read the record (the batch pass compares every reader)."""
+    return _inconsistent(img, cat, ("plain", READ_COMMITTED), "inconsistent-offset")
+
+
+def inconsistent_observer(img: RunImage, cat: Catalog) -> Mutation | None:
+    """The same at the Spark observer's read_uncommitted level: its two levels differ, so
+    the live path's offset comparison must find it too (and the live foreign and lost)."""
+    return _inconsistent(img, cat, (OBSERVER, READ_UNCOMMITTED),
+                         "inconsistent-offset-observer", strict=True)
+
+
+def _inconsistent(img: RunImage, cat: Catalog, want: tuple[str, str], name: str,
+                  strict: bool = False) -> Mutation | None:
+    r = cat.pick(lambda x: x.committed and len(x.combos) >= 2 and cat.txn_clean(x)
+                 and (not strict or want in x.combos),
                  lambda x: _plain(x))  # fmt: skip
     if r is None:
         return None
-    c = ("plain", READ_COMMITTED) if ("plain", READ_COMMITTED) in r.combos else r.combos[-1]
+    c = want if want in r.combos else r.combos[-1]
     img.drop(c, r.topic, r.partition, r.offset)
     img.add(c, [img.row_like(c, topic=r.topic, partition=r.partition, offset=r.offset, run=None,
                              abort=None, foreign=True,
@@ -233,7 +248,7 @@ def inconsistent(img: RunImage, cat: Catalog) -> Mutation | None:
                   offset=r.offset),
            expect(FOREIGN, mode, c[1], 1, topic=r.topic, partition=r.partition, offset=r.offset,
                   reader=c[0])]  # fmt: skip
-    return Mutation("inconsistent-offset", INCONSISTENT,
+    return Mutation(name, INCONSISTENT,
                     f"{r.topic}-{r.partition}@{r.offset} {c[0]}/{c[1]}",
                     out + _missing(cat, r, [c]))
 
@@ -360,6 +375,6 @@ def interleaved_producers(img: RunImage, cat: Catalog) -> Mutation | None:
 #: every mutation, in table order: the anomalies first, then the near misses
 MUTATIONS: tuple[Callable[[RunImage, Catalog], Mutation | None], ...] = (
     lost, duplicate_same, duplicate_cross, duplicate_delivery, reorder, aborted_read, torn,
-    hanging, inconsistent, foreign, info_never_written, marker_gap, resend_after_restart,
-    interleaved_producers,
+    hanging, inconsistent, inconsistent_observer, foreign, info_never_written, marker_gap,
+    resend_after_restart, interleaved_producers,
 )
