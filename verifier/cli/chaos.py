@@ -401,6 +401,11 @@ def _prepare(args: argparse.Namespace):
                 problems.append(problem)
     if problems:
         raise UsageError("; ".join(problems))
+    state = args.state_dir.resolve()
+    if not args.bootstrap_servers and args.out.resolve().is_relative_to(state):
+        raise UsageError(f"--out {args.out} is inside --state-dir {args.state_dir}, which "
+                         "holds the cluster's data and is deleted when the run ends: the "
+                         "run folders would go with it; choose an --out elsewhere")
     _check_out(args.out)
     jvm.choose_java()
     if pipelines:  # the Delta jars the pipelines' sessions load (once, from Maven Central)

@@ -95,6 +95,10 @@ def _cases(tmp_path):
         "bad JAVA_HOME": (["--scenario", "baseline", "--out", out], 2, "JAVA_HOME"),
         "bad --spark-conf": (["--scenario", "baseline", "--spark-conf", "spark.cores.max"],
                              64, "expected KEY=VALUE"),
+        "--out inside --state-dir": (["--scenario", "baseline", "--state-dir",
+                                      str(tmp_path / "state"), "--out",
+                                      str(tmp_path / "state" / "runs")], 64,
+                                     "deleted when the run ends"),
     }
 
 
@@ -102,7 +106,7 @@ CASES = ["unknown scenario", "unknown profile", "missing scenario file",
          "fault unknown-field", "fault unknown-kind", "fault negative-duration",
          "fault after-the-end", "conflicting producer settings", "unknown producer setting",
          "--out is a file", "unreachable cluster", "not a Kafka broker", "bad JAVA_HOME",
-         "bad --spark-conf"]
+         "bad --spark-conf", "--out inside --state-dir"]
 
 
 @pytest.mark.parametrize("case", CASES)
