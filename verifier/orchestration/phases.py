@@ -1,8 +1,9 @@
 """Run phases and their wall time.
 
-Every run goes through setup -> load + faults -> heal -> recover -> drain -> verify ->
-report (DESIGN §2). :class:`PhaseClock` records how long each took; the times are
-printed at the end of a run and stored in the run directory.
+Every run goes through setup -> observer start -> load + faults -> heal -> recover ->
+drain -> verify -> report (DESIGN §2; the load waits for the observer's first batch).
+:class:`PhaseClock` records how long each took; the times are printed at the end of a run
+and stored in the run directory.
 """
 
 from __future__ import annotations
