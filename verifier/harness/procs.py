@@ -209,6 +209,8 @@ class ManagedProcess:
         self.env = dict(env or {})
         self.cwd = cwd
         self.starts = 0
+        #: wall-clock ms of the latest start (what a process's own files can be compared to)
+        self.started_at_ms: int | None = None
         self._proc: subprocess.Popen | None = None
 
     @property
@@ -228,6 +230,7 @@ class ManagedProcess:
             raise ProcessError(f"{self.name} is already running (pid {self.pid})")
         self.log_path.parent.mkdir(parents=True, exist_ok=True)
         self.starts += 1
+        self.started_at_ms = int(time.time() * 1000)
         with open(self.log_path, "ab") as log:
             stamp = time.strftime("%Y-%m-%dT%H:%M:%S")
             log.write(f"--- {stamp} start #{self.starts}: {' '.join(self.argv)}\n".encode())

@@ -109,9 +109,10 @@ class ScenarioRun:
                               env=self.child_env)
 
     def _observer(self) -> ManagedProcess:
-        argv = [*self._python(), "-m", "streaming.observer", "--plan", str(self.layout.config)]
-        return ManagedProcess("observer", argv, self.layout.log("observer"),
-                              env=self.child_env)
+        from verifier.orchestration.observer_process import ObserverProcess
+
+        return ObserverProcess(self.run_dir, self.layout.config, self.layout.log("observer"),
+                               self.child_env, python=self._python())
 
     # ----- phases -------------------------------------------------------------------
 
@@ -186,15 +187,12 @@ class ScenarioRun:
 
     def _wait_observer_ready(self) -> None:
         obs = self.processes["observer"]
-        from streaming.progress import read_progress
 
         def ready():
             if not obs.alive:
                 raise GiveUp(VerifierError(f"the observer exited ({obs.returncode}):\n"
                                            f"{obs.log_tail(15)}"))
-            done = all(read_progress(self.run_dir, iso) is not None
-                       for iso in ("read_committed", "read_uncommitted"))
-            return done, "no progress file yet"
+            return obs.serving(), "no progress file yet"
 
         wait_until(ready, timeout=OBSERVER_START_TIMEOUT, what="the observer's first batch",
                    expected="a progress file per isolation level", interval=0.5)
@@ -275,9 +273,11 @@ class ScenarioRun:
                 else:
                     # the heal in progress may be a broker restart, which waits up to
                     # ready_timeout for the cluster (30-50 s here after a SIGKILL, more
-                    # on a loaded machine): a shorter wait cut healthy restarts off
+                    # on a loaded machine): a shorter wait cut healthy restarts off; an
+                    # observer kill may also be held back until the observer serves
                     with self.clock.phase("heal"):
-                        self.nemesis.wait_done(timeout=fault_env.ready_timeout + 60)
+                        self.nemesis.wait_done(timeout=fault_env.ready_timeout
+                                               + self.nemesis.defer_limit_s + 60)
             except KeyboardInterrupt:  # stopped by a signal: load stops first
                 self._stop_now()
                 raise

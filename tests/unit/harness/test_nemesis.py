@@ -96,3 +96,75 @@ def test_missing_parts_are_refused_before_anything_starts(tmp_path):
     with pytest.raises(UsageError, match="unknown processes"):
         Nemesis(build_schedule([spec], 1, 5), FaultEnv("x:1"), tmp_path / "n.jsonl", "r")
     assert not (tmp_path / "n.jsonl").exists()
+
+
+class _Observer(ManagedProcess):
+    """A sleeper that serves once ``ready`` is set (the observer: a batch since its start)."""
+
+    def __init__(self, tmp_path, ready):
+        super().__init__("observer", [sys.executable, "-c", "import time; time.sleep(120)"],
+                         tmp_path / "observer.log")
+        self.ready = ready
+
+    def serving(self) -> bool:
+        return self.ready.is_set()
+
+
+def _observer_kill(tmp_path, proc, limit):
+    spec = parse_spec({"kind": "observer-kill", "target": {"process": "observer"},
+                       "start": 0.2, "duration": 0.3}, "s")
+    path = tmp_path / "held.jsonl"
+    with Nemesis(build_schedule([spec], seed=1, run_seconds=2),
+                 FaultEnv("unused:9092", processes={"observer": proc}), path, "r",
+                 defer_limit_s=limit) as n:
+        n.wait_done(timeout=20)
+    lines = [json.loads(x) for x in path.read_text().splitlines()[1:]]
+    return {(e["f"], e["type"]): e for e in lines if e["fault"] == "observer-kill"}
+
+
+def test_a_kill_waits_until_the_process_serves_and_its_heal_moves_with_it(tmp_path):
+    """Planned 0.2 s in, the kill waits (without blocking the schedule for longer than the
+    process takes) until the observer serves ~1.5 s later; the fault keeps its 0.3 s."""
+    import threading
+
+    ready = threading.Event()
+    proc = _Observer(tmp_path, ready)
+    proc.start()
+    first = proc.pid
+    timer = threading.Timer(1.5, ready.set)
+    timer.start()
+    try:
+        ev = _observer_kill(tmp_path, proc, limit=30)
+    finally:
+        timer.cancel()
+        proc.terminate(timeout=5)
+    start, heal = ev[("start", "ok")], ev[("heal", "ok")]
+    assert start["detail"]["pid"] == first and start["detail"]["exit"] == -9
+    assert 1.0 <= start["detail"]["held_back_s"] <= 3.0, start
+    assert (start["detail"]["held_back_because"]
+            == "observer has not written a batch since its start")
+    assert start["t"] - ev[("start", "invoke")]["t"] < 1000  # killed once it served
+    assert 250 <= heal["t"] - start["t"] <= 1500  # the heal moved with the start
+    assert heal["detail"]["pid"] != first
+
+
+def test_a_process_that_never_serves_is_killed_at_the_limit_and_says_so(tmp_path):
+    import threading
+
+    proc = _Observer(tmp_path, threading.Event())
+    proc.start()
+    try:
+        ev = _observer_kill(tmp_path, proc, limit=1.0)
+    finally:
+        proc.terminate(timeout=5)
+    start = ev[("start", "ok")]
+    assert 1.0 <= start["detail"]["held_back_s"] <= 2.5, start
+    assert start["detail"]["held_back_because"].endswith("s anyway)"), start
+    assert start["detail"]["exit"] == -9
+
+
+def test_a_process_without_a_serving_signal_is_killed_on_time(tmp_path, procs):
+    """The generators (and the default schedule above) have no ``serving``: nothing is
+    held back and no ``held_back_s`` appears."""
+    _, _, raw = _events(_run(tmp_path, procs, 7, "plain"))
+    assert all("held_back_s" not in (e.get("detail") or {}) for e in raw)

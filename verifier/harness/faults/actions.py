@@ -11,7 +11,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from verifier.harness.faults.spec import PROXY_KINDS, ScheduledFault
+from verifier.harness.faults.spec import PROCESS_KINDS, PROXY_KINDS, ScheduledFault
 from verifier.harness.faults.targets import ProcessTarget, TargetError, resolve_broker
 from verifier.rundata.errors import UsageError, VerifierError, WaitTimeout
 from verifier.rundata.waiting import wait_until
@@ -164,6 +164,29 @@ def _wait_mid_batch(proc) -> dict:
     if in_flight is not None:  # planned, not committed: the restart replays it
         detail["batch_in_flight"] = detail["mid_batch"] or in_flight()
     return detail
+
+
+#: How long past its planned time the nemesis holds back a kill of a process that is not
+#: serving yet (verifier.harness.faults.nemesis), and how often it looks again.
+SERVING_DEFER_S = 120.0
+SERVING_RECHECK_S = 0.5
+
+
+def not_serving(fault: ScheduledFault, env: FaultEnv) -> str | None:
+    """Why a kill of ``fault``'s process would not hit it at work yet, or None.
+
+    A process that says when it serves (the observer: a batch written at each isolation
+    level since its latest start, ``serving()``) is killed once it does. A kill while
+    Spark is still starting tests no replay, and on a loaded 2-core machine (a 6-minute
+    soak, 2026-11-24, load ~20) the restarted observer took longer than the 90 s between
+    two kills to write a batch, so the live counts stood still for 5 minutes."""
+    if fault.kind not in PROCESS_KINDS:
+        return None
+    proc = env.processes.get(fault.target.get("process", ""))
+    serving = getattr(proc, "serving", None)
+    if proc is None or serving is None or not proc.alive or serving():
+        return None
+    return f"{proc.name} has not written a batch since its start"
 
 
 def start_process_kill(fault: ScheduledFault, env: FaultEnv, state: dict) -> dict:

@@ -17,6 +17,7 @@ fault's id and the request's identity.
 
 from __future__ import annotations
 
+import heapq
 import json
 import logging
 import signal
@@ -28,10 +29,13 @@ from pathlib import Path
 
 from verifier.harness.faults.actions import (
     HANDLERS,
+    SERVING_DEFER_S,
+    SERVING_RECHECK_S,
     FaultEnv,
     NotApplied,
     check_env,
     heal_everything,
+    not_serving,
 )
 from verifier.harness.faults.spec import Schedule, ScheduledFault
 from verifier.rundata.errors import UsageError, VerifierError, WaitTimeout
@@ -88,7 +92,7 @@ class Nemesis:
     """Runs one schedule against one environment; see the module docstring."""
 
     def __init__(self, schedule: Schedule, env: FaultEnv, history_path: Path, run_id: str,
-                 processes_known: bool = True) -> None:
+                 processes_known: bool = True, defer_limit_s: float = SERVING_DEFER_S) -> None:
         check_env({f.kind for f in schedule.faults}, env)
         if processes_known:
             missing = {f.target["process"] for f in schedule.faults
@@ -112,6 +116,8 @@ class Nemesis:
         self._holds = any(f.kind == "hold" for f in schedule.faults) and env.proxy is not None
         self._hold_seq = 0  # the last proxy hold event copied
         self._poller: threading.Thread | None = None
+        #: how long a kill may wait for its process to serve (actions.not_serving)
+        self.defer_limit_s = defer_limit_s
 
     # ----- lifecycle ---------------------------------------------------------------------
 
@@ -210,14 +216,41 @@ class Nemesis:
     # ----- the schedule ------------------------------------------------------------------
 
     def _run(self) -> None:
+        """The timeline in time order. A start whose process is not serving yet
+        (actions.not_serving) is held back, SERVING_RECHECK_S at a time and at most
+        ``defer_limit_s``, and its heal moves with it: the fault keeps its duration, and
+        its ``ok`` line says how long it waited and why."""
         t0 = time.monotonic()
-        for at, action, fault in self.schedule.timeline():
+        # the timeline's index keeps its order (heals first) among equal times
+        queue = [(at, n, action, fault)
+                 for n, (at, action, fault) in enumerate(self.schedule.timeline())]
+        heapq.heapify(queue)
+        since: dict[int, tuple[float, str]] = {}  # fault id -> (first held back at, why)
+        moved: dict[int, float] = {}  # fault id -> how far its start moved (its heal follows)
+        while queue:
+            at, n, action, fault = heapq.heappop(queue)
             # Waiting on the stop event paces the schedule and lets stop() cut it short.
             if self._stop.wait(max(0.0, t0 + at - time.monotonic())):
                 return
+            if action == "heal" and fault.heal_at + moved.get(fault.id, 0.0) > at:
+                heapq.heappush(queue, (fault.heal_at + moved[fault.id], n, action, fault))
+                continue
             with self._lock:
                 if action == "start":
-                    self._start(fault)
+                    now = time.monotonic() - t0
+                    why = not_serving(fault, self.env)
+                    first = since.get(fault.id, (now, ""))[0]
+                    if why is not None and now - first < self.defer_limit_s:
+                        since[fault.id] = (first, why)
+                        moved[fault.id] = now + SERVING_RECHECK_S - fault.start
+                        heapq.heappush(queue, (now + SERVING_RECHECK_S, n, action, fault))
+                        continue
+                    held = None
+                    if fault.id in since:
+                        moved[fault.id] = now - fault.start
+                        held = (now - first, since[fault.id][1] + (
+                            "" if why is None else f" (killed after {now - first:.0f} s anyway)"))
+                    self._start(fault, held)
                 elif fault.id in self.active:
                     self._heal(fault)
 
@@ -240,10 +273,18 @@ class Nemesis:
         self.history.write({"type": "ok", **base, "t": now_ms(), "detail": detail})
         return "ok"
 
-    def _start(self, fault: ScheduledFault) -> None:
+    def _start(self, fault: ScheduledFault, held: tuple[float, str] | None = None) -> None:
         start, _ = HANDLERS[fault.kind]
         state: dict = {}
-        if self._record("start", fault, lambda: start(fault, self.env, state)) != "fail":
+
+        def act() -> dict:
+            detail = start(fault, self.env, state)
+            if held is not None:  # the process did not serve at the planned time
+                detail = {**(detail or {}), "held_back_s": round(held[0], 1),
+                          "held_back_because": held[1]}
+            return detail
+
+        if self._record("start", fault, act) != "fail":
             self.active[fault.id] = (fault, state)  # ok or info: it must be healed
             if "process" in state:
                 self.killed.add(state["process"])
