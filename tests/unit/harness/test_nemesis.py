@@ -168,3 +168,38 @@ def test_a_process_without_a_serving_signal_is_killed_on_time(tmp_path, procs):
     held back and no ``held_back_s`` appears."""
     _, _, raw = _events(_run(tmp_path, procs, 7, "plain"))
     assert all("held_back_s" not in (e.get("detail") or {}) for e in raw)
+
+
+def test_two_held_back_kills_of_one_process_go_one_after_the_other(tmp_path):
+    """Both kills wait for the observer; the first that goes kills it, and the other, due
+    while it is down (its heal restarts it 1 s later), waits for the restart to serve
+    instead of failing on a dead process (a 6-minute soak: every column UNKNOWN)."""
+    import threading
+    import time
+
+    class Slow(_Observer):  # serves 0.5 s after each start, once ready
+        def serving(self) -> bool:
+            return self.ready.is_set() and time.time() * 1000 - self.started_at_ms > 500
+
+    ready = threading.Event()
+    proc = Slow(tmp_path, ready)
+    proc.start()
+    timer = threading.Timer(1.0, ready.set)
+    timer.start()
+    specs = [parse_spec({"kind": "observer-kill", "target": {"process": "observer"},
+                         "start": at, "duration": 1.0}, "s") for at in (0.2, 0.4)]
+    path = tmp_path / "two.jsonl"
+    try:
+        with Nemesis(build_schedule(specs, seed=1, run_seconds=3),
+                     FaultEnv("unused:9092", processes={"observer": proc}), path, "r",
+                     defer_limit_s=30) as n:
+            n.wait_done(timeout=30)
+    finally:
+        timer.cancel()
+        proc.terminate(timeout=5)
+    lines = [json.loads(x) for x in path.read_text().splitlines()[1:]]
+    starts = [e for e in lines if e["f"] == "start"]
+    assert [e["type"] for e in starts] == ["invoke", "ok", "invoke", "ok"], starts
+    first, second = starts[1]["detail"], starts[3]["detail"]
+    assert second["pid"] != first["pid"]  # the restarted observer, once it served
+    assert second["held_back_s"] > first["held_back_s"]
