@@ -192,10 +192,11 @@ class ScenarioRun:
             if not obs.alive:
                 raise GiveUp(VerifierError(f"the observer exited ({obs.returncode}):\n"
                                            f"{obs.log_tail(15)}"))
-            return obs.serving(), "no progress file yet"
+            return obs.serving(), "no batch written at both levels yet"
 
         wait_until(ready, timeout=OBSERVER_START_TIMEOUT, what="the observer's first batch",
-                   expected="a progress file per isolation level", interval=0.5)
+                   expected="a batch written at each isolation level since its start",
+                   interval=0.5)
 
     def _snapshot(self) -> str:
         sent = []
