@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 
 from verifier.harness.procs import ManagedProcess
@@ -13,9 +14,10 @@ class ObserverProcess(ManagedProcess):
     """``python -m streaming.observer --plan RUN/config.json``.
 
     :meth:`serving`: each isolation level has written a batch since the latest start (the
-    progress file's time is later than the start). An observer kill waits for it
-    (verifier.harness.faults.actions.not_serving), as the run's load does for the first
-    start (verifier.orchestration.orchestrator)."""
+    progress file's time is later than the start); the run's load waits for it after the
+    first start (verifier.orchestration.orchestrator). :meth:`served_for_s`: how long
+    either level has been writing batches since the latest start; an observer kill waits
+    for it (verifier.harness.faults.actions.not_serving)."""
 
     def __init__(self, run_dir: Path, config: Path, log_path: Path, env: dict,
                  python: list[str] | None = None) -> None:
@@ -23,6 +25,8 @@ class ObserverProcess(ManagedProcess):
         argv = [*(python or [sys.executable, "-u"]), "-m", "streaming.observer",
                 "--plan", str(config)]
         super().__init__("observer", argv, log_path, env=env)
+        #: (start it belongs to, wall-clock ms of the first batch seen since that start)
+        self._first_seen: tuple[int, int] | None = None
 
     def serving(self) -> bool:
         from streaming.progress import read_progress
@@ -34,3 +38,23 @@ class ObserverProcess(ManagedProcess):
             if progress is None or progress.t < self.started_at_ms:
                 return False
         return True
+
+    def served_for_s(self) -> float | None:
+        """Seconds since the latest start's first batch at *either* level, or None before it.
+
+        Either level: a level with nothing new to read (read_committed behind an open
+        transaction) writes no batch, and a kill must not wait on it. The first batch's
+        time is the earliest progress time seen since the start; polled late, it is later
+        than the real one, so this errs on the short side."""
+        from streaming.progress import read_progress
+
+        if self.started_at_ms is None:
+            return None
+        times = [p.t for iso in ISOLATIONS
+                 if (p := read_progress(self.run_dir, iso)) is not None
+                 and p.t >= self.started_at_ms]
+        if not times:
+            return None
+        if self._first_seen is None or self._first_seen[0] != self.started_at_ms:
+            self._first_seen = (self.started_at_ms, min(times))
+        return max(0.0, time.time() - self._first_seen[1] / 1000)

@@ -106,8 +106,8 @@ class _Observer(ManagedProcess):
                          tmp_path / "observer.log")
         self.ready = ready
 
-    def serving(self) -> bool:
-        return self.ready.is_set()
+    def served_for_s(self) -> float | None:
+        return 0.0 if self.ready.is_set() else None
 
 
 def _observer_kill(tmp_path, proc, limit):
@@ -164,13 +164,51 @@ def test_a_process_that_never_serves_is_killed_at_the_limit_and_says_so(tmp_path
 
 
 def test_a_process_without_a_serving_signal_is_killed_on_time(tmp_path, procs):
-    """The generators (and the default schedule above) have no ``serving``: nothing is
+    """The generators (and the default schedule above) have no ``served_for_s``: nothing is
     held back and no ``held_back_s`` appears."""
     _, _, raw = _events(_run(tmp_path, procs, 7, "plain"))
     assert all("held_back_s" not in (e.get("detail") or {}) for e in raw)
 
 
-def test_two_held_back_kills_of_one_process_go_one_after_the_other(tmp_path):
+def test_a_restarted_process_must_serve_a_while_before_the_next_kill(tmp_path, monkeypatch):
+    """After a restart the kill waits until the process has served SERVING_MIN_S (the live
+    counts move between two kills); a first start is killed as soon as it serves."""
+    import threading
+    import time
+
+    from verifier.harness.faults import actions
+
+    monkeypatch.setattr(actions, "SERVING_MIN_S", 1.5)
+
+    class Serving(_Observer):  # serves from its start
+        def served_for_s(self) -> float | None:
+            return time.time() - self.started_at_ms / 1000
+
+    ready = threading.Event()
+    first = Serving(tmp_path, ready)
+    first.start()
+    try:
+        ev = _observer_kill(tmp_path, first, limit=30)
+    finally:
+        first.terminate(timeout=5)
+    assert "held_back_s" not in ev[("start", "ok")]["detail"]  # served since 0.0 s: on time
+
+    (tmp_path / "again").mkdir()
+    again = Serving(tmp_path / "again", ready)
+    again.start()
+    again.terminate(timeout=5)
+    again.start()  # a restart, serving since now
+    try:
+        ev = _observer_kill(tmp_path / "again", again, limit=30)
+    finally:
+        again.terminate(timeout=5)
+    start = ev[("start", "ok")]
+    assert start["detail"]["held_back_because"] == (
+        "observer has served less than 2 s since its restart"), start
+    assert 0.8 <= start["detail"]["held_back_s"] <= 3.0, start
+
+
+def test_two_held_back_kills_of_one_process_go_one_after_the_other(tmp_path, monkeypatch):
     """Both kills wait for the observer; the first that goes kills it, and the other, due
     while it is down (its heal restarts it 1 s later), waits for the restart to serve
     instead of failing on a dead process (a 6-minute soak: every column UNKNOWN)."""
@@ -178,9 +216,13 @@ def test_two_held_back_kills_of_one_process_go_one_after_the_other(tmp_path):
     import time
 
     class Slow(_Observer):  # serves 0.5 s after each start, once ready
-        def serving(self) -> bool:
-            return self.ready.is_set() and time.time() * 1000 - self.started_at_ms > 500
+        def served_for_s(self) -> float | None:
+            served = (time.time() * 1000 - self.started_at_ms - 500) / 1000
+            return served if self.ready.is_set() and served > 0 else None
 
+    from verifier.harness.faults import actions
+
+    monkeypatch.setattr(actions, "SERVING_MIN_S", 0.5)
     ready = threading.Event()
     proc = Slow(tmp_path, ready)
     proc.start()

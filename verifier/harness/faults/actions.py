@@ -170,28 +170,38 @@ def _wait_mid_batch(proc) -> dict:
 #: serving yet (verifier.harness.faults.nemesis), and how often it looks again.
 SERVING_DEFER_S = 120.0
 SERVING_RECHECK_S = 0.5
+#: How long a *restarted* process must have served before the next kill: the time the
+#: live counts move between two kills (a first start is waited for by the load itself).
+SERVING_MIN_S = 20.0
 
 
 def not_serving(fault: ScheduledFault, env: FaultEnv) -> str | None:
     """Why a kill of ``fault``'s process would not hit it at work yet, or None.
 
-    A process that says when it serves (the observer: a batch written at each isolation
-    level since its latest start, ``serving()``) is killed once it does. A kill while
-    Spark is still starting tests no replay, and on a loaded 2-core machine (a 6-minute
-    soak, 2026-11-24, load ~20) the restarted observer took longer than the 90 s between
-    two kills to write a batch, so the live counts stood still for 5 minutes. Two kills held
-    back at once go one after the other: the second waits for the restart the first one's
-    heal makes to serve (it found the process dead and failed, and a fault that did not act
-    leaves every column UNKNOWN)."""
+    A process that says how long it has served (the observer: ``served_for_s``, batches
+    written at either isolation level since its latest start) is killed once it has
+    served, and after a restart once it has served SERVING_MIN_S. A kill while Spark is
+    still starting tests no replay, and on a loaded 2-core machine (a 6-minute soak,
+    2026-11-24, load ~20) the restarted observer took longer than the 90 s between two
+    kills to write a batch, so the live counts stood still for 5 minutes; in a 20-minute
+    soak a restart killed at its first batch again left them still for 10 minutes. Two
+    kills held back at once go one after the other: the second waits for the restart the
+    first one's heal makes to serve (it found the process dead and failed, and a fault
+    that did not act leaves every column UNKNOWN)."""
     if fault.kind not in PROCESS_KINDS:
         return None
     proc = env.processes.get(fault.target.get("process", ""))
-    serving = getattr(proc, "serving", None)
-    if proc is None or serving is None:
+    served_for = getattr(proc, "served_for_s", None)
+    if proc is None or served_for is None:
         return None
     if not proc.alive:  # killed by another held-back kill that went first, not healed yet
         return f"{proc.name} is not running"
-    return None if serving() else f"{proc.name} has not written a batch since its start"
+    served = served_for()
+    if served is None:
+        return f"{proc.name} has not written a batch since its start"
+    if getattr(proc, "starts", 1) > 1 and served < SERVING_MIN_S:
+        return f"{proc.name} has served less than {SERVING_MIN_S:.0f} s since its restart"
+    return None
 
 
 def start_process_kill(fault: ScheduledFault, env: FaultEnv, state: dict) -> dict:
