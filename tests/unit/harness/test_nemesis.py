@@ -245,3 +245,74 @@ def test_two_held_back_kills_of_one_process_go_one_after_the_other(tmp_path, mon
     first, second = starts[1]["detail"], starts[3]["detail"]
     assert second["pid"] != first["pid"]  # the restarted observer, once it served
     assert second["held_back_s"] > first["held_back_s"]
+
+
+def _timeline(path):
+    lines = [json.loads(x) for x in path.read_text().splitlines()[1:]]
+    t0 = min(e["t"] for e in lines)
+    return {(e["f"], e["type"], e["id"]): e | {"s": (e["t"] - t0) / 1000} for e in lines
+            if e["id"]}
+
+
+def test_a_settling_heal_does_not_hold_back_the_faults_planned_meanwhile(
+        tmp_path, procs, monkeypatch):
+    """A heal whose target takes a while to come back (a broker restart: actions.Settling)
+    is waited for off the schedule: the next fault starts on time, and the heal's ok line
+    comes when the target is back (the combined scenario's producer and observer kills,
+    planned during the broker's restart, had started 15 s late and healed at once)."""
+    import time
+
+    from verifier.harness.faults import actions
+
+    start, heal = actions.HANDLERS["producer-kill"]
+
+    def slow_heal(fault, env, state):
+        detail = heal(fault, env, state)
+        return actions.Settling(detail, lambda: (time.sleep(1.5), {"ready_seconds": 1.5})[1])
+
+    monkeypatch.setitem(actions.HANDLERS, "producer-kill", (start, slow_heal))
+    specs = [parse_spec({"kind": "producer-kill", "target": {"process": "gen-0"},
+                         "start": 0.0, "duration": 0.2}, "s"),
+             parse_spec({"kind": "observer-kill", "target": {"process": "observer"},
+                         "start": 0.5, "duration": 0.5}, "s")]
+    path = tmp_path / "settle.jsonl"
+    with Nemesis(build_schedule(specs, seed=1, run_seconds=3),
+                 FaultEnv("unused:9092", processes=procs), path, "r") as n:
+        n.wait_done(timeout=20)
+        assert not n.active  # the settled heal took its fault off the active list
+    ev = _timeline(path)
+    settled = ev[("heal", "ok", 1)]
+    assert settled["detail"] == {"process": "gen-0", "pid": procs["gen-0"].pid,
+                                 "ready_seconds": 1.5}
+    assert settled["s"] - ev[("heal", "invoke", 1)]["s"] >= 1.4
+    assert ev[("start", "ok", 2)]["s"] < 1.0  # on time, during the settling heal
+    assert "late_s" not in ev[("start", "ok", 2)]["detail"]
+    assert 0.4 <= ev[("heal", "ok", 2)]["s"] - ev[("start", "ok", 2)]["s"] <= 1.0
+
+
+def test_a_late_start_keeps_its_duration_and_says_how_late(tmp_path, procs, monkeypatch):
+    """A start held up by a slow action before it (1.5 s here) moves its heal as far: the
+    fault is still 0.5 s long, and its ok line has ``late_s``."""
+    import time
+
+    from verifier.harness.faults import actions
+
+    start, heal = actions.HANDLERS["producer-kill"]
+
+    def slow_start(fault, env, state):
+        time.sleep(1.5)
+        return start(fault, env, state)
+
+    monkeypatch.setitem(actions.HANDLERS, "producer-kill", (slow_start, heal))
+    specs = [parse_spec({"kind": "producer-kill", "target": {"process": "gen-0"},
+                         "start": 0.0, "duration": 0.2}, "s"),
+             parse_spec({"kind": "observer-kill", "target": {"process": "observer"},
+                         "start": 0.3, "duration": 0.5}, "s")]
+    path = tmp_path / "late.jsonl"
+    with Nemesis(build_schedule(specs, seed=1, run_seconds=3),
+                 FaultEnv("unused:9092", processes=procs), path, "r") as n:
+        n.wait_done(timeout=20)
+    ev = _timeline(path)
+    late = ev[("start", "ok", 2)]
+    assert 1.0 <= late["detail"]["late_s"] <= 2.5, late
+    assert 0.45 <= ev[("heal", "ok", 2)]["s"] - late["s"] <= 1.0

@@ -28,11 +28,13 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from verifier.harness.faults.actions import (
+    CLUSTER_KINDS,
     HANDLERS,
     SERVING_DEFER_S,
     SERVING_RECHECK_S,
     FaultEnv,
     NotApplied,
+    Settling,
     check_env,
     heal_everything,
     not_serving,
@@ -44,6 +46,10 @@ from verifier.rundata.nemesis import NEMESIS_FORMAT
 from verifier.rundata.waiting import wait_until
 
 log = logging.getLogger(__name__)
+
+#: A start later than planned by more than this (an action before it took long) moves its
+#: heal by as much, so the fault keeps its duration; its ``ok`` line says ``late_s``.
+LATE_S = 1.0
 
 
 
@@ -112,6 +118,9 @@ class Nemesis:
         self._stop = threading.Event()
         self._lock = threading.Lock()  # one fault action at a time, also during heal-all
         self._thread: threading.Thread | None = None
+        #: heals whose target is still coming back (actions.Settling), waited for off the
+        #: schedule's thread
+        self._settling: list[threading.Thread] = []
         self._signals = sigterm_as_interrupt()
         self._holds = any(f.kind == "hold" for f in schedule.faults) and env.proxy is not None
         self._hold_seq = 0  # the last proxy hold event copied
@@ -204,14 +213,22 @@ class Nemesis:
         """Stop starting faults; wait for the action in progress (a broker restart can
         take a while) so heal-all does not race it."""
         self._stop.set()
+        deadline = time.monotonic() + timeout
         if self._thread is not None:
             self._thread.join(timeout)
+        self._join_settling(max(0.0, deadline - time.monotonic()))
 
     def wait_done(self, timeout: float) -> None:
-        """Wait until the whole schedule (every heal) has run."""
-        wait_until(lambda: (self._thread is not None and not self._thread.is_alive(), None),
+        """Wait until the whole schedule (every heal, settled) has run."""
+        wait_until(lambda: (self._thread is not None and not self._thread.is_alive()
+                            and not any(t.is_alive() for t in self._settling), None),
                    timeout=timeout, what="the fault schedule to finish",
                    expected="every scheduled fault started and healed")
+
+    def _join_settling(self, timeout: float | None = None) -> None:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        for t in list(self._settling):
+            t.join(None if deadline is None else max(0.0, deadline - time.monotonic()))
 
     # ----- the schedule ------------------------------------------------------------------
 
@@ -235,6 +252,8 @@ class Nemesis:
             if action == "heal" and fault.heal_at + moved.get(fault.id, 0.0) > at:
                 heapq.heappush(queue, (fault.heal_at + moved[fault.id], n, action, fault))
                 continue
+            if fault.kind in CLUSTER_KINDS:
+                self._join_settling()  # a broker still restarting: one broker action at a time
             with self._lock:
                 if action == "start":
                     now = time.monotonic() - t0
@@ -245,17 +264,24 @@ class Nemesis:
                         moved[fault.id] = now + SERVING_RECHECK_S - fault.start
                         heapq.heappush(queue, (now + SERVING_RECHECK_S, n, action, fault))
                         continue
-                    held = None
+                    held, late = None, now - fault.start
                     if fault.id in since:
-                        moved[fault.id] = now - fault.start
+                        moved[fault.id] = late
                         held = (now - first, since[fault.id][1] + (
                             "" if why is None else f" (killed after {now - first:.0f} s anyway)"))
-                    self._start(fault, held)
+                    elif late > LATE_S:  # an action before it took long: keep the duration
+                        moved[fault.id] = late
+                    self._start(fault, held, late if late > LATE_S and held is None else None)
                 elif fault.id in self.active:
                     self._heal(fault)
 
-    def _record(self, f: str, fault: ScheduledFault | None, fn) -> str:
-        """Write invoke, run ``fn``, write ok / fail / info; return that outcome."""
+    def _record(self, f: str, fault: ScheduledFault | None, fn, settled=None) -> str:
+        """Write invoke, run ``fn``, write ok / fail / info; return that outcome.
+
+        ``fn`` may return :class:`actions.Settling`: with ``settled`` (a callback, run
+        under the action lock once the target is back) its wait runs in a thread of its
+        own, which writes the completion line, and the outcome is ``settling``; without,
+        it is waited for here."""
         base = {"f": f, "fault": fault.kind if fault else "all",
                 "target": fault.target if fault else {}, "id": fault.id if fault else 0}
         self.history.write({"type": "invoke", **base, "t": now_ms()})
@@ -270,10 +296,37 @@ class Nemesis:
             self.errors.append(f"{f} {base['fault']} #{base['id']}: {error}")
             self.history.write({"type": "info", **base, "t": now_ms(), "error": error})
             return "info"
+        if isinstance(detail, Settling):
+            if settled is not None:
+                t = threading.Thread(target=self._settle, args=(base, detail, settled),
+                                     name=f"nemesis-settle-{base['id']}", daemon=True)
+                self._settling.append(t)
+                t.start()
+                return "settling"
+            return self._settle(base, detail)
         self.history.write({"type": "ok", **base, "t": now_ms(), "detail": detail})
         return "ok"
 
-    def _start(self, fault: ScheduledFault, held: tuple[float, str] | None = None) -> None:
+    def _settle(self, base: dict, settling: Settling, settled=None) -> str:
+        """Wait for a settling action's target; write its ok (or info) line."""
+        try:
+            more = settling.wait()
+        except Exception as exc:  # noqa: BLE001 - recorded; heal-all covers the fault
+            log.exception("nemesis: %s %s did not settle", base["f"], base["fault"])
+            error = f"{type(exc).__name__}: {exc}"
+            self.errors.append(f"{base['f']} {base['fault']} #{base['id']}: {error}")
+            self.history.write({"type": "info", **base, "t": now_ms(), "error": error,
+                                "detail": settling.detail})
+            return "info"
+        self.history.write({"type": "ok", **base, "t": now_ms(),
+                            "detail": {**settling.detail, **(more or {})}})
+        if settled is not None:
+            with self._lock:
+                settled()
+        return "ok"
+
+    def _start(self, fault: ScheduledFault, held: tuple[float, str] | None = None,
+               late: float | None = None) -> None:
         start, _ = HANDLERS[fault.kind]
         state: dict = {}
 
@@ -282,6 +335,8 @@ class Nemesis:
             if held is not None:  # the process did not serve at the planned time
                 detail = {**(detail or {}), "held_back_s": round(held[0], 1),
                           "held_back_because": held[1]}
+            if late is not None:  # started late, its heal moved as much
+                detail = {**(detail or {}), "late_s": round(late, 1)}
             return detail
 
         if self._record("start", fault, act) != "fail":
@@ -289,7 +344,7 @@ class Nemesis:
             if "process" in state:
                 self.killed.add(state["process"])
 
-    def _heal(self, fault: ScheduledFault) -> None:
+    def _heal(self, fault: ScheduledFault, background: bool = True) -> None:
         _, heal = HANDLERS[fault.kind]
         _, state = self.active[fault.id]
         if not state:  # the start failed before it resolved a target: heal-all covers it
@@ -297,16 +352,22 @@ class Nemesis:
             return
         if "rule" in state:
             self._healed_rules[state["rule"]] = fault
-        # A heal that failed stays active; heal-all's catch-all covers it at the end.
-        if self._record("heal", fault, lambda: heal(fault, self.env, state)) == "ok":
+        def healed() -> None:
             self.active.pop(fault.id, None)
             self.killed.discard(state.get("process", ""))
 
+        # A heal that failed stays active; heal-all's catch-all covers it at the end. A
+        # settling one (a broker restarting) is done when its thread calls healed().
+        settle = None if background is False else healed
+        if self._record("heal", fault, lambda: heal(fault, self.env, state), settle) == "ok":
+            healed()
+
     def heal_all(self) -> None:
         """Heal what is still active (newest first), then undo anything left over."""
+        self._join_settling()  # a settling heal takes the lock when it is done
         with self._lock:
             for fault, _ in sorted(self.active.values(), key=lambda a: -a[0].id):
-                self._heal(fault)
+                self._heal(fault, background=False)
             self._record( "heal", None, lambda: heal_everything(self.env, self.killed))
             self.active.clear()
             self.killed.clear()
