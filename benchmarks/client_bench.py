@@ -9,7 +9,10 @@ script starts itself (and stops at the end, also on Ctrl-C), measured side by si
   producer construction and ``init_transactions`` are not counted;
 - the client's own bare loop, with the producer settings the generator ran (read from its
   history's ``session`` line, so acks, batch.size, linger.ms, idempotence, retries and
-  the transactional retry backoff are the same) and a fixed value of the same size:
+  the transactional retry backoff are the same) and a fixed value of the same size; the
+  Python loops also send a fixed key as long as the generator's longest
+  (``<pid>:<p>:<seq>``, docs/formats.md §1), so both sides put records of the same size
+  on the wire (ProducerPerformance has no key option: its records are ~25 B shorter):
 
   - java, plain modes: Kafka's ``org.apache.kafka.tools.ProducerPerformance``
     (kafka-tools jar in ``.jars``), its printed records/sec (excludes producer
@@ -133,14 +136,16 @@ def run_generator(bs: str, client: str, mode: str, n: int, size: int, run_dir: P
     oks = sum(1 for e in events if e.get("f") == "send" and e["type"] == "ok")
     if oks != n:
         raise RuntimeError(f"{client} {mode} generator: {oks} of {n} sends ok")
-    out = {"records": n, "seconds": seconds, "rate": n / seconds, "config": config}
+    out = {"records": n, "seconds": seconds, "rate": n / seconds, "config": config,
+           "key_size": len(f"{pid}:{(1 if transactional else 3) - 1}:{n}")}
     if transactional:
         txns = sum(1 for e in events if e.get("f") == "commit" and e["type"] == "ok")
         out.update(transactions=txns, txn_rate=txns / seconds, records_per_txn=n / txns)
     return out
 
 
-def run_bare(bs: str, client: str, mode: str, n: int, size: int, config: dict) -> dict:
+def run_bare(bs: str, client: str, mode: str, n: int, size: int, config: dict,
+             key_size: int) -> dict:
     transactional = mode == "transactional"
     topic = new_topic(bs, 1 if transactional else 3)
     props = {k: v for k, v in config.items() if k not in NOT_PASSED and v is not None}
@@ -167,7 +172,8 @@ def run_bare(bs: str, client: str, mode: str, n: int, size: int, config: dict) -
     else:
         cmd = [sys.executable, str(Path(__file__).resolve()), "--bare", client,
                "--bare-topic", topic, "--bootstrap-servers", bs, "--records", str(n),
-               "--record-size", str(size), "--bare-config", json.dumps(props)]
+               "--record-size", str(size), "--bare-config", json.dumps(props),
+               "--bare-key-size", str(key_size)]
         if transactional:
             cmd += ["--bare-txn-size", str(TXN_SIZE)]
         text = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
@@ -183,7 +189,7 @@ def run_bare(bs: str, client: str, mode: str, n: int, size: int, config: dict) -
 # -- the bare loops (run in their own process) --------------------------------------------
 
 def bare_kafka_python(bs: str, topic: str, n: int, size: int, config: dict,
-                      txn_size: int | None) -> tuple[float, int]:
+                      txn_size: int | None, key_size: int) -> tuple[float, int]:
     from kafka import KafkaProducer
 
     from producers.transactional import fast_txn_retries
@@ -193,7 +199,7 @@ def bare_kafka_python(bs: str, topic: str, n: int, size: int, config: dict,
         kwargs["transactional_id"] = f"cbench-kp-{uuid.uuid4().hex[:8]}"
     producer = KafkaProducer(bootstrap_servers=bs.split(","), **kwargs)
     partitions = sorted(producer.partitions_for(topic))
-    value = b"x" * size
+    value, key = b"x" * size, b"k" * key_size
     txns = 0
     if txn_size:
         fast_txn_retries(producer)
@@ -204,13 +210,13 @@ def bare_kafka_python(bs: str, topic: str, n: int, size: int, config: dict,
         while sent < n:
             producer.begin_transaction()
             for _ in range(min(txn_size, n - sent)):
-                producer.send(topic, value, partition=partitions[sent % len(partitions)])
+                producer.send(topic, value, key, partition=partitions[sent % len(partitions)])
                 sent += 1
             producer.commit_transaction()
             txns += 1
     else:
         for i in range(n):
-            producer.send(topic, value, partition=partitions[i % len(partitions)])
+            producer.send(topic, value, key, partition=partitions[i % len(partitions)])
         producer.flush()
     seconds = time.perf_counter() - start
     producer.close()
@@ -218,7 +224,7 @@ def bare_kafka_python(bs: str, topic: str, n: int, size: int, config: dict,
 
 
 def bare_librdkafka(bs: str, topic: str, n: int, size: int, config: dict,
-                    txn_size: int | None) -> tuple[float, int]:
+                    txn_size: int | None, key_size: int) -> tuple[float, int]:
     from confluent_kafka import Producer
 
     conf = {"bootstrap.servers": bs, **config}
@@ -226,13 +232,13 @@ def bare_librdkafka(bs: str, topic: str, n: int, size: int, config: dict,
         conf["transactional.id"] = f"cbench-rd-{uuid.uuid4().hex[:8]}"
     producer = Producer(conf)
     partitions = sorted(producer.list_topics(topic, timeout=30).topics[topic].partitions)
-    value = b"x" * size
+    value, key = b"x" * size, b"k" * key_size
     txns = 0
 
     def produce(i: int) -> None:
         while True:
             try:
-                producer.produce(topic, value, partition=partitions[i % len(partitions)])
+                producer.produce(topic, value, key, partition=partitions[i % len(partitions)])
                 producer.poll(0)
                 return
             except BufferError:
@@ -267,7 +273,8 @@ def measure_cell(bs: str, client: str, mode: str, n: int, size: int, repeat: int
     gens, bares = [], []
     for _ in range(repeat):  # interleaved, so drift on a shared machine hits both sides
         gens.append(run_generator(bs, client, mode, n, size, run_dir))
-        bares.append(run_bare(bs, client, mode, n, size, gens[-1]["config"]))
+        bares.append(run_bare(bs, client, mode, n, size, gens[-1]["config"],
+                              gens[-1]["key_size"]))
     gen = statistics.median(g["rate"] for g in gens)
     bare = statistics.median(b["rate"] for b in bares)
     cell = {"client": client, "client_version": client_version(client), "mode": mode,
@@ -326,11 +333,12 @@ def main() -> int:
     p.add_argument("--bare-topic", help=argparse.SUPPRESS)
     p.add_argument("--bare-config", help=argparse.SUPPRESS)
     p.add_argument("--bare-txn-size", type=int, help=argparse.SUPPRESS)
+    p.add_argument("--bare-key-size", type=int, default=0, help=argparse.SUPPRESS)
     a = p.parse_args()
     if a.bare:
         loop = bare_kafka_python if a.bare == "kafka-python" else bare_librdkafka
         print(json.dumps(loop(a.bootstrap_servers, a.bare_topic, a.records, a.record_size,
-                              json.loads(a.bare_config), a.bare_txn_size)))
+                              json.loads(a.bare_config), a.bare_txn_size, a.bare_key_size)))
         return 0
     clients, modes = a.clients.split(","), a.modes.split(",")
     unknown = [x for x in clients if x not in CLIENTS] + [m for m in modes if m not in MODES]

@@ -24,7 +24,14 @@ import orjson
 from kafka import KafkaProducer
 
 from producers import outcomes
-from verifier.rundata.history import HistoryWriter, invoke_send_lines, now_ms, ok_send_line
+from verifier.rundata.history import (
+    NO_ACK,
+    HistoryWriter,
+    invoke_send_lines,
+    no_ack_send_line,
+    now_ms,
+    ok_send_line,
+)
 from verifier.rundata.records import encode_values
 
 _dumps = orjson.dumps
@@ -171,12 +178,14 @@ class Emitter:
     def _completion(self, pending: _Pending, offset, exc, t: int, op: str) -> bytes:
         if exc is None and self.acks != 0 and offset is not None and offset >= 0:
             return ok_send_line(self.ses, pending.p, pending.seq, pending.txn, offset, t)
+        if exc is None and self.acks == 0:  # every send of at-most-once
+            return no_ack_send_line(self.ses, pending.p, pending.seq, pending.txn, t)
         line = {"type": "ok", "f": "send", "ses": self.ses, "p": pending.p,
                 "seq": pending.seq, "txn": pending.txn}
         if exc is None and (self.acks == 0 or offset is None or offset < 0):
             # acks=0: the record left the socket, no broker said it appended it
             line["type"] = outcomes.Outcome.INFO.value
-            line["error"] = "NoAcknowledgement: acks=0, the broker does not answer"
+            line["error"] = NO_ACK
         elif exc is None:
             line["offset"] = offset
         else:

@@ -44,7 +44,13 @@ from producers.rdkafka_outcomes import (
 )
 from producers.resume import PlannedTxn
 from verifier.rundata.errors import UsageError
-from verifier.rundata.history import invoke_send_lines, now_ms, ok_send_line
+from verifier.rundata.history import (
+    NO_ACK,
+    invoke_send_lines,
+    no_ack_send_line,
+    now_ms,
+    ok_send_line,
+)
 from verifier.rundata.records import encode_values
 
 # --- sending --------------------------------------------------------------------------------
@@ -70,7 +76,8 @@ class RdEmitter:
     def __init__(self, producer, session: Session, acks) -> None:
         s = session.spec.settings
         self.producer, self.session, self.writer = producer, session, session.writer
-        self.topic, self.run, self.pid = session.spec.topic, session.spec.run_id, session.spec.pid
+        self.topic, self.run = session.spec.topic, session.spec.run_id
+        self.pid = session.spec.pid.encode()  # the key's first part (records.py: the key)
         self.ses, self.record_size, self.acks0 = session.ses, s["record_size"], acks == 0
         self.block_s = s["max_block_ms"] / 1000
         self.timeout_s = (s["delivery_timeout_ms"] + s["request_timeout_ms"]) / 1000
@@ -78,15 +85,20 @@ class RdEmitter:
 
     def send_many(self, idents, txn: int | None = None, abort: bool = False) -> list:
         ts = now_ms()
-        values = encode_values(self.run, self.pid, self.ses, idents, txn, abort, ts,
-                               self.record_size)
+        values = encode_values(self.run, self.session.spec.pid, self.ses, idents, txn, abort,
+                               ts, self.record_size)
         lines = [self._completion_lines(), *invoke_send_lines(self.ses, idents, txn, ts)]
         self.writer.write_raw(b"".join(lines))
         pendings = []
+        produce, topic, pid, done = self.producer.produce, self.topic, self.pid, self._done
         for (p, seq), value in zip(idents, values, strict=True):
-            pending = _Pending(p, seq, txn, self._done)
+            pending = _Pending(p, seq, txn, done)
             try:
-                self._produce(p, seq, value, pending)
+                try:  # the usual case first: room in librdkafka's queue
+                    produce(topic, value, b"%s:%d:%d" % (pid, p, seq), partition=p,
+                            on_delivery=pending)
+                except BufferError:
+                    self._produce_blocking(p, seq, value, pending)
             except Exception as exc:  # noqa: BLE001 - every exception is an outcome here
                 self.writer.write_raw(self._line(pending, exc, now_ms(), "enqueue"))
                 pendings.append(None)
@@ -95,17 +107,18 @@ class RdEmitter:
         self.producer.poll(0)
         return pendings
 
-    def _produce(self, p: int, seq: int, value: bytes, pending: _Pending) -> None:
+    def _produce_blocking(self, p: int, seq: int, value: bytes, pending: _Pending) -> None:
+        """A full queue blocks, as Java's send() does, up to max.block.ms."""
         deadline = time.monotonic() + self.block_s
-        while True:  # a full queue blocks, as Java's send() does, up to max.block.ms
+        while True:
+            self.producer.poll(0.05)
             try:
-                self.producer.produce(self.topic, value, f"{self.pid}:{p}:{seq}".encode(),
+                self.producer.produce(self.topic, value, b"%s:%d:%d" % (self.pid, p, seq),
                                       partition=p, on_delivery=pending)
                 return
             except BufferError:
                 if time.monotonic() > deadline:
                     raise
-                self.producer.poll(0.05)
 
     def wait_all(self, pendings) -> list:
         """Every delivery report of ``pendings`` (``None``: produce() raised); failures."""
@@ -131,10 +144,15 @@ class RdEmitter:
             self.writer.write_raw(lines)
 
     def _completion_lines(self) -> bytes:
-        out = []
-        while self._done:
-            pending, t = self._done.popleft()
-            out.append(self._line(pending, pending.err, t, "send"))
+        done, out, ses = self._done, [], self.ses
+        plain = not self.acks0
+        while done:
+            pending, t = done.popleft()
+            offset = pending.offset
+            if plain and pending.err is None and offset is not None and offset >= 0:
+                out.append(ok_send_line(ses, pending.p, pending.seq, pending.txn, offset, t))
+            else:
+                out.append(self._line(pending, pending.err, t, "send"))
         return b"".join(out)
 
     def _line(self, pending: _Pending, err, t: int, op: str) -> bytes:
@@ -143,11 +161,13 @@ class RdEmitter:
         if err is None and not self.acks0 and pending.offset is not None and \
                 pending.offset >= 0:
             return ok_send_line(self.ses, pending.p, pending.seq, pending.txn, pending.offset, t)
+        if err is None and self.acks0:  # every send of at-most-once
+            return no_ack_send_line(self.ses, pending.p, pending.seq, pending.txn, t)
         line: dict[str, Any] = {"type": OK, "f": "send", "ses": self.ses, "p": pending.p,
                                 "seq": pending.seq, "txn": pending.txn}
         if err is None and (self.acks0 or pending.offset is None or pending.offset < 0):
             line["type"] = INFO
-            line["error"] = "NoAcknowledgement: acks=0, the broker does not answer"
+            line["error"] = NO_ACK
         elif err is None:
             line["offset"] = pending.offset
         else:

@@ -127,6 +127,18 @@ def ok_send_line(ses: int, p: int, seq: int, txn: int | None, offset: int, t: in
         ses, p, seq, b"null" if txn is None else b"%d" % txn, offset, t)
 
 
+#: The ``info`` error of a send at acks=0: the record left, no broker says it was appended.
+NO_ACK = "NoAcknowledgement: acks=0, the broker does not answer"
+
+
+def no_ack_send_line(ses: int, p: int, seq: int, txn: int | None, t: int) -> bytes:
+    """The ``info`` line of a send at acks=0 (every send of an at-most-once producer),
+    byte for byte what ``orjson.dumps`` of the line's dict gives."""
+    return (b'{"type":"info","f":"send","ses":%d,"p":%d,"seq":%d,"txn":%s,"error":"%s",'
+            b'"t":%d}\n') % (ses, p, seq, b"null" if txn is None else b"%d" % txn,
+                             NO_ACK.encode(), t)
+
+
 class HistoryWriter:
     """Appends events to one producer's history.
 

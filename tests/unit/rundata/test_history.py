@@ -167,3 +167,14 @@ def test_ok_send_line_is_the_dict_dumped(txn):
     want = orjson.dumps({"type": "ok", "f": "send", "ses": 2, "p": 1, "seq": 44, "txn": txn,
                          "offset": 1234567, "t": 1795314893744}) + b"\n"
     assert ok_send_line(2, 1, 44, txn, 1234567, 1795314893744) == want
+
+
+@pytest.mark.parametrize("txn", [None, 7])
+def test_no_ack_send_line_is_the_dict_dumped(txn):
+    import orjson
+
+    from verifier.rundata.history import NO_ACK, no_ack_send_line
+
+    want = orjson.dumps({"type": "info", "f": "send", "ses": 3, "p": 2, "seq": 45, "txn": txn,
+                         "error": NO_ACK, "t": 1795314893745}) + b"\n"
+    assert no_ack_send_line(3, 2, 45, txn, 1795314893745) == want
