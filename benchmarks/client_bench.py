@@ -145,7 +145,7 @@ def run_generator(bs: str, client: str, mode: str, n: int, size: int, run_dir: P
 
 
 def run_bare(bs: str, client: str, mode: str, n: int, size: int, config: dict,
-             key_size: int) -> dict:
+             key_size: int, callbacks: bool = False) -> dict:
     transactional = mode == "transactional"
     topic = new_topic(bs, 1 if transactional else 3)
     props = {k: v for k, v in config.items() if k not in NOT_PASSED and v is not None}
@@ -173,7 +173,7 @@ def run_bare(bs: str, client: str, mode: str, n: int, size: int, config: dict,
         cmd = [sys.executable, str(Path(__file__).resolve()), "--bare", client,
                "--bare-topic", topic, "--bootstrap-servers", bs, "--records", str(n),
                "--record-size", str(size), "--bare-config", json.dumps(props),
-               "--bare-key-size", str(key_size)]
+               "--bare-key-size", str(key_size), *(["--bare-callbacks"] if callbacks else [])]
         if transactional:
             cmd += ["--bare-txn-size", str(TXN_SIZE)]
         text = subprocess.run(cmd, check=True, capture_output=True, text=True).stdout
@@ -189,7 +189,8 @@ def run_bare(bs: str, client: str, mode: str, n: int, size: int, config: dict,
 # -- the bare loops (run in their own process) --------------------------------------------
 
 def bare_kafka_python(bs: str, topic: str, n: int, size: int, config: dict,
-                      txn_size: int | None, key_size: int) -> tuple[float, int]:
+                      txn_size: int | None, key_size: int,
+                      callbacks: bool = False) -> tuple[float, int]:
     from kafka import KafkaProducer
 
     from producers.transactional import fast_txn_retries
@@ -214,6 +215,18 @@ def bare_kafka_python(bs: str, topic: str, n: int, size: int, config: dict,
                 sent += 1
             producer.commit_transaction()
             txns += 1
+    elif callbacks:  # each send's outcome reaches the loop, as ProducerPerformance's do
+        delivered = [0]
+
+        def on_ack(_meta, delivered=delivered):
+            delivered[0] += 1
+
+        for i in range(n):
+            producer.send(topic, value, key,
+                          partition=partitions[i % len(partitions)]).add_callback(on_ack)
+        producer.flush()
+        if delivered[0] != n:
+            raise RuntimeError(f"{delivered[0]} of {n} sends acknowledged")
     else:
         for i in range(n):
             producer.send(topic, value, key, partition=partitions[i % len(partitions)])
@@ -224,7 +237,8 @@ def bare_kafka_python(bs: str, topic: str, n: int, size: int, config: dict,
 
 
 def bare_librdkafka(bs: str, topic: str, n: int, size: int, config: dict,
-                    txn_size: int | None, key_size: int) -> tuple[float, int]:
+                    txn_size: int | None, key_size: int,
+                    callbacks: bool = False) -> tuple[float, int]:
     from confluent_kafka import Producer
 
     conf = {"bootstrap.servers": bs, **config}
@@ -234,11 +248,20 @@ def bare_librdkafka(bs: str, topic: str, n: int, size: int, config: dict,
     partitions = sorted(producer.list_topics(topic, timeout=30).topics[topic].partitions)
     value, key = b"x" * size, b"k" * key_size
     txns = 0
+    delivered = [0]
+
+    def on_delivery(err, _msg, delivered=delivered):
+        if err is None:
+            delivered[0] += 1
+
+    # each produce's outcome reaches the loop (as ProducerPerformance's do), or nothing
+    extra = {"on_delivery": on_delivery} if callbacks else {}
 
     def produce(i: int) -> None:
         while True:
             try:
-                producer.produce(topic, value, key, partition=partitions[i % len(partitions)])
+                producer.produce(topic, value, key, partition=partitions[i % len(partitions)],
+                                 **extra)
                 producer.poll(0)
                 return
             except BufferError:
@@ -263,6 +286,8 @@ def bare_librdkafka(bs: str, topic: str, n: int, size: int, config: dict,
     seconds = time.perf_counter() - start
     if len(producer):
         raise RuntimeError(f"{len(producer)} messages still queued")
+    if callbacks and delivered[0] != n:
+        raise RuntimeError(f"{delivered[0]} of {n} messages delivered")
     return seconds, txns
 
 
@@ -270,17 +295,26 @@ def bare_librdkafka(bs: str, topic: str, n: int, size: int, config: dict,
 
 def measure_cell(bs: str, client: str, mode: str, n: int, size: int, repeat: int,
                  run_dir: Path) -> dict:
-    gens, bares = [], []
+    gens, bares, cbs = [], [], []
+    # the Python loops also with a delivery callback per record (ProducerPerformance, the
+    # Java side, has one per send; a commit tells the transactional loops)
+    with_cb = client != "java" and mode != "transactional"
     for _ in range(repeat):  # interleaved, so drift on a shared machine hits both sides
         gens.append(run_generator(bs, client, mode, n, size, run_dir))
         bares.append(run_bare(bs, client, mode, n, size, gens[-1]["config"],
                               gens[-1]["key_size"]))
+        if with_cb:
+            cbs.append(run_bare(bs, client, mode, n, size, gens[-1]["config"],
+                                gens[-1]["key_size"], callbacks=True))
     gen = statistics.median(g["rate"] for g in gens)
     bare = statistics.median(b["rate"] for b in bares)
+    cb = statistics.median(b["rate"] for b in cbs) if cbs else None
     cell = {"client": client, "client_version": client_version(client), "mode": mode,
             "records": n, "record_size": size, "repeat": repeat,
             "generator_rate": gen, "bare_rate": bare, "ratio": gen / bare,
             "meets_target": gen / bare >= TARGET,
+            "bare_callback_rate": cb, "ratio_callback": gen / cb if cb else None,
+            "bare_callback_runs": cbs,
             "producer_config": gens[-1]["config"],
             "generator_runs": [{k: v for k, v in g.items() if k != "config"} for g in gens],
             "bare_runs": bares}
@@ -296,14 +330,16 @@ def measure_cell(bs: str, client: str, mode: str, n: int, size: int, repeat: int
 
 def table(cells: list[dict]) -> str:
     lines = [f"{'client':<14}{'mode':<15}{'generator/s':>12}{'bare/s':>10}{'ratio':>7}"
-             f"{'  txn/s gen / bare (rec/txn)':<34}{'>= 0.8':>7}"]
+             f"{'bare+cb/s':>11}{'ratio':>7}{'  txn/s gen / bare (rec/txn)':<34}{'>= 0.8':>7}"]
     for c in cells:
         txn = ""
         if c["mode"] == "transactional":
             txn = (f"  {c['generator_txn_rate']:.1f} / {c['bare_txn_rate']:.1f} "
                    f"({c['generator_records_per_txn']:.0f} / {c['bare_records_per_txn']:.1f})")
+        cb = (f"{c['bare_callback_rate']:>11,.0f}{c['ratio_callback']:>7.2f}"
+              if c.get("bare_callback_rate") else f"{'-':>11}{'-':>7}")
         lines.append(f"{c['client']:<14}{c['mode']:<15}{c['generator_rate']:>12,.0f}"
-                     f"{c['bare_rate']:>10,.0f}{c['ratio']:>7.2f}{txn:<34}"
+                     f"{c['bare_rate']:>10,.0f}{c['ratio']:>7.2f}{cb}{txn:<34}"
                      f"{'yes' if c['meets_target'] else 'NO':>7}")
     return "\n".join(lines)
 
@@ -334,11 +370,13 @@ def main() -> int:
     p.add_argument("--bare-config", help=argparse.SUPPRESS)
     p.add_argument("--bare-txn-size", type=int, help=argparse.SUPPRESS)
     p.add_argument("--bare-key-size", type=int, default=0, help=argparse.SUPPRESS)
+    p.add_argument("--bare-callbacks", action="store_true", help=argparse.SUPPRESS)
     a = p.parse_args()
     if a.bare:
         loop = bare_kafka_python if a.bare == "kafka-python" else bare_librdkafka
         print(json.dumps(loop(a.bootstrap_servers, a.bare_topic, a.records, a.record_size,
-                              json.loads(a.bare_config), a.bare_txn_size, a.bare_key_size)))
+                              json.loads(a.bare_config), a.bare_txn_size, a.bare_key_size,
+                              a.bare_callbacks)))
         return 0
     clients, modes = a.clients.split(","), a.modes.split(",")
     unknown = [x for x in clients if x not in CLIENTS] + [m for m in modes if m not in MODES]
@@ -362,7 +400,10 @@ def main() -> int:
                                               Path(tmp)))
                     c = cells[-1]
                     print(f"  {client} {mode}: generator {c['generator_rate']:,.0f}/s, "
-                          f"bare {c['bare_rate']:,.0f}/s, ratio {c['ratio']:.2f}", flush=True)
+                          f"bare {c['bare_rate']:,.0f}/s, ratio {c['ratio']:.2f}"
+                          + (f"; bare with a delivery callback {c['bare_callback_rate']:,.0f}"
+                             f"/s, ratio {c['ratio_callback']:.2f}"
+                             if c.get("bare_callback_rate") else ""), flush=True)
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
         return 130
@@ -375,6 +416,8 @@ def main() -> int:
           f"(transactions of {TXN_SIZE}), median of {a.repeat} interleaved pairs, "
           f"{time.monotonic() - t0:.0f} s in all")
     print(table(cells))
+    print("ratio: against the bare loop without callbacks; ratio after bare+cb: against the "
+          "bare loop with a delivery callback per record (ProducerPerformance's shape)")
     met = [f"{c['client']}/{c['mode']}" for c in cells if c["meets_target"]]
     missed = [f"{c['client']}/{c['mode']}" for c in cells if not c["meets_target"]]
     print(f"meet >= {TARGET}: {len(met)} of {len(cells)}"

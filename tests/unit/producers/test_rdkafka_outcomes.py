@@ -89,3 +89,41 @@ def test_every_codec_builds_on_librdkafka(codec):
     assert conf["compression.type"] == codec
     del conf["bootstrap.servers"]  # nothing is connected
     confluent_kafka.Producer({**conf, "log_level": 0})  # librdkafka refuses an unbuilt codec
+
+
+class _Msg:
+    """Stands in for a delivery report's message (key and offset are all the emitter reads)."""
+
+    def __init__(self, key: bytes, offset: int) -> None:
+        self._key, self._offset = key, offset
+
+    def key(self) -> bytes:
+        return self._key
+
+    def offset(self) -> int:
+        return self._offset
+
+
+@pytest.mark.parametrize("acks", [1, 0])
+def test_plain_reports_name_their_record_by_its_key(acks):
+    """Plain sends share one delivery callback; the completion line takes partition and
+    sequence from the message's key (a pid may hold colons) and its outcome from the error."""
+    import json
+    from types import SimpleNamespace
+
+    from producers.rdkafka import RdEmitter
+
+    settings = {"record_size": 100, "max_block_ms": 1000, "delivery_timeout_ms": 1000,
+                "request_timeout_ms": 1000}
+    spec = SimpleNamespace(settings=settings, topic="t", run_id="r", pid="a:b")
+    em = RdEmitter(None, SimpleNamespace(spec=spec, writer=None, ses=3), acks)
+    em._report(None, _Msg(b"a:b:2:17", 41))
+    em._report(KE(KE._MSG_TIMED_OUT), _Msg(b"a:b:0:5", -1001))
+    em._report(KE(KE.MSG_SIZE_TOO_LARGE), _Msg(b"a:b:1:9", -1001))
+    lines = [json.loads(x) for x in em._completion_lines().splitlines()]
+    assert [(x["type"], x["p"], x["seq"], x["ses"], x["txn"]) for x in lines] == [
+        ("ok" if acks else "info", 2, 17, 3, None), ("info", 0, 5, 3, None),
+        ("fail", 1, 9, 3, None)]
+    assert lines[0].get("offset") == (41 if acks else None)
+    assert "offset" not in lines[1] and "error" in lines[1] and "error" in lines[2]
+    assert em._completion_lines() == b""  # each report written once
