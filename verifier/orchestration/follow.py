@@ -252,8 +252,7 @@ def outcomes_of(t: pa.Table, config: RunConfig, cap: int) -> list[CheckOutcome]:
         mine = pc.and_(pc.equal(t["kind"], kind), pc.equal(t["mode"], m))
         mine = pc.and_(mine, pc.is_null(t["isolation"]) if iso is None
                        else pc.fill_null(pc.equal(t["isolation"], iso), False))
-        sel = t.filter(mine)
-        sel = sel.take(pc.sort_indices(sel, sort_keys=order)[:cap])
+        sel = first_rows(t.filter(mine), order, cap)
         g.sample = [_plain(a) for a in sel.drop_columns(["mode"]).to_pylist()]
     out = []
     for name, _, kinds in CHECKS:
@@ -261,6 +260,34 @@ def outcomes_of(t: pa.Table, config: RunConfig, cap: int) -> list[CheckOutcome]:
         o.groups = [g for (k, _, _), g in groups.items() if k in kinds]
         out.append(o)
     return out
+
+
+def first_rows(t: pa.Table, order: list[tuple[str, str, str]], cap: int) -> pa.Table:
+    """The first ``cap`` rows of ``t`` by ``order`` (ascending keys, nulls first), ties in
+    table order: what a stable sort of the whole table gives, without sorting all of it.
+
+    When no key column is partly null, ``select_k`` finds the cap-th key K and only the
+    rows at or below K are sorted: those below are all in the answer, and every row equal
+    to K is there too, so the stable sort of the few picks the same rows in the same order
+    (a 20-minute soak's 50k anomalies: the verdict's samples cost ~0.1 s sorted whole)."""
+    def whole(x: pa.Table) -> pa.Table:
+        return x.take(pc.sort_indices(x, sort_keys=order)[:cap])
+
+    if t.num_rows <= 8 * cap:
+        return whole(t)
+    keys = [k for k, _, _ in order if t[k].null_count < t.num_rows]  # all-null: no order
+    if not keys:
+        return t.slice(0, cap)
+    if any(t[k].null_count for k in keys):
+        return whole(t)
+    kth = whole(t.take(pc.select_k_unstable(t, cap, [(k, "ascending") for k in keys])))
+    at = kth.num_rows - 1
+    le = None
+    for k in reversed(keys):  # lexicographic (key <= K), from the last key to the first
+        bound = kth[k][at]
+        le = (pc.less_equal(t[k], bound) if le is None else
+              pc.or_(pc.less(t[k], bound), pc.and_(pc.equal(t[k], bound), le)))
+    return whole(t.filter(le))
 
 
 def _plain(a: dict) -> dict:

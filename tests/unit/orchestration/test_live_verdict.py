@@ -227,3 +227,34 @@ def test_a_batch_pass_that_judged_otherwise_or_crashed_leaves_the_column_open(tm
                                  "differ": [], "modes": [], "error": "boom"}}
     doc = settle(fresh(), crashed, 1.0)
     assert {c["verdict"] for c in doc["columns"]} == {"UNKNOWN"} and doc["exit_code"] == 2
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_first_rows_are_those_of_a_stable_sort_of_the_whole_table(seed):
+    """The verdict's samples (outcomes_of): the first rows by topic, partition, offset,
+    pid, seq, txn with nulls first, ties in table order, the same as sorting everything,
+    with ties, all-null and partly null key columns."""
+    import random
+
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    from verifier.orchestration.follow import first_rows
+
+    rnd = random.Random(seed)
+    n = rnd.choice([5, 300, 2000])
+    txn = ([None] * n if seed % 3 == 0 else
+           [rnd.choice([None, 1, 2]) for _ in range(n)] if seed % 3 == 1 else
+           [rnd.randrange(3) for _ in range(n)])
+    t = pa.table({"topic": [rnd.choice("abc") for _ in range(n)],
+                  "partition": [rnd.randrange(3) for _ in range(n)],
+                  "offset": [rnd.randrange(40) for _ in range(n)],
+                  "pid": [rnd.choice(["p1", "p2"]) for _ in range(n)],
+                  "seq": [rnd.randrange(5) for _ in range(n)],
+                  "txn": pa.array(txn, pa.int64()),
+                  "row": list(range(n))})  # which row: ties must keep table order
+    order = [(k, "ascending", "at_start")
+             for k in ("topic", "partition", "offset", "pid", "seq", "txn")]
+    for cap in (1, 7, 20):
+        want = t.take(pc.sort_indices(t, sort_keys=order)[:cap])
+        assert first_rows(t, order, cap).to_pylist() == want.to_pylist(), (seed, cap)

@@ -82,3 +82,23 @@ def test_final_adds_the_files_written_after_the_last_state(tmp_path):
 def test_no_state_means_no_live_result(tmp_path):
     write(tmp_path, 0, BATCHES[0])
     assert final(tmp_path, RC, "exactly-once", "r1", TOPICS) is None
+
+
+def test_observation_files_come_in_the_order_they_were_written(tmp_path):
+    """By batch id; the files a naive replay wrote for one batch by write time (their
+    random suffixes sort any way)."""
+    import os
+
+    from streaming.live import observation_files
+
+    folder = output_dir(tmp_path, "spark", RC)
+    folder.mkdir(parents=True)
+    names = ["batch-0000000002.parquet", "batch-0000000010-ffff0000.parquet",
+             "batch-0000000010-0000aaaa.parquet", "batch-0000000001.parquet"]
+    for n, name in enumerate(names):
+        (folder / name).write_bytes(b"")
+        os.utime(folder / name, ns=(n * 10**9, n * 10**9))  # written in list order
+    assert [p.name for p in observation_files(tmp_path, RC)] == [
+        "batch-0000000001.parquet", "batch-0000000002.parquet",
+        "batch-0000000010-ffff0000.parquet", "batch-0000000010-0000aaaa.parquet"]
+    assert observation_files(tmp_path / "none", RC) == []
