@@ -181,9 +181,21 @@ def test_java_producer_connection_lifecycle(cluster, bootstrap, topic_name, tmp_
         assert c.closed - c.last_t >= IDLE_MS, shown
         assert c.closed >= nxt - 1500, f"closed before the client woke up again\n{shown}"
     # re-open on the next send: each of the two sends (8 s apart) opened its own
-    # connection to the partition's leader, the second after the first was closed
-    assert len(produce) == 2 and produce[0].broker == produce[1].broker, shown
-    assert produce[1].opened >= produce[0].closed, shown
+    # connection to the partition's leader, the second after the first was closed. But
+    # the Java Selector closes at most one expired connection per poll, the least recently
+    # used: when another idle connection (a metadata one to another broker) is older, that
+    # one is closed at the wake-up and the second send still goes over the leader's idle
+    # connection (1 fresh-clone `make test` in ~10, 2026-11-24)
+    if len(produce) == 2:
+        assert produce[0].broker == produce[1].broker, shown
+        assert produce[1].opened >= produce[0].closed, shown
+    else:
+        assert len(produce) == 1, shown
+        bursts = sorted(produce[0].activity)
+        assert len(bursts) >= 2 and bursts[-1][0] - bursts[0][1] >= IDLE_MS, shown
+        woke = [c for c in conns if c.by == "client" and c is not produce[0]
+                and abs(c.closed - bursts[-1][0]) <= 1500 and c.closed - c.last_t >= IDLE_MS]
+        assert woke, f"no idle connection closed when the second send woke the client\n{shown}"
 
 
 def test_broker_closes_idle_connections_a_client_keeps(tmp_path):
