@@ -69,11 +69,15 @@ class NemesisHistory:
 
     def write(self, record: dict) -> None:
         with self._lock:
+            if self._file.closed:  # a settling heal that ends after a Ctrl-C's teardown
+                log.info("nemesis history closed; not written: %s", record)
+                return
             self._file.write(json.dumps(record, separators=(",", ":"), default=str) + "\n")
             self._file.flush()
 
     def close(self) -> None:
-        self._file.close()
+        with self._lock:
+            self._file.close()
 
 
 @contextmanager
