@@ -82,7 +82,12 @@ def check_one_clean_session(run_dir: Path, bootstrap: str, topic: str, mode: str
     assert {(e["p"], e["seq"]) for e in oks} == {(e["p"], e["seq"]) for e in invokes}
     for p in range(3):  # dense sequence per partition, round robin over all three
         assert sorted(e["seq"] for e in invokes if e["p"] == p) == list(range(n // 3))
-    log = {(p, off): rid for p, off, rid in read_log(bootstrap, topic, "read_uncommitted")}
+    acked: dict[int, int] = {}  # partition -> past its highest acknowledged offset
+    for e in oks:
+        if e["offset"] is not None:
+            acked[e["p"]] = max(acked.get(e["p"], 0), e["offset"] + 1)
+    log = {(p, off): rid for p, off, rid in read_log(bootstrap, topic, "read_uncommitted",
+                                                     min_ends=acked)}
     for e in oks:
         rid = log.get((e["p"], e["offset"]))
         assert rid is not None, f"no record at partition {e['p']} offset {e['offset']}"
@@ -95,18 +100,27 @@ def check_one_clean_session(run_dir: Path, bootstrap: str, topic: str, mode: str
     return h
 
 
-def read_log(bootstrap: str, topic: str, isolation: str,
-             decode=decode_value) -> list[tuple[int, int, RecordIdentity]]:
+def read_log(bootstrap: str, topic: str, isolation: str, decode=decode_value,
+             min_ends: dict[int, int] | None = None) -> list[tuple[int, int, RecordIdentity]]:
     """Every record of ``topic`` from the beginning at ``isolation``:
     ``(partition, offset, decode(value))`` (the record's identity unless ``decode`` says
-    otherwise), read up to the end offsets of that level."""
+    otherwise), read up to the end offsets of that level; with ``min_ends`` (partition ->
+    offset) first waiting until the end offsets reach them: at acks=1 the leader answers
+    before its followers have the record, and the end offset (the high watermark) can
+    stay behind an acknowledged offset for a while on a loaded machine."""
     consumer = KafkaConsumer(bootstrap_servers=bootstrap, isolation_level=isolation,
                              enable_auto_commit=False, group_id=None)
     try:
         tps = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic))]
         consumer.assign(tps)
         consumer.seek_to_beginning(*tps)
-        ends = consumer.end_offsets(tps)
+
+        def reached():
+            ends = consumer.end_offsets(tps)
+            return all(ends[tp] >= (min_ends or {}).get(tp.partition, 0) for tp in tps), ends
+
+        ends = wait_until(reached, timeout=60, what=f"the end offsets of {topic}",
+                          expected=f"at least {min_ends}", interval=0.1)
         out: list[tuple[int, int, RecordIdentity]] = []
 
         def probe():
