@@ -155,42 +155,34 @@ class RdEmitter:
             self.writer.write_raw(lines)
 
     def _completion_lines(self) -> bytes:
-        done, reports, out, ses = self._done, self._reports, [], self.ses
-        plain = not self.acks0
-        while reports:
-            err, msg, t = reports.popleft()
+        out = []
+        while self._reports:  # plain sends: the record named by the message's key
+            err, msg, t = self._reports.popleft()
             _, p, seq = msg.key().rsplit(b":", 2)  # <pid>:<p>:<seq> (records.py)
             offset = msg.offset() if err is None else None
-            if plain and err is None and offset is not None and offset >= 0:
-                out.append(ok_send_line(ses, int(p), int(seq), None, offset, t))
-            else:
-                pending = _Pending(int(p), int(seq), None, done)
-                pending.done, pending.err, pending.offset = True, err, offset
-                out.append(self._line(pending, err, t, "send"))
-        while done:
-            pending, t = done.popleft()
-            offset = pending.offset
-            if plain and pending.err is None and offset is not None and offset >= 0:
-                out.append(ok_send_line(ses, pending.p, pending.seq, pending.txn, offset, t))
-            else:
-                out.append(self._line(pending, pending.err, t, "send"))
+            out.append(self._completion(int(p), int(seq), None, err, offset, t, "send"))
+        while self._done:  # a transaction's sends
+            pending, t = self._done.popleft()
+            out.append(self._completion(pending.p, pending.seq, pending.txn, pending.err,
+                                        pending.offset, t, "send"))
         return b"".join(out)
 
     def _line(self, pending: _Pending, err, t: int, op: str) -> bytes:
+        return self._completion(pending.p, pending.seq, pending.txn, err, pending.offset, t, op)
+
+    def _completion(self, p: int, seq: int, txn: int | None, err, offset, t: int,
+                    op: str) -> bytes:
         import orjson
 
-        if err is None and not self.acks0 and pending.offset is not None and \
-                pending.offset >= 0:
-            return ok_send_line(self.ses, pending.p, pending.seq, pending.txn, pending.offset, t)
+        if err is None and not self.acks0 and offset is not None and offset >= 0:
+            return ok_send_line(self.ses, p, seq, txn, offset, t)
         if err is None and self.acks0:  # every send of at-most-once
-            return no_ack_send_line(self.ses, pending.p, pending.seq, pending.txn, t)
-        line: dict[str, Any] = {"type": OK, "f": "send", "ses": self.ses, "p": pending.p,
-                                "seq": pending.seq, "txn": pending.txn}
-        if err is None and (self.acks0 or pending.offset is None or pending.offset < 0):
+            return no_ack_send_line(self.ses, p, seq, txn, t)
+        line: dict[str, Any] = {"type": OK, "f": "send", "ses": self.ses, "p": p, "seq": seq,
+                                "txn": txn}
+        if err is None:  # acknowledged without an offset
             line["type"] = INFO
             line["error"] = NO_ACK
-        elif err is None:
-            line["offset"] = pending.offset
         else:
             line["type"] = classify(err, op)
             line["error"] = describe(err)

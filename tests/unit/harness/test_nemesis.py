@@ -254,6 +254,26 @@ def _timeline(path):
             if e["id"]}
 
 
+def _producer_then_observer_kill(tmp_path, procs, monkeypatch, start=None, heal=None,
+                                 observer_at=0.5, name="two"):
+    """A 0.2-s producer kill at 0 (its start or heal handler replaced) and a 0.5-s
+    observer kill at ``observer_at``, run to the end; the history by (f, type, id)."""
+    from verifier.harness.faults import actions
+
+    start0, heal0 = actions.HANDLERS["producer-kill"]
+    monkeypatch.setitem(actions.HANDLERS, "producer-kill", (start or start0, heal or heal0))
+    specs = [parse_spec({"kind": "producer-kill", "target": {"process": "gen-0"},
+                         "start": 0.0, "duration": 0.2}, "s"),
+             parse_spec({"kind": "observer-kill", "target": {"process": "observer"},
+                         "start": observer_at, "duration": 0.5}, "s")]
+    path = tmp_path / f"{name}.jsonl"
+    with Nemesis(build_schedule(specs, seed=1, run_seconds=3),
+                 FaultEnv("unused:9092", processes=procs), path, "r") as n:
+        n.wait_done(timeout=20)
+        active = dict(n.active)
+    return _timeline(path), active
+
+
 def test_a_settling_heal_does_not_hold_back_the_faults_planned_meanwhile(
         tmp_path, procs, monkeypatch):
     """A heal whose target takes a while to come back (a broker restart: actions.Settling)
@@ -264,23 +284,14 @@ def test_a_settling_heal_does_not_hold_back_the_faults_planned_meanwhile(
 
     from verifier.harness.faults import actions
 
-    start, heal = actions.HANDLERS["producer-kill"]
+    _, heal = actions.HANDLERS["producer-kill"]
 
     def slow_heal(fault, env, state):
         detail = heal(fault, env, state)
         return actions.Settling(detail, lambda: (time.sleep(1.5), {"ready_seconds": 1.5})[1])
 
-    monkeypatch.setitem(actions.HANDLERS, "producer-kill", (start, slow_heal))
-    specs = [parse_spec({"kind": "producer-kill", "target": {"process": "gen-0"},
-                         "start": 0.0, "duration": 0.2}, "s"),
-             parse_spec({"kind": "observer-kill", "target": {"process": "observer"},
-                         "start": 0.5, "duration": 0.5}, "s")]
-    path = tmp_path / "settle.jsonl"
-    with Nemesis(build_schedule(specs, seed=1, run_seconds=3),
-                 FaultEnv("unused:9092", processes=procs), path, "r") as n:
-        n.wait_done(timeout=20)
-        assert not n.active  # the settled heal took its fault off the active list
-    ev = _timeline(path)
+    ev, active = _producer_then_observer_kill(tmp_path, procs, monkeypatch, heal=slow_heal)
+    assert not active  # the settled heal took its fault off the active list
     settled = ev[("heal", "ok", 1)]
     assert settled["detail"] == {"process": "gen-0", "pid": procs["gen-0"].pid,
                                  "ready_seconds": 1.5}
@@ -297,22 +308,14 @@ def test_a_late_start_keeps_its_duration_and_says_how_late(tmp_path, procs, monk
 
     from verifier.harness.faults import actions
 
-    start, heal = actions.HANDLERS["producer-kill"]
+    start, _ = actions.HANDLERS["producer-kill"]
 
     def slow_start(fault, env, state):
         time.sleep(1.5)
         return start(fault, env, state)
 
-    monkeypatch.setitem(actions.HANDLERS, "producer-kill", (slow_start, heal))
-    specs = [parse_spec({"kind": "producer-kill", "target": {"process": "gen-0"},
-                         "start": 0.0, "duration": 0.2}, "s"),
-             parse_spec({"kind": "observer-kill", "target": {"process": "observer"},
-                         "start": 0.3, "duration": 0.5}, "s")]
-    path = tmp_path / "late.jsonl"
-    with Nemesis(build_schedule(specs, seed=1, run_seconds=3),
-                 FaultEnv("unused:9092", processes=procs), path, "r") as n:
-        n.wait_done(timeout=20)
-    ev = _timeline(path)
+    ev, _ = _producer_then_observer_kill(tmp_path, procs, monkeypatch, start=slow_start,
+                                         observer_at=0.3, name="late")
     late = ev[("start", "ok", 2)]
     assert 1.0 <= late["detail"]["late_s"] <= 2.5, late
     assert 0.45 <= ev[("heal", "ok", 2)]["s"] - late["s"] <= 1.0

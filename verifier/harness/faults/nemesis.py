@@ -362,7 +362,7 @@ class Nemesis:
 
         # A heal that failed stays active; heal-all's catch-all covers it at the end. A
         # settling one (a broker restarting) is done when its thread calls healed().
-        settle = None if background is False else healed
+        settle = healed if background else None
         if self._record("heal", fault, lambda: heal(fault, self.env, state), settle) == "ok":
             healed()
 
