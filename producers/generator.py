@@ -77,6 +77,19 @@ class Planner:
         self.next_seq[p] = seq + 1
         return p, seq
 
+    def take(self, k: int) -> list[tuple[int, int]]:
+        """The next ``k`` of :meth:`next`, in the same order, in one call (the plain
+        loop's chunk: a call per record cost ~0.1 us of a librdkafka send's ~2.5)."""
+        parts, n, start = self.partitions, len(self.partitions), self._i
+        out = []
+        for i in range(start, start + k):
+            p = parts[i % n]
+            seq = self.next_seq[p]
+            self.next_seq[p] = seq + 1
+            out.append((p, seq))
+        self._i = start + k
+        return out
+
 
 class Session:
     """One running session: history writer, stop signal, budget, producer factory."""
@@ -196,7 +209,7 @@ def send_plain(session: Session, em, partitions) -> None:
         left = session.remaining()
         k = pacer.chunk(CHUNK if left is None else min(CHUNK, left))
         pacer.pace(em.write_completions, k)
-        em.send_many([planner.next() for _ in range(k)])
+        em.send_many(planner.take(k))
         session.new_records += k
 
 

@@ -82,13 +82,21 @@ class RdEmitter:
         self.block_s = s["max_block_ms"] / 1000
         self.timeout_s = (s["delivery_timeout_ms"] + s["request_timeout_ms"]) / 1000
         self._done: deque = deque()  # transactional sends' reports: (_Pending, t)
-        self._reports: deque = deque()  # plain sends' reports: (err, message, t)
-        self._dr = self._report  # one bound method for every plain send
+        self._reports: list = []  # plain sends' reports since the last write: (err, message)
+        keep = self._reports.append
+
+        def report(err, msg) -> None:  # a plain send's delivery report (from poll/flush)
+            keep((err, msg))
+
+        self._report = report  # one function for every plain send: no object per record
+        # the ok line of a plain send, filled with the key's own digits (records.py: the
+        # key is <pid>:<p>:<seq>), the offset and the time
+        self._ok_head = b'{"type":"ok","f":"send","ses":%d,"p":' % self.ses
 
     def send_many(self, idents, txn: int | None = None, abort: bool = False) -> list:
         """Announce and produce; return a :class:`_Pending` per record of a transaction
         (``None`` where produce() raised). Plain sends (``txn`` None) return nothing to
-        wait on: their reports go to one callback, :meth:`_report`, which keeps the
+        wait on: their reports go to one callback, ``self._report``, which keeps the
         message (its key names the record), ~1 us a record less than an object each."""
         ts = now_ms()
         values = encode_values(self.run, self.session.spec.pid, self.ses, idents, txn, abort,
@@ -97,13 +105,13 @@ class RdEmitter:
         self.writer.write_raw(b"".join(lines))
         pendings: list = []
         produce, topic, pid, done = self.producer.produce, self.topic, self.pid, self._done
-        report = self._dr
+        report = self._report
         for (p, seq), value in zip(idents, values, strict=True):
             callback = report if txn is None else _Pending(p, seq, txn, done)
             try:
-                try:  # the usual case first: room in librdkafka's queue
-                    produce(topic, value, b"%s:%d:%d" % (pid, p, seq), partition=p,
-                            on_delivery=callback)
+                try:  # the usual case first: room in librdkafka's queue; positional
+                    # (topic, value, key, partition, callback): no keywords to parse
+                    produce(topic, value, b"%s:%d:%d" % (pid, p, seq), p, callback)
                 except BufferError:
                     self._produce_blocking(p, seq, value, callback)
             except Exception as exc:  # noqa: BLE001 - every exception is an outcome here
@@ -114,9 +122,6 @@ class RdEmitter:
             pendings.append(callback)
         self.producer.poll(0)
         return pendings if txn is not None else []
-
-    def _report(self, err, msg) -> None:  # a plain send's delivery report
-        self._reports.append((err, msg, now_ms()))
 
     def _produce_blocking(self, p: int, seq: int, value: bytes, pending) -> None:
         """A full queue blocks, as Java's send() does, up to max.block.ms."""
@@ -156,15 +161,32 @@ class RdEmitter:
 
     def _completion_lines(self) -> bytes:
         out = []
-        while self._reports:  # plain sends: the record named by the message's key
-            err, msg, t = self._reports.popleft()
-            _, p, seq = msg.key().rsplit(b":", 2)  # <pid>:<p>:<seq> (records.py)
-            offset = msg.offset() if err is None else None
-            out.append(self._completion(int(p), int(seq), None, err, offset, t, "send"))
+        if self._reports:  # plain sends: the record named by the message's key
+            out.append(self._plain_lines(now_ms()))
         while self._done:  # a transaction's sends
             pending, t = self._done.popleft()
             out.append(self._completion(pending.p, pending.seq, pending.txn, pending.err,
                                         pending.offset, t, "send"))
+        return b"".join(out)
+
+    def _plain_lines(self, t: int) -> bytes:
+        """The completions of the plain sends reported since the last call, at ``t`` (the
+        reports of one ``poll()``/``flush()`` share a time). An acknowledged send, the
+        usual case, is one format of the key's own digits: no int() and no dict."""
+        reports = self._reports.copy()  # reports arrive only inside poll()/flush()
+        self._reports.clear()  # the same list: the callback appends to it
+        skip = len(self.pid) + 1  # the key is <pid>:<p>:<seq>; the pid may hold colons
+        ok = self._ok_head + b'%s,"seq":%s,"txn":null,"offset":%d,"t":' + b"%d}\n" % t
+        out = []
+        for err, msg in reports:
+            p, seq = msg.key()[skip:].split(b":")
+            if err is None and not self.acks0:
+                offset = msg.offset()
+                if offset >= 0:
+                    out.append(ok % (p, seq, offset))
+                    continue
+            out.append(self._completion(int(p), int(seq), None, err,
+                                        None if err is not None else msg.offset(), t, "send"))
         return b"".join(out)
 
     def _line(self, pending: _Pending, err, t: int, op: str) -> bytes:

@@ -68,12 +68,15 @@ def encode_values(run: str, pid: str, ses: int, idents, txn: int | None, abort: 
     tail = b',"txn":%s,"abort":%s,"ts":%d' % (
         b"null" if txn is None else b"%d" % txn, b"true" if abort else b"false", ts)
     out = []
+    ends: dict[int, bytes] = {}  # the closing part by the length before it (few lengths)
     for p, seq in idents:
         raw = b"%s%d,\"seq\":%d%s" % (head, p, seq, tail)
-        # as encode_value: ',"pad":""' costs 9 bytes inside the object
-        pad = size - len(raw) - 10
-        out.append(raw + (b',"pad":"' + b"x" * pad + b'"}' if pad >= 0 else
-                          b"}" if size <= len(raw) + 1 else b',"pad":""}'))
+        end = ends.get(len(raw))
+        if end is None:  # as encode_value: ',"pad":""' costs 9 bytes inside the object
+            pad = size - len(raw) - 10
+            end = ends[len(raw)] = (b',"pad":"' + b"x" * pad + b'"}' if pad >= 0 else
+                                    b"}" if size <= len(raw) + 1 else b',"pad":""}')
+        out.append(raw + end)
     return out
 
 
