@@ -299,13 +299,20 @@ def measure_cell(bs: str, client: str, mode: str, n: int, size: int, repeat: int
     # the Python loops also with a delivery callback per record (ProducerPerformance, the
     # Java side, has one per send; a commit tells the transactional loops)
     with_cb = client != "java" and mode != "transactional"
-    for _ in range(repeat):  # interleaved, so drift on a shared machine hits both sides
-        gens.append(run_generator(bs, client, mode, n, size, run_dir))
-        bares.append(run_bare(bs, client, mode, n, size, gens[-1]["config"],
-                              gens[-1]["key_size"]))
-        if with_cb:
-            cbs.append(run_bare(bs, client, mode, n, size, gens[-1]["config"],
-                                gens[-1]["key_size"], callbacks=True))
+    # the generator first (its history gives the bare loops their settings), then the
+    # three alternate in turn order: drift on a shared machine, and whatever one run leaves
+    # to the next (page cache, broker GC), fall on every side alike
+    gens.append(run_generator(bs, client, mode, n, size, run_dir))
+    config, key_size = gens[0]["config"], gens[0]["key_size"]
+    turns = [lambda: gens.append(run_generator(bs, client, mode, n, size, run_dir)),
+             lambda: bares.append(run_bare(bs, client, mode, n, size, config, key_size))]
+    if with_cb:
+        turns.append(lambda: cbs.append(run_bare(bs, client, mode, n, size, config, key_size,
+                                                 callbacks=True)))
+    for i in range(repeat):
+        order = turns if i % 2 == 0 else turns[::-1]
+        for turn in order[1:] if i == 0 else order:
+            turn()
     gen = statistics.median(g["rate"] for g in gens)
     bare = statistics.median(b["rate"] for b in bares)
     cb = statistics.median(b["rate"] for b in cbs) if cbs else None
@@ -356,7 +363,8 @@ def main() -> int:
                    help="records per measurement, transactional mode (default 1000)")
     p.add_argument("--record-size", type=int, default=200)
     p.add_argument("--repeat", type=int, default=3,
-                   help="generator/bare pairs per cell, interleaved; medians compared")
+                   help="generator/bare pairs per cell, interleaved, turn order alternating; "
+                        "medians compared")
     p.add_argument("--clients", default=",".join(CLIENTS))
     p.add_argument("--modes", default=",".join(MODES))
     p.add_argument("--json", type=Path, help="write the results here as JSON")
