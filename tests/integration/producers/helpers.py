@@ -101,10 +101,12 @@ def check_one_clean_session(run_dir: Path, bootstrap: str, topic: str, mode: str
 
 
 def read_log(bootstrap: str, topic: str, isolation: str, decode=decode_value,
-             min_ends: dict[int, int] | None = None) -> list[tuple[int, int, RecordIdentity]]:
+             min_ends: dict[int, int] | None = None,
+             keyed: bool = False) -> list[tuple[int, int, RecordIdentity]]:
     """Every record of ``topic`` from the beginning at ``isolation``:
     ``(partition, offset, decode(value))`` (the record's identity unless ``decode`` says
-    otherwise), read up to the end offsets of that level; with ``min_ends`` (partition ->
+    otherwise; ``keyed``: ``(key, decode(value))`` in third place), read up to the end
+    offsets of that level; with ``min_ends`` (partition ->
     offset) first waiting until the end offsets reach them: at acks=1 the leader answers
     before its followers have the record, and the end offset (the high watermark) can
     stay behind an acknowledged offset for a while on a loaded machine."""
@@ -125,7 +127,9 @@ def read_log(bootstrap: str, topic: str, isolation: str, decode=decode_value,
 
         def probe():
             for msgs in consumer.poll(timeout_ms=200).values():
-                out.extend((m.partition, m.offset, decode(m.value)) for m in msgs)
+                out.extend((m.partition, m.offset,
+                            (m.key, decode(m.value)) if keyed else decode(m.value))
+                           for m in msgs)
             behind = {tp.partition: (consumer.position(tp), ends[tp]) for tp in tps
                       if consumer.position(tp) < ends[tp]}
             return not behind, behind

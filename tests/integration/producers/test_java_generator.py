@@ -17,6 +17,7 @@ from tests.integration.producers.helpers import (
 from tests.integration.producers.test_restarts import _epoch, _open_txn
 from verifier.harness.topics import create_topics
 from verifier.rundata import jvm
+from verifier.rundata.records import decode_value, encode_value
 from verifier.rundata.waiting import wait_until
 
 pytestmark = pytest.mark.integration
@@ -45,6 +46,28 @@ def test_every_ok_offset_holds_the_record_the_history_names(bootstrap, topic_nam
     assert session["client"] == "java" and session["client_version"] == jvm.clients_version()
     idents = [e for e in h.events if e["type"] == "producer-id"]
     assert bool(idents) == (mode in ("idempotent", "transactional")), idents
+
+
+@pytest.mark.parametrize("size", [1, 99, 300])
+def test_record_keys_and_values_are_the_bytes_records_py_makes(bootstrap, topic_name,
+                                                               tmp_path, size):
+    """The Java generator writes each record's value and key byte for byte as
+    verifier/rundata/records.py does: below the unpadded length (no pad), in the zone where
+    the pad field itself overshoots the size (99: the 1-digit sequences; the 2-digit ones
+    are then exactly unpadded), and padded."""
+    create_topics(bootstrap, {topic_name: 3}, replication_factor=3)
+    pid = "enc-0"
+    run_to_end(java_generator(pid, tmp_path, bootstrap, topic_name, "at-least-once", pid,
+                              "--count", "60", "--record-size", str(size)))
+    log = read_log(bootstrap, topic_name, "read_uncommitted", decode=bytes, keyed=True)
+    assert len(log) == 60
+    padded = set()
+    for p, _, (key, value) in log:
+        rid = decode_value(value)
+        assert rid.p == p and value == encode_value(rid, size=size), value
+        assert key == f"{pid}:{rid.p}:{rid.seq}".encode()
+        padded.add(b'"pad":' in value)
+    assert padded == ({False} if size == 1 else {True} if size == 300 else {True, False})
 
 
 def test_transactional_kill_mid_transaction_and_restart(cluster, bootstrap, topic_name,

@@ -47,6 +47,7 @@ final class Emitter {
     private final String pid;
     private final int ses;
     private final int recordSize;
+    private final byte[] pidColon; // the key's first part (records.py: the key)
     private final boolean acks0;
     private final long completionTimeoutMs;
     private final ConcurrentLinkedQueue<Completion> done = new ConcurrentLinkedQueue<>();
@@ -63,34 +64,86 @@ final class Emitter {
         this.pid = spec.pid;
         this.ses = ses;
         this.recordSize = spec.recordSize();
+        this.pidColon = (spec.pid + ":").getBytes(StandardCharsets.UTF_8);
         this.acks0 = "0".equals(spec.settings.get("acks"));
         // a send's future always completes by delivery.timeout.ms (batch expiry); the margin
         // covers the request in flight when the batch expires
         this.completionTimeoutMs = spec.ms("delivery.timeout.ms") + spec.ms("request.timeout.ms");
     }
 
-    /** The record value, byte for byte what verifier/rundata/records.py:encode_value makes. */
-    static byte[] encodeValue(String run, String pid, int ses, int p, long seq, Long txn, boolean abort,
-                              long ts, int size) {
-        StringBuilder b = new StringBuilder(Math.max(size, 128));
-        b.append("{\"v\":1,\"run\":");
-        Json.string(b, run);
-        b.append(",\"pid\":");
-        Json.string(b, pid);
-        b.append(",\"ses\":").append(ses).append(",\"p\":").append(p).append(",\"seq\":").append(seq)
-                .append(",\"txn\":").append(txn == null ? "null" : txn.toString())
-                .append(",\"abort\":").append(abort).append(",\"ts\":").append(ts).append('}');
-        byte[] raw = b.toString().getBytes(StandardCharsets.UTF_8);
-        if (size <= raw.length) return raw;
-        int pad = Math.max(0, size - raw.length - 9);
-        byte[] out = new byte[raw.length + 9 + pad];
-        System.arraycopy(raw, 0, out, 0, raw.length - 1);
-        int k = raw.length - 1;
-        for (byte c : ",\"pad\":\"".getBytes(StandardCharsets.US_ASCII)) out[k++] = c;
-        for (int j = 0; j < pad; j++) out[k++] = 'x';
-        out[k++] = '"';
-        out[k] = '}';
+    private static final byte[] SEQ = ",\"seq\":".getBytes(StandardCharsets.US_ASCII);
+    private static final byte[] PAD = ",\"pad\":\"".getBytes(StandardCharsets.US_ASCII);
+
+    /** The values of one chunk (one session, one send time), each byte for byte what
+     *  verifier/rundata/records.py:encode_value makes: the part before {@code p} and the part
+     *  after {@code seq} encoded once, each value written straight into an array of its final
+     *  length (one allocation a record, where a builder, a string and two copies were). */
+    static List<byte[]> encodeValues(String run, String pid, int ses, List<long[]> idents, Long txn,
+                                     boolean abort, long ts, int size) {
+        StringBuilder h = new StringBuilder(96).append("{\"v\":1,\"run\":");
+        Json.string(h, run);
+        h.append(",\"pid\":");
+        Json.string(h, pid);
+        h.append(",\"ses\":").append(ses).append(",\"p\":");
+        byte[] head = h.toString().getBytes(StandardCharsets.UTF_8);
+        byte[] tail = (",\"txn\":" + (txn == null ? "null" : txn.toString()) + ",\"abort\":" + abort
+                + ",\"ts\":" + ts).getBytes(StandardCharsets.US_ASCII);
+        List<byte[]> out = new ArrayList<>(idents.size());
+        for (long[] id : idents) {
+            long p = id[0];
+            long seq = id[1];
+            int raw = head.length + digits(p) + SEQ.length + digits(seq) + tail.length + 1; // with '}'
+            int pad = size - raw - 9; // ',"pad":""' costs 9 bytes inside the object
+            byte[] v = new byte[size <= raw ? raw : raw + 9 + Math.max(0, pad)];
+            int k = put(v, 0, head);
+            k = putDigits(v, k, p);
+            k = put(v, k, SEQ);
+            k = putDigits(v, k, seq);
+            k = put(v, k, tail);
+            if (size > raw) {
+                k = put(v, k, PAD);
+                for (int j = 0; j < pad; j++) v[k++] = 'x';
+                v[k++] = '"';
+            }
+            v[k] = '}';
+            out.add(v);
+        }
         return out;
+    }
+
+    /** The record key {@code <pid>:<p>:<seq>} (records.py), from the pid's bytes and ':'. */
+    static byte[] key(byte[] pidColon, long p, long seq) {
+        byte[] k = new byte[pidColon.length + digits(p) + 1 + digits(seq)];
+        int i = putDigits(k, put(k, 0, pidColon), p);
+        k[i++] = ':';
+        putDigits(k, i, seq);
+        return k;
+    }
+
+    private static int put(byte[] to, int at, byte[] from) {
+        System.arraycopy(from, 0, to, at, from.length);
+        return at + from.length;
+    }
+
+    /** Decimal digits of {@code n} (a partition or a sequence: never negative). */
+    static int digits(long n) {
+        if (n < 0) throw new IllegalArgumentException("negative: " + n);
+        int d = 1;
+        while (n >= 10) {
+            n /= 10;
+            d++;
+        }
+        return d;
+    }
+
+    private static int putDigits(byte[] to, int at, long n) {
+        int end = at + digits(n);
+        int i = end;
+        do {
+            to[--i] = (byte) ('0' + n % 10);
+            n /= 10;
+        } while (n > 0);
+        return end;
     }
 
     /** Send records (pid, p, seq) for each {p, seq}; one write announces them all. Returns
@@ -98,9 +151,8 @@ final class Emitter {
     List<Future<RecordMetadata>> sendMany(List<long[]> idents, Long txn, boolean abort) {
         long ts = History.nowMs();
         StringBuilder lines = new StringBuilder(completionLines());
-        List<byte[]> values = new ArrayList<>(idents.size());
+        List<byte[]> values = encodeValues(run, pid, ses, idents, txn, abort, ts, recordSize);
         for (long[] id : idents) {
-            values.add(encodeValue(run, pid, ses, (int) id[0], id[1], txn, abort, ts, recordSize));
             lines.append("{\"type\":\"invoke\",\"f\":\"send\",\"ses\":").append(ses)
                     .append(",\"p\":").append(id[0]).append(",\"seq\":").append(id[1])
                     .append(",\"txn\":").append(txn == null ? "null" : txn.toString())
@@ -111,7 +163,7 @@ final class Emitter {
         for (int k = 0; k < idents.size(); k++) {
             int p = (int) idents.get(k)[0];
             long seq = idents.get(k)[1];
-            byte[] key = (pid + ":" + p + ":" + seq).getBytes(StandardCharsets.UTF_8);
+            byte[] key = key(pidColon, p, seq);
             Callback cb = (meta, exc) -> {
                 boolean inSend = Thread.currentThread() == sending;
                 done.add(new Completion(p, seq, txn, meta == null ? -1 : meta.offset(), exc,
