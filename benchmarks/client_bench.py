@@ -36,7 +36,9 @@ transactions a run made is (log end offset - records): every bare loop's count o
 is checked against it. Both sides' records per transaction and transactions/s are printed.
 
 Each measurement writes the same number of records (``--records``, ``--txn-records`` for
-transactional cells) to a fresh topic; per cell generator and bare alternate
+transactional cells; a plain cell whose first generator run lasts under ``--min-seconds``,
+3 by default, gets enough more to last that long) to a fresh topic, deleted when the
+measurement is done; per cell generator and bare alternate
 ``--repeat`` times, and the medians are compared (target: generator / bare >= 0.8).
 
     .venv/bin/python benchmarks/client_bench.py [--records 20000] [--txn-records 1000] \\
@@ -56,6 +58,8 @@ import sys
 import tempfile
 import time
 import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -90,12 +94,19 @@ def cluster_down(state_dir: Path) -> None:
                    stdout=subprocess.DEVNULL)
 
 
-def new_topic(bs: str, partitions: int) -> str:
-    from verifier.harness.topics import create_topics
+@contextmanager
+def measured_topic(bs: str, partitions: int) -> Iterator[str]:
+    """A fresh topic for one measurement, deleted when it is done (also on an error or
+    Ctrl-C): 30 measurements a cell of up to 200,000 records left ~60 GB of topics on a
+    cluster given with --bootstrap-servers."""
+    from verifier.harness.topics import create_topics, delete_topics
 
     name = f"cbench-{uuid.uuid4().hex[:8]}"
     create_topics(bs, {name: partitions}, replication_factor=3)
-    return name
+    try:
+        yield name
+    finally:
+        delete_topics(bs, [name])
 
 
 def end_offsets(bs: str, topic: str) -> int:
@@ -121,8 +132,13 @@ def generator_argv(client: str) -> list[str]:
 
 
 def run_generator(bs: str, client: str, mode: str, n: int, size: int, run_dir: Path) -> dict:
+    with measured_topic(bs, 1 if mode == "transactional" else 3) as topic:
+        return _run_generator(bs, client, mode, n, size, run_dir, topic)
+
+
+def _run_generator(bs: str, client: str, mode: str, n: int, size: int, run_dir: Path,
+                   topic: str) -> dict:
     transactional = mode == "transactional"
-    topic = new_topic(bs, 1 if transactional else 3)
     pid = f"{client}-{mode}-{topic[-8:]}"
     cmd = [*generator_argv(client), "--run-dir", str(run_dir), "--run-id", "cbench",
            "--mode", mode, "--pid", pid, "--topic", topic, "--bootstrap-servers", bs,
@@ -146,8 +162,13 @@ def run_generator(bs: str, client: str, mode: str, n: int, size: int, run_dir: P
 
 def run_bare(bs: str, client: str, mode: str, n: int, size: int, config: dict,
              key_size: int, callbacks: bool = False) -> dict:
+    with measured_topic(bs, 1 if mode == "transactional" else 3) as topic:
+        return _run_bare(bs, client, mode, n, size, config, key_size, callbacks, topic)
+
+
+def _run_bare(bs: str, client: str, mode: str, n: int, size: int, config: dict,
+              key_size: int, callbacks: bool, topic: str) -> dict:
     transactional = mode == "transactional"
-    topic = new_topic(bs, 1 if transactional else 3)
     props = {k: v for k, v in config.items() if k not in NOT_PASSED and v is not None}
     if client == "java" and transactional:
         # ProducerPerformance cannot make 10-record transactions: the Java client's own
@@ -294,7 +315,7 @@ def bare_librdkafka(bs: str, topic: str, n: int, size: int, config: dict,
 # -- the run ----------------------------------------------------------------------------
 
 def measure_cell(bs: str, client: str, mode: str, n: int, size: int, repeat: int,
-                 run_dir: Path) -> dict:
+                 run_dir: Path, min_seconds: float = 0) -> dict:
     gens, bares, cbs = [], [], []
     # the Python loops also with a delivery callback per record (ProducerPerformance, the
     # Java side, has one per send; a commit tells the transactional loops)
@@ -303,6 +324,12 @@ def measure_cell(bs: str, client: str, mode: str, n: int, size: int, repeat: int
     # three alternate in turn order: drift on a shared machine, and whatever one run leaves
     # to the next (page cache, broker GC), fall on every side alike
     gens.append(run_generator(bs, client, mode, n, size, run_dir))
+    if gens[0]["seconds"] < min_seconds:
+        # a run of a second or less is one broker pause or log roll away from a 2x
+        # difference: the cell's runs get enough records to last min_seconds, and this
+        # first one, too short, is done again
+        n = -(-int(n * min_seconds / max(gens[0]["seconds"], 0.01)) // 10_000) * 10_000
+        gens = [run_generator(bs, client, mode, n, size, run_dir)]
     config, key_size = gens[0]["config"], gens[0]["key_size"]
     turns = [lambda: gens.append(run_generator(bs, client, mode, n, size, run_dir)),
              lambda: bares.append(run_bare(bs, client, mode, n, size, config, key_size))]
@@ -362,6 +389,9 @@ def main() -> int:
     p.add_argument("--txn-records", type=int, default=1000,
                    help="records per measurement, transactional mode (default 1000)")
     p.add_argument("--record-size", type=int, default=200)
+    p.add_argument("--min-seconds", type=float, default=3,
+                   help="plain cells whose first generator run lasts less get more records "
+                        "a run, enough to last this long (0: never)")
     p.add_argument("--repeat", type=int, default=3,
                    help="generator/bare pairs per cell, interleaved, turn order alternating; "
                         "medians compared")
@@ -401,13 +431,22 @@ def main() -> int:
             started = a.state_dir
             bs = cluster_up(a.base_port, a.state_dir)
         with tempfile.TemporaryDirectory() as tmp:
+            if started is not None:  # brokers fresh from start-up run cold (JIT, page
+                # cache): the first cell's first runs came out ~2x slower than its last
+                n = max(a.records, 100_000)
+                warm = run_generator(bs, clients[0], "at-least-once", n, a.record_size,
+                                     Path(tmp))
+                print(f"warm-up: {clients[0]} generator, {n:,} records at "
+                      f"{warm['rate']:,.0f}/s (not counted)", flush=True)
             for client in clients:
                 for mode in modes:
                     n = a.txn_records if mode == "transactional" else a.records
                     cells.append(measure_cell(bs, client, mode, n, a.record_size, a.repeat,
-                                              Path(tmp)))
+                                              Path(tmp),
+                                              0 if mode == "transactional" else a.min_seconds))
                     c = cells[-1]
-                    print(f"  {client} {mode}: generator {c['generator_rate']:,.0f}/s, "
+                    print(f"  {client} {mode} ({c['records']:,} records a run): "
+                          f"generator {c['generator_rate']:,.0f}/s, "
                           f"bare {c['bare_rate']:,.0f}/s, ratio {c['ratio']:.2f}"
                           + (f"; bare with a delivery callback {c['bare_callback_rate']:,.0f}"
                              f"/s, ratio {c['ratio_callback']:.2f}"
@@ -420,7 +459,8 @@ def main() -> int:
             cluster_down(started)
     when = datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC")
     print(f"\n{when}, {os.cpu_count()} cores, 3 local brokers, record {a.record_size} B, "
-          f"{a.records} records per plain measurement, {a.txn_records} per transactional "
+          f"{a.records} records per plain measurement (more where a run would last under "
+          f"{a.min_seconds:g} s), {a.txn_records} per transactional "
           f"(transactions of {TXN_SIZE}), median of {a.repeat} interleaved pairs, "
           f"{time.monotonic() - t0:.0f} s in all")
     print(table(cells))

@@ -59,6 +59,16 @@ def create_topics(bootstrap_servers: str, topics: dict[str, int], replication_fa
     wait_in_sync(bootstrap_servers, list(topics), timeout=timeout, **client_config)
 
 
+def delete_topics(bootstrap_servers: str, topics: list[str], timeout: float = 60,
+                  **client_config) -> None:
+    """Delete ``topics`` (a topic already gone is not an error): what a benchmark
+    created on a cluster it did not start goes when its measurement is done."""
+    with admin(bootstrap_servers, **client_config) as a:
+        present = [t for t in topics if t in set(a.list_topics())]
+        if present:
+            a.delete_topics(present, timeout_ms=int(timeout * 1000))
+
+
 def create_while_brokers_register(a, topics: dict[str, int], replication_factor: int,
                                   configs: dict[str, str] | None, timeout: float) -> None:
     """CreateTopics, retried while the controller refuses the replication factor: a broker
