@@ -148,8 +148,13 @@ class RdEmitter:
         return [f for f in failures if f is not None]
 
     def flush(self) -> None:
+        """Deliver what is queued, writing completions every 0.1 s on the way: a plain
+        send's line takes the time it is written (:meth:`_plain_lines`)."""
+        deadline = time.monotonic() + self.timeout_s
         try:
-            self.producer.flush(self.timeout_s)
+            while self.producer.flush(min(0.1, max(0.0, deadline - time.monotonic()))) \
+                    and time.monotonic() < deadline:
+                self.write_completions()
         finally:
             self.write_completions()
 
