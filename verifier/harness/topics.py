@@ -64,7 +64,8 @@ def delete_topics(bootstrap_servers: str, topics: list[str], timeout: float = 60
     """Delete ``topics`` (a topic already gone is not an error): what a benchmark
     created on a cluster it did not start goes when its measurement is done."""
     with admin(bootstrap_servers, **client_config) as a:
-        present = [t for t in topics if t in set(a.list_topics())]
+        existing = set(a.list_topics())
+        present = [t for t in topics if t in existing]
         if present:
             a.delete_topics(present, timeout_ms=int(timeout * 1000))
 

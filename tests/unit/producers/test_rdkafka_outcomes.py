@@ -111,7 +111,7 @@ def test_plain_reports_name_their_record_by_its_key(acks):
     import json
     from types import SimpleNamespace
 
-    from producers.rdkafka import RdEmitter
+    from producers.rdkafka_emitter import RdEmitter
     from verifier.rundata.history import ok_send_line
 
     settings = {"record_size": 100, "max_block_ms": 1000, "delivery_timeout_ms": 1000,
