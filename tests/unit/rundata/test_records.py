@@ -28,7 +28,10 @@ def test_foreign_values_are_rejected(value):
 def test_encode_values_is_encode_value_byte_for_byte(size, txn, abort):
     from verifier.rundata.records import encode_values
 
-    idents = [(0, 0), (2, 9), (1, 10), (11, 123456789), (0, 99)]
+    # sequences of 1 to 6 digits: one call meets every length from the shortest up, each
+    # padded by its own length (encode_values keeps one tail per length)
+    idents = [(0, 0), (2, 9), (1, 10), (11, 123456789), (0, 99), (0, 100), (1, 1000),
+              (2, 10000), (0, 100000)]
     for run, pid in (("r1", "idempotent-0"), ('ru"n\\é', "p\n1")):
         got = encode_values(run, pid, 3, idents, txn, abort, 1795314893744, size)
         want = [encode_value(RecordIdentity(run, pid, 3, p, seq, txn, abort, 1795314893744),
