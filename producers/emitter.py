@@ -2,8 +2,9 @@
 
 The ``invoke`` line reaches the OS before ``producer.send()`` is called. Sends go in
 chunks (:meth:`Emitter.send_many`): the chunk's ``invoke`` lines, with the completions
-that arrived meanwhile (queued by kafka-python's I/O thread), reach the OS in one
-``write``, then each record is handed to the producer. So every record is announced
+of the sends found complete meanwhile (their futures read per partition in send order,
+no callbacks), reach the OS in one ``write``, then each record is handed to the
+producer. So every record is announced
 before it can leave, and the file has a single writer thread. One ``write`` per chunk
 rather than per record matters: each ``write`` releases the GIL, and taking it back from
 kafka-python's busy I/O thread cost ~140 us per record (half the generator's time).
@@ -22,6 +23,7 @@ from collections.abc import Iterable
 
 import orjson
 from kafka import KafkaProducer
+from kafka.errors import KafkaTimeoutError
 
 from producers import outcomes
 from verifier.rundata.history import (
@@ -35,21 +37,8 @@ from verifier.rundata.history import (
 from verifier.rundata.records import encode_values
 
 _dumps = orjson.dumps
-
-
-class _Pending:
-    """Callback target of one send (a slotted object is cheaper than two partials)."""
-
-    __slots__ = ("p", "seq", "txn", "queue")
-
-    def __init__(self, p: int, seq: int, txn: int | None, queue: deque) -> None:
-        self.p, self.seq, self.txn, self.queue = p, seq, txn, queue
-
-    def ok(self, meta) -> None:
-        self.queue.append((self, meta.offset, None, now_ms()))
-
-    def err(self, exc: BaseException) -> None:
-        self.queue.append((self, None, exc, now_ms()))
+FLUSH_STEP_S = 0.1  # a session-end flush writes completions at least this often
+PAUSE_STEP_S = 0.02  # so does a pause of the pacer
 
 
 class Emitter:
@@ -65,8 +54,11 @@ class Emitter:
         # a send future always completes by delivery.timeout.ms (batch expiry); the margin
         # covers the request that is in flight when the batch expires
         self.completion_timeout_s = completion_timeout_s
-        self._done: deque = deque()
-        self._inflight: deque = deque()
+        #: partition -> its sends not yet written as completed, in send order:
+        #: ``(future, seq, txn, bytes)``
+        self._parts: dict[int, deque] = {}
+        #: sends of a replaced producer, ``(future, p, seq, txn)``, read in any order
+        self._orphans: list = []
         self._inflight_bytes = 0
         self.sent = 0
         self._identity: tuple[int, int] | None = None  # last (producer id, epoch) written
@@ -83,37 +75,44 @@ class Emitter:
         ts = now_ms()
         values = encode_values(self.run, self.pid, self.ses, idents, txn, abort, ts,
                                self.record_size)
-        lines = [self._completion_lines(), *invoke_send_lines(self.ses, idents, txn, ts)]
         self._make_room(sum(len(v) for v in values))
+        lines = [self._completion_lines(), *invoke_send_lines(self.ses, idents, txn, ts)]
         self.writer.write_raw(b"".join(lines))
         futures = []
+        parts, send, topic, key = self._parts, self.producer.send, self.topic, self.pid
         for (p, seq), value in zip(idents, values, strict=True):
             try:
-                fut = self.producer.send(self.topic, value, f"{self.pid}:{p}:{seq}".encode(),
-                                         partition=p)
+                fut = send(topic, value, f"{key}:{p}:{seq}".encode(), partition=p)
             except Exception as exc:  # noqa: BLE001 - every exception is an outcome here
-                self._write_completion(_Pending(p, seq, txn, self._done), None, exc,
-                                       now_ms(), op="enqueue")
+                self.writer.write_raw(self._completion(p, seq, txn, None, exc, now_ms(),
+                                                       "enqueue"))
                 futures.append(None)
                 continue
-            pending = _Pending(p, seq, txn, self._done)
-            fut.add_callback(pending.ok)
-            fut.add_errback(pending.err)
-            self._inflight.append((fut, len(value)))
-            self._inflight_bytes += len(value)
+            q = parts.get(p)
+            if q is None:
+                q = parts[p] = deque()
+            n = len(value)
+            q.append((fut, seq, txn, n))
+            self._inflight_bytes += n
             self.sent += 1
             futures.append(fut)
         return futures
 
     def _make_room(self, size: int) -> None:
-        inflight = self._inflight
-        while inflight and inflight[0][0].is_done:
-            self._inflight_bytes -= inflight.popleft()[1]
-        while inflight and self._inflight_bytes + size > self.buffer_memory:
-            fut, n = inflight.popleft()
-            self._inflight_bytes -= n
-            if not fut.is_done:
-                self.wait(fut)
+        """Wait for the oldest sends while the bytes in flight would pass the bound."""
+        while self._inflight_bytes + size > self.buffer_memory:
+            self.write_completions()
+            behind = [(len(q), p) for p, q in self._parts.items() if q]
+            if self._inflight_bytes + size <= self.buffer_memory or not behind:
+                return
+            p = max(behind)[1]  # the partition furthest behind
+            q = self._parts[p]
+            fut, seq, txn, n = q[0]
+            self.wait(fut)
+            if not fut.is_done:  # past delivery.timeout.ms: no longer counted here
+                q.popleft()
+                self._inflight_bytes -= n
+                self._orphans.append((fut, p, seq, txn))
 
     def wait(self, fut) -> BaseException | None:
         """Wait for one send to complete; return its exception (``None``: acknowledged).
@@ -134,28 +133,81 @@ class Emitter:
         self.write_completions()
         return failures
 
-    def flush(self, timeout_s: float) -> None:
-        """Send everything buffered and write every completion that arrived."""
-        try:
-            self.producer.flush(timeout=timeout_s)
-        finally:
-            self.write_completions()
+    def replace_producer(self, producer: KafkaProducer) -> None:
+        """Go on with a new producer (transactional): the old one's unfinished sends are
+        still written when they complete, in whatever order."""
+        for p, q in self._parts.items():
+            self._orphans += [(fut, p, seq, txn) for fut, seq, txn, _ in q]
+        self._parts.clear()
+        self._inflight_bytes = 0
+        self.producer = producer
 
-    def write_completions(self) -> None:
-        lines = self._completion_lines()
+    def flush(self, timeout_s: float) -> None:
+        """Send everything buffered and write every completion, in 0.1-s steps so that a
+        long flush writes completions (and their times) on the way."""
+        deadline = time.monotonic() + timeout_s
+        try:
+            while True:
+                try:
+                    self.producer.flush(timeout=min(FLUSH_STEP_S, timeout_s))
+                    return
+                except KafkaTimeoutError:
+                    if time.monotonic() >= deadline:
+                        raise
+                    self.write_completions()
+        finally:
+            self.write_completions(every=True)
+
+    def write_completions(self, every: bool = False) -> None:
+        """Write the completions of the sends that completed. A partition's sends are
+        read in send order, a later one after the earlier ones (a retried batch can
+        complete after the next); ``every``: also those, as at the end of a session."""
+        lines = self._completion_lines(every)
         if lines:
             self.writer.write_raw(lines)
 
-    def _completion_lines(self) -> bytes:
-        done = self._done
-        if not done:
-            return b""
+    def _completion_lines(self, every: bool = False) -> bytes:
+        """The lines of the sends found complete now, ``t`` = now: kafka-python's
+        callbacks would run on its I/O thread, which holds the GIL for them, and cost
+        the main thread about a tenth of its sends (benchmarks/client_bench.py)."""
+        t = now_ms()
         out = []
-        while done:
-            pending, offset, exc, t = done.popleft()
-            out.append(self._completion(pending, offset, exc, t, "send"))
+        done = self._completion
+        for p, q in self._parts.items():
+            while q and q[0][0].is_done:
+                fut, seq, txn, n = q.popleft()
+                self._inflight_bytes -= n
+                out.append(done(p, seq, txn, fut.value, fut.exception, t, "send"))
+            if every and q:
+                out += self._sweep(q, p, t)
+        if self._orphans:
+            left = []
+            for e in self._orphans:
+                fut, p, seq, txn = e
+                if fut.is_done:
+                    out.append(done(p, seq, txn, fut.value, fut.exception, t, "send"))
+                else:
+                    left.append(e)
+            self._orphans = left
+        if not out:
+            return b""
         out.append(self.producer_identity_line())
         return b"".join(out)
+
+    def _sweep(self, q: deque, p: int, t: int) -> list[bytes]:
+        """Lines of every completed send of ``q`` whatever its place; the rest stay."""
+        out, left = [], deque()
+        for e in q:
+            fut, seq, txn, n = e
+            if fut.is_done:
+                self._inflight_bytes -= n
+                out.append(self._completion(p, seq, txn, fut.value, fut.exception, t,
+                                            "send"))
+            else:
+                left.append(e)
+        q.clear()
+        q.extend(left)
+        return out
 
     def producer_identity_line(self) -> bytes:
         """A ``producer-id`` line when the broker-assigned (producer id, epoch) is new:
@@ -172,16 +224,14 @@ class Emitter:
         return _dumps({"type": "producer-id", "ses": self.ses, "producer_id": ident[0],
                        "epoch": ident[1], "t": now_ms()}) + b"\n"
 
-    def _write_completion(self, pending: _Pending, offset, exc, t: int, op: str) -> None:
-        self.writer.write_raw(self._completion(pending, offset, exc, t, op))
-
-    def _completion(self, pending: _Pending, offset, exc, t: int, op: str) -> bytes:
+    def _completion(self, p: int, seq: int, txn: int | None, meta, exc, t: int,
+                    op: str) -> bytes:
+        offset = None if meta is None else meta.offset
         if exc is None and self.acks != 0 and offset is not None and offset >= 0:
-            return ok_send_line(self.ses, pending.p, pending.seq, pending.txn, offset, t)
+            return ok_send_line(self.ses, p, seq, txn, offset, t)
         if exc is None and self.acks == 0:  # every send of at-most-once
-            return no_ack_send_line(self.ses, pending.p, pending.seq, pending.txn, t)
-        line = {"type": "ok", "f": "send", "ses": self.ses, "p": pending.p,
-                "seq": pending.seq, "txn": pending.txn}
+            return no_ack_send_line(self.ses, p, seq, txn, t)
+        line = {"type": "ok", "f": "send", "ses": self.ses, "p": p, "seq": seq, "txn": txn}
         if exc is None and (self.acks == 0 or offset is None or offset < 0):
             # acks=0: the record left the socket, no broker said it appended it
             line["type"] = outcomes.Outcome.INFO.value
@@ -224,12 +274,14 @@ class Pacer:
         return max(0, int((time.monotonic() - self.start) / self.interval) - self.n)
 
     def pace(self, before_pause=None, n: int = 1) -> None:
-        """Wait until the next ``n`` records are due."""
+        """Wait until the next ``n`` records are due, writing completions at least every
+        ``PAUSE_STEP_S`` meanwhile (their ``t`` is when they are written)."""
         if not self.interval:
             return
         self.n += n
-        delay = self.start + self.n * self.interval - time.monotonic()
-        if delay > 0.001:
+        due = self.start + self.n * self.interval
+        while (delay := due - time.monotonic()) > 0.001:
             if before_pause is not None:
                 before_pause()  # write completions now, not after the pause
-            self.stop.wait(delay)
+            if self.stop.wait(min(delay, PAUSE_STEP_S)):
+                return

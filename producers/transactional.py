@@ -126,7 +126,7 @@ class TxnRunner:
         print(f"transactional.id {self.settings['transactional_id']}: producer id "
               f"{pe.producer_id}, epoch {pe.epoch}", flush=True)
         if self.em is not None:
-            self.em.producer = self.producer
+            self.em.replace_producer(self.producer)
             assert self.session.writer is not None
             self.session.writer.write_raw(self.em.producer_identity_line())
 
