@@ -206,10 +206,10 @@ class TxnRunner:
         return TxnResult.COMMITTED, False
 
     def close(self) -> None:
-        if self.em is not None:
-            self.em.write_completions()
         if self.producer is not None:
             self.session.close_producer(self.producer, 10)
+        if self.em is not None:  # what closing completed, and what waited behind it
+            self.em.write_completions(every=True)
 
 
 #: a transaction holds at most this many seconds of the rate's records
