@@ -3,11 +3,11 @@
 The ``invoke`` line reaches the OS before ``producer.send()`` is called. Sends go in
 chunks (:meth:`Emitter.send_many`): the chunk's ``invoke`` lines, with the completions
 of the sends found complete meanwhile (their futures read per partition in send order,
-no callbacks), reach the OS in one ``write``, then each record is handed to the
-producer. So every record is announced
-before it can leave, and the file has a single writer thread. One ``write`` per chunk
-rather than per record matters: each ``write`` releases the GIL, and taking it back from
-kafka-python's busy I/O thread cost ~140 us per record (half the generator's time).
+no callbacks), reach the OS in one ``write``, then each record is handed to the producer.
+So every record is announced before it can leave, and the file has a single writer
+thread. One ``write`` per chunk rather than per record matters: each ``write`` releases
+the GIL, and taking it back from kafka-python's busy I/O thread cost ~140 us per record
+(half the generator's time).
 
 kafka-python 3.0.12 has no ``buffer.memory``: its accumulator grows without bound. The
 emitter bounds the bytes in flight itself and waits for the oldest sends to complete
@@ -167,9 +167,9 @@ class Emitter:
             self.writer.write_raw(lines)
 
     def _completion_lines(self, every: bool = False) -> bytes:
-        """The lines of the sends found complete now, ``t`` = now: kafka-python's
-        callbacks would run on its I/O thread, which holds the GIL for them, and cost
-        the main thread about a tenth of its sends (benchmarks/client_bench.py)."""
+        """The lines of the sends found complete now, ``t`` = now. Not callbacks:
+        kafka-python runs them on its I/O thread, holding the GIL, and two per send cost
+        the idempotent generator a fifth of its rate (docs/java-generator.md)."""
         t = now_ms()
         out = []
         done = self._completion
