@@ -153,7 +153,13 @@ class Session:
                 f"cannot reach Kafka at {self.spec.bootstrap_servers}: {exc}") from None
 
     def partitions(self, producer: KafkaProducer) -> tuple[int, ...]:
-        known = producer.partitions_for(self.spec.topic)
+        try:  # kafka-python waits up to max.block.ms for a topic it does not know
+            known = producer.partitions_for(self.spec.topic)
+        except KE.KafkaTimeoutError:
+            raise ClusterUnreachable(
+                f"topic {self.spec.topic} not found at {self.spec.bootstrap_servers} within "
+                f"max.block.ms ({self.spec.settings['max_block_ms']} ms): create it first "
+                "(a verifier run creates its own)") from None
         if not known:
             raise ClusterUnreachable(f"topic {self.spec.topic} has no partitions")
         if self.spec.partitions is None:

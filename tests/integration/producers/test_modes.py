@@ -25,3 +25,14 @@ def test_every_ok_offset_holds_the_record_the_history_names(bootstrap, topic_nam
                          "--record-size", "300", *extra))
 
     check_one_clean_session(tmp_path, bootstrap, topic_name, mode, pid, N)
+
+
+def test_a_topic_that_does_not_exist_ends_in_one_clear_line(bootstrap, topic_name, tmp_path):
+    proc = generator("missing", tmp_path, bootstrap, f"{topic_name}-missing", "idempotent",
+                     "missing-0", "--count", "10", "--set", "max.block.ms=3000")
+    proc.start()
+    rc = proc.wait(60)
+    log = proc.log_tail(40)
+    assert rc == 2, log
+    assert f"topic {topic_name}-missing not found at {bootstrap}" in log, log
+    assert "Traceback" not in log, log
