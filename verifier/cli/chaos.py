@@ -59,7 +59,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "and print one grid, version x client x mode (the versions profile "
                         "names its own list)")
     p.add_argument("--bootstrap-servers", default=None,
-                   help="an external cluster (default: start the embedded local cluster)")
+                   help="an external cluster (default: start the embedded local cluster); "
+                        "the topics the run creates there are deleted when it ends")
+    p.add_argument("--keep-topics", action="store_true",
+                   help="with --bootstrap-servers: keep the run's topics (and their "
+                        "records) on the cluster")
     p.add_argument("--environment", choices=("embedded", "docker"), default="embedded",
                    help="where the cluster runs: embedded (one JVM per broker on this "
                         "machine) or docker (containers of an image built here from the "
@@ -365,12 +369,16 @@ def _prepare(args: argparse.Namespace):
     if docker and args.bootstrap_servers:
         raise UsageError("--environment docker starts its own cluster; it does not go with "
                          "--bootstrap-servers")
+    if args.keep_topics and not args.bootstrap_servers:
+        raise UsageError("--keep-topics goes with --bootstrap-servers (a cluster the tool "
+                         "starts is removed with its topics when the run ends)")
     if (args.kafka_version or versions) and (docker or args.bootstrap_servers):
         raise UsageError("--kafka-version(s) and the versions profile choose the local "
                          "cluster's broker; they do not go with --bootstrap-servers or "
                          "--environment docker")
     if args.bootstrap_servers:
-        env = ExternalEnvironment(args.bootstrap_servers, client_config)
+        env = ExternalEnvironment(args.bootstrap_servers, client_config,
+                                  keep_topics=args.keep_topics)
     elif docker:
         from verifier.harness.containers.environment import DockerEnvironment
 

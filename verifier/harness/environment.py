@@ -3,20 +3,22 @@
 The local environment starts the fault proxy first and then a 3-node KRaft cluster whose
 brokers advertise the proxy's ports, so every client connection passes the proxy while
 replication and the quorum go direct. An external environment only knows bootstrap
-servers: the tool creates its own topics there, and faults that need the local side
-(proxy rules, broker signals) are skipped, which the run says.
+servers: the tool creates its own topics there and deletes them when its runs end
+(unless told to keep them), and faults that need the local side (proxy rules, broker
+signals) are skipped, which the run says.
 """
 
 from __future__ import annotations
 
 import logging
+import sys
 from pathlib import Path
 
 from verifier.harness.cluster import ClusterSpec, LocalCluster, up
 from verifier.harness.faults.actions import FaultEnv, NotApplied
 from verifier.harness.faults.proxy_process import ProxyProcess, proxied
 from verifier.harness.faults.spec import BROKER_KINDS, PROXY_KINDS
-from verifier.harness.topics import admin, wait_in_sync
+from verifier.harness.topics import admin, delete_topics, wait_in_sync
 from verifier.rundata.errors import EnvironmentProblem, VerifierError
 
 log = logging.getLogger(__name__)
@@ -84,6 +86,9 @@ class LocalEnvironment:
         finally:
             self.proxy_process.stop()
 
+    def own_topics(self, topics: list[str]) -> None:
+        """Topics a run created: they go with the cluster at the end."""
+
     @property
     def bootstrap_servers(self) -> str:
         return self.spec.bootstrap_servers()
@@ -136,11 +141,15 @@ class ExternalEnvironment:
 
     name = "external"
 
-    def __init__(self, bootstrap_servers: str, client_config: dict | None = None) -> None:
+    def __init__(self, bootstrap_servers: str, client_config: dict | None = None,
+                 keep_topics: bool = False, out=None) -> None:
         self._bootstrap = bootstrap_servers
         self.client_config = dict(client_config or {})
         self._brokers = 0
         self.connection_log = None  # no proxy in front of a user's cluster
+        self.keep_topics = keep_topics
+        self.out = out or sys.stdout
+        self.topics: list[str] = []  # created here by the runs, deleted at the end
 
     def __enter__(self) -> ExternalEnvironment:
         try:
@@ -154,7 +163,26 @@ class ExternalEnvironment:
         return self
 
     def __exit__(self, *exc) -> None:
-        pass
+        """The runs' topics (their records, the runs' evidence while they ran) are
+        deleted, on an error or a stop too; ``keep_topics`` keeps them."""
+        if not self.topics:
+            return
+        what = f"the runs' {len(self.topics)} topics on {self._bootstrap}"
+        if self.keep_topics:
+            print(f"kept {what}: {', '.join(self.topics)}", file=self.out, flush=True)
+            return
+        try:
+            delete_topics(self._bootstrap, self.topics, timeout=30, **self.client_config)
+        except Exception as exc:  # noqa: BLE001 - one line, the verdicts stand
+            print(f"could not delete {what} ({type(exc).__name__}: {exc}); delete them "
+                  f"yourself: {', '.join(self.topics)}", file=self.out, flush=True)
+            return
+        print(f"deleted {what} (--keep-topics keeps them)", file=self.out, flush=True)
+        self.topics = []
+
+    def own_topics(self, topics: list[str]) -> None:
+        """Topics a run created here: deleted when the environment closes."""
+        self.topics += [t for t in topics if t not in self.topics]
 
     @property
     def bootstrap_servers(self) -> str:

@@ -124,6 +124,7 @@ class ScenarioRun:
         topics.update(self._pipeline_setup())
         create_topics(self.env.bootstrap_servers, topics, self.env.replication_factor,
                       **self.plan.security)
+        self.env.own_topics(list(topics))
         for p in self.plans:
             self.processes[p.process_name] = self._generator(p)
         self.processes["observer"] = self._observer()

@@ -69,6 +69,7 @@ def test_baseline_on_a_sasl_cluster_passes_every_mode(sasl_cluster, spark, tmp_p
     from verifier.cli.chaos import derive_mode
     from verifier.harness.environment import ExternalEnvironment
     from verifier.harness.faults.targets import resolve_broker
+    from verifier.harness.topics import admin
     from verifier.orchestration.chaos import run_one
     from verifier.orchestration.orchestrator import RunOptions, spark_env
     from verifier.orchestration.scenario import load_scenario
@@ -83,8 +84,8 @@ def test_baseline_on_a_sasl_cluster_passes_every_mode(sasl_cluster, spark, tmp_p
     scenario = replace(baseline, workload=replace(baseline.workload, duration_s=10, rate=100))
     opts = RunOptions(out=out, seed=1, user_config=props, user_mode=derive_mode(settings),
                       user_settings=settings, profile="test", extra_env=spark_env())
-    env = ExternalEnvironment(sasl_cluster.bootstrap_servers, security)
     printed = io.StringIO()
+    env = ExternalEnvironment(sasl_cluster.bootstrap_servers, security, out=printed)
     with env:
         doc = run_one(env, scenario, opts, spark, out=printed)
         run_dir = Path(doc["run_dir"])
@@ -112,6 +113,10 @@ def test_baseline_on_a_sasl_cluster_passes_every_mode(sasl_cluster, spark, tmp_p
     }, printed.getvalue()
     assert plan["security"] == {**security, "sasl_plain_password": "***"}
     topics = [p["topic"] for p in plan["producers"].values()]
+    # the run's topics left the user's cluster with the environment (on its SASL login)
+    with admin(sasl_cluster.bootstrap_servers, **security) as a:
+        assert not set(topics) & set(a.list_topics()), a.list_topics()
+    assert f"deleted the runs' {len(set(topics))} topics on" in printed.getvalue()
     for reader in READERS:
         for iso in ISOLATIONS:
             seen = set(read_observations(run_dir, reader, iso).column("topic").to_pylist())

@@ -95,6 +95,8 @@ def _cases(tmp_path):
         "bad JAVA_HOME": (["--scenario", "baseline", "--out", out], 2, "JAVA_HOME"),
         "bad --spark-conf": (["--scenario", "baseline", "--spark-conf", "spark.cores.max"],
                              64, "expected KEY=VALUE"),
+        "--keep-topics alone": (["--scenario", "baseline", "--keep-topics", "--out", out],
+                                64, "--keep-topics goes with --bootstrap-servers"),
         "--out inside --state-dir": (["--scenario", "baseline", "--state-dir",
                                       str(tmp_path / "state"), "--out",
                                       str(tmp_path / "state" / "runs")], 64,
@@ -106,7 +108,7 @@ CASES = ["unknown scenario", "unknown profile", "missing scenario file",
          "fault unknown-field", "fault unknown-kind", "fault negative-duration",
          "fault after-the-end", "conflicting producer settings", "unknown producer setting",
          "--out is a file", "unreachable cluster", "not a Kafka broker", "bad JAVA_HOME",
-         "bad --spark-conf", "--out inside --state-dir"]
+         "bad --spark-conf", "--out inside --state-dir", "--keep-topics alone"]
 
 
 @pytest.mark.parametrize("case", CASES)

@@ -108,6 +108,9 @@ class DockerEnvironment:
             self.cluster = None
             self.proxy_process.stop()
 
+    def own_topics(self, topics: list[str]) -> None:
+        """Topics a run created: they go with the containers at the end."""
+
     @property
     def bootstrap_servers(self) -> str:
         return self.spec.bootstrap_servers()
