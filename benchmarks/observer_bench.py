@@ -11,7 +11,8 @@ Two phases against one observer process (the real one, ``python -m streaming.obs
 
     .venv/bin/python benchmarks/observer_bench.py [--bootstrap-servers BS] [--duration 60]
 
-Without ``--bootstrap-servers`` it starts (and stops) its own 1-node cluster.
+Without ``--bootstrap-servers`` it starts (and stops) its own 1-node cluster; with it,
+its topic is deleted at the end.
 """
 
 from __future__ import annotations
@@ -29,7 +30,7 @@ from kafka import KafkaProducer
 from streaming.observations import read_observations
 from verifier.harness.cluster import ClusterSpec, up
 from verifier.harness.procs import ManagedProcess
-from verifier.harness.topics import create_topics
+from verifier.harness.topics import create_topics, delete_topics
 from verifier.orchestration.drain import drain
 from verifier.rundata.jvm import PROJECT_ROOT
 from verifier.rundata.records import RecordIdentity, encode_value
@@ -144,6 +145,8 @@ def main() -> int:
             proc.terminate(60)
         if cluster is not None:
             cluster.down()
+        else:  # the user's cluster keeps nothing of the benchmark
+            delete_topics(bs, [topic])
     return 0
 
 

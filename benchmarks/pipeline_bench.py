@@ -16,7 +16,8 @@ It prints the throughput of each, the ratio (target >= 0.8) and the drain-to-ver
     .venv/bin/python benchmarks/pipeline_bench.py [--pipeline file] [--records 100000]
         [--bootstrap-servers BS]
 
-Without ``--bootstrap-servers`` it starts (and stops) its own 1-node cluster.
+Without ``--bootstrap-servers`` it starts (and stops) its own 1-node cluster; with it,
+its topics are deleted at the end.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ from kafka import KafkaProducer
 
 from streaming.plain_reader import read_all
 from verifier.harness.cluster import ClusterSpec, up
-from verifier.harness.topics import create_topics, end_offsets
+from verifier.harness.topics import create_topics, delete_topics, end_offsets
 from verifier.orchestration.pipelines import PipelineProcess, committed_position, stop
 from verifier.rundata.plan import PlannedProducer, RunPlan
 from verifier.rundata.records import RecordIdentity, encode_value
@@ -132,7 +133,7 @@ def main(argv: list[str] | None = None) -> int:
     args = p.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="pipeline-bench-") as tmp:
         folder = Path(tmp)
-        cluster = None
+        cluster, topics = None, []
         bs = args.bootstrap_servers
         try:
             if bs is None:  # up() returns (cluster, how): stopped below, also on an error
@@ -140,14 +141,16 @@ def main(argv: list[str] | None = None) -> int:
                 bs = cluster.bootstrap_servers
             run_id = f"bench-{uuid.uuid4().hex[:6]}"
             topic = f"{run_id}.in"
-            create_topics(bs, {topic: args.partitions, f"{topic}.out": args.partitions,
-                               f"{topic}.bare-out": args.partitions}, 1)
+            topics = [topic, f"{topic}.out", f"{topic}.bare-out"]
+            create_topics(bs, dict.fromkeys(topics, args.partitions), 1)
             backlog(bs, topic, run_id, args.partitions, args.records, args.size)
             bare_s = bare(bs, topic, args.pipeline, folder / "bare")
             tool_s, verdict_s = with_tool(bs, topic, run_id, args.pipeline, folder / "tool")
         finally:
             if cluster is not None:
                 cluster.down()
+            elif topics:  # the user's cluster keeps nothing of the benchmark
+                delete_topics(bs, topics)
     n = args.records
     print(f"pipeline {args.pipeline}: {n} records of {args.size} B, {args.partitions} partitions")
     print(f"  bare query        {bare_s:7.1f} s  {n / bare_s:9.0f} records/s")

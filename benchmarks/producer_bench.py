@@ -22,6 +22,7 @@ per-record callbacks), timed the same way. Usage::
 from __future__ import annotations
 
 import argparse
+import contextlib
 import re
 import statistics
 import subprocess
@@ -33,7 +34,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from verifier.harness.topics import create_topics  # noqa: E402
+from verifier.harness.topics import create_topics, delete_topics  # noqa: E402
 from verifier.rundata.history import history_path, read_history  # noqa: E402
 
 # per mode: (generator --set items, kafka-python benchmark -c items, Java producer props)
@@ -51,9 +52,14 @@ COMMON_KP = ["linger_ms=5", "batch_size=16384"]
 COMMON_JAVA = ["linger.ms=5", "batch.size=16384"]
 
 
+#: every topic this process created, deleted when it ends (the cluster is the user's)
+CREATED: list[str] = []
+
+
 def _topic(bs: str, mode: str) -> str:
     name = f"bench-{mode}-{uuid.uuid4().hex[:6]}"
     create_topics(bs, {name: 3}, replication_factor=1)
+    CREATED.append(name)
     return name
 
 
@@ -131,6 +137,15 @@ def java_rate(bs: str, mode: str, n: int, size: int) -> float:
     return float(re.findall(r"([\d.]+) records/sec", out)[-1])
 
 
+@contextlib.contextmanager
+def _deleting_topics(bs: str):
+    try:
+        yield
+    finally:
+        if CREATED:
+            delete_topics(bs, CREATED)
+
+
 def main() -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--bootstrap-servers", required=True)
@@ -148,7 +163,7 @@ def main() -> int:
                            a.txn_size))
         return 0
     rows = []
-    with tempfile.TemporaryDirectory() as tmp:
+    with tempfile.TemporaryDirectory() as tmp, _deleting_topics(a.bootstrap_servers):
         for mode in a.modes.split(","):
             gens, kps = [], []
             for _ in range(a.repeat):  # interleaved, so drift on a shared machine hits both
