@@ -57,8 +57,9 @@ class Emitter:
         #: partition -> its sends not yet written as completed, in send order:
         #: ``(future, seq, txn, bytes)``
         self._parts: dict[int, deque] = {}
-        #: sends of a replaced producer, ``(future, p, seq, txn)``, read in any order
-        self._orphans: list = []
+        #: the same for sends no longer counted in flight (a replaced producer's, or one
+        #: unanswered past its deadline), bytes 0, read in any order
+        self._orphans: dict[int, deque] = {}
         self._inflight_bytes = 0
         self.sent = 0
         self._identity: tuple[int, int] | None = None  # last (producer id, epoch) written
@@ -112,7 +113,7 @@ class Emitter:
             if not fut.is_done:  # past delivery.timeout.ms: no longer counted here
                 q.popleft()
                 self._inflight_bytes -= n
-                self._orphans.append((fut, p, seq, txn))
+                self._orphans.setdefault(p, deque()).append((fut, seq, txn, 0))
 
     def wait(self, fut) -> BaseException | None:
         """Wait for one send to complete; return its exception (``None``: acknowledged).
@@ -137,7 +138,7 @@ class Emitter:
         """Go on with a new producer (transactional): the old one's unfinished sends are
         still written when they complete, in whatever order."""
         for p, q in self._parts.items():
-            self._orphans += [(fut, p, seq, txn) for fut, seq, txn, _ in q]
+            self._orphans.setdefault(p, deque()).extend((f, seq, txn, 0) for f, seq, txn, _ in q)
         self._parts.clear()
         self._inflight_bytes = 0
         self.producer = producer
@@ -180,15 +181,9 @@ class Emitter:
                 out.append(done(p, seq, txn, fut.value, fut.exception, t, "send"))
             if every and q:
                 out += self._sweep(q, p, t)
-        if self._orphans:
-            left = []
-            for e in self._orphans:
-                fut, p, seq, txn = e
-                if fut.is_done:
-                    out.append(done(p, seq, txn, fut.value, fut.exception, t, "send"))
-                else:
-                    left.append(e)
-            self._orphans = left
+        for p, q in self._orphans.items():
+            if q:
+                out += self._sweep(q, p, t)
         if not out:
             return b""
         out.append(self.producer_identity_line())
