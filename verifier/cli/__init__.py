@@ -17,6 +17,7 @@ from verifier.rundata.errors import UsageError, VerifierError
 EXIT_OK = 0
 EXIT_ANOMALY = 1
 EXIT_INCOMPLETE = 2
+EXIT_NOT_EXERCISED = 3  # a fault missed a column (verifier.judge.verdict.NOT_EXERCISED)
 EXIT_USAGE = 64
 
 #: modules that add sub-commands, in the order they appear in --help

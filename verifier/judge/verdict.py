@@ -27,7 +27,16 @@ PASS, FAIL, UNKNOWN = "PASS", "FAIL", "UNKNOWN"
 #: a column of a scenario whose faults did not run (e.g. broker faults on an external
 #: cluster): nothing was shown either way; set by the orchestrator, never by a check
 SKIPPED = "SKIPPED"
+#: a column that a fault concerning it never touched, or whose load stalled while such a
+#: fault was active (DESIGN §10): nothing was shown either way, and unlike UNKNOWN the
+#: run itself is sound. Decided from the column's exposure (verifier.judge.exposure)
+NOT_EXERCISED = "NOT EXERCISED"
 EXIT_OK, EXIT_ANOMALY, EXIT_INCOMPLETE = 0, 1, 2  # DESIGN §7, same as verifier.cli
+#: every column PASS or SKIPPED except some NOT EXERCISED: no broken promise, no gap in
+#: the data, but a fault missed a column, so a CI gate must not read it as green
+EXIT_NOT_EXERCISED = 3
+#: worst last: the exit code and a repeated cell follow the worst outcome
+VERDICT_ORDER = (PASS, SKIPPED, NOT_EXERCISED, UNKNOWN, FAIL)
 
 #: what a part a reader has not read to its end can hide: the records still missing there
 #: (unseen: lost or late), that reader's own deliveries of them (duplicate deliveries,
@@ -216,11 +225,14 @@ def _check_entry(o: CheckOutcome) -> dict:
 
 
 def exit_code(verdicts: list[str]) -> int:
-    """DESIGN §7: 1 if any mode broke its promise, else 2 if any is unknown, else 0."""
+    """DESIGN §7: 1 if any mode broke its promise, else 2 if any is unknown, else 3 if a
+    fault missed a column (NOT EXERCISED), else 0."""
     if FAIL in verdicts:
         return EXIT_ANOMALY
     if UNKNOWN in verdicts or all(v == SKIPPED for v in verdicts):  # also: no verdicts
         return EXIT_INCOMPLETE
+    if NOT_EXERCISED in verdicts:
+        return EXIT_NOT_EXERCISED
     return EXIT_OK
 
 
@@ -263,5 +275,5 @@ def combine(docs: list[dict]) -> dict:
 
 
 def _worst(a: str | None, b: str) -> str:
-    order = {PASS: 0, SKIPPED: 1, UNKNOWN: 2, FAIL: 3}
+    order = {v: i for i, v in enumerate(VERDICT_ORDER)}
     return b if a is None or order[b] > order[a] else a
