@@ -1,6 +1,6 @@
 """What the producers do with their TCP connections, measured from the fault proxy's
-connection log against the seeds' claims (``../shared/seeds/``, Kafka 2.1's Java
-producer): connections at construction, the idle close after connections.max.idle.ms,
+connection log against the claims of Hu Xi's column "Kafka核心技术与实战", lecture 13 (how
+the Java producer manages TCP connections; Kafka 2.1's producer): connections at construction, the idle close after connections.max.idle.ms,
 the re-open on the next send; for kafka-python, for the Java producer the tool builds,
 and for a broker that closes idle connections a client keeps (client idle time -1)."""
 
@@ -59,7 +59,7 @@ def test_kafka_python_producer_connection_lifecycle(cluster, bootstrap, topic_na
                            expected="a bootstrap connection opened and closed",
                            describe=lambda c: f"{len(c)} connections")
         # measured (kafka-python 3.0.12): construction opens two connections, not one per
-        # bootstrap server as the seeds say the Java producer does: a bootstrap connection
+        # bootstrap server as lecture 13 says the Java producer does: a bootstrap connection
         # that carries ApiVersions + Metadata and is closed by the client once the metadata
         # is in, and the node connection (InitProducerId: idempotence is on by default),
         # to the same broker or another one (kafka-python picks the least loaded node)
@@ -150,7 +150,7 @@ def _show(conns: list) -> str:
 
 
 def test_java_producer_connection_lifecycle(cluster, bootstrap, topic_name, tmp_path):
-    """The seeds describe Kafka 2.1's Java producer: a connection to every bootstrap server
+    """Lecture 13 describes Kafka 2.1's Java producer: a connection to every bootstrap server
     when it is constructed, idle connections closed after connections.max.idle.ms, a new
     connection on the next send. Measured here for the Java producer this tool builds
     (KAFKA_CLIENTS_VERSION, 4.1.1 by default), through the proxy's connection log."""
@@ -167,7 +167,7 @@ def test_java_producer_connection_lifecycle(cluster, bootstrap, topic_name, tmp_
     produce = [c for c in conns if 0 in c.api]
     first_send = min(c.first_request_t for c in produce)
     start = [c for c in conns if c.opened < first_send - 1000]
-    # construction: not one connection per bootstrap server (3 here) as the seeds say of
+    # construction: not one connection per bootstrap server (3 here) as lecture 13 says of
     # 2.1, but two: the bootstrap one that fetches the metadata and one to a broker it
     # names (ApiVersions only); neither carries a Produce request
     assert len(start) == 2 and len({c.broker for c in start}) == 2, shown
@@ -199,7 +199,7 @@ def test_java_producer_connection_lifecycle(cluster, bootstrap, topic_name, tmp_
 
 
 def test_broker_closes_idle_connections_a_client_keeps(tmp_path):
-    """connections.max.idle.ms = -1 on the client: the seeds' "zombie" connections, never
+    """connections.max.idle.ms = -1 on the client: lecture 13's "zombie" connections, never
     closed by the producer; a broker with connections.max.idle.ms = 3000 closes them
     itself, and the next send opens a new one."""
     spec = proxied(ClusterSpec(nodes=1, base_port=IDLE_BROKER_PORT,
