@@ -1,8 +1,9 @@
 """What the producers do with their TCP connections, measured from the fault proxy's
 connection log against the claims of Hu Xi's column "Kafka核心技术与实战", lecture 13 (how
-the Java producer manages TCP connections; Kafka 2.1's producer): connections at construction, the idle close after connections.max.idle.ms,
-the re-open on the next send; for kafka-python, for the Java producer the tool builds,
-and for a broker that closes idle connections a client keeps (client idle time -1)."""
+the Java producer manages TCP connections; Kafka 2.1's producer): connections at
+construction, the idle close after connections.max.idle.ms, the re-open on the next
+send; for kafka-python, for the Java producer the tool builds, and for a broker that
+closes idle connections a client keeps (client idle time -1)."""
 
 from __future__ import annotations
 

@@ -2,9 +2,10 @@
 
 Why this shape (tried on the 2-core target VM, docs/faults.md "Network partitions"): ``tc
 netem`` is missing on its kernel (no qdisc modules to load), and on one loopback every
-outgoing connection has source 127.0.0.1, so addresses cannot tell brokers apart. Instead each broker runs as its own Unix user
-(``ClusterSpec.node_uid_base``) and the rules match the socket owner (``meta skuid``)
-together with the peers' replication and controller ports. Client ports are never
+outgoing connection has source 127.0.0.1, so addresses cannot tell brokers apart.
+Instead each broker runs as its own Unix user (``ClusterSpec.node_uid_base``) and the
+rules match the socket owner (``meta skuid``) together with the peers' replication and
+controller ports. Client ports are never
 matched: clients (root) still reach every broker, only broker-to-broker traffic is cut.
 
 The rules must never touch the host's firewall, so :class:`Partition` refuses to run
