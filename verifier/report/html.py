@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import json
 from html import escape
 from pathlib import Path
 
 from verifier.judge.model import KINDS
 from verifier.report.compare import anchor, load_of, load_text, workload
 from verifier.report.connections import lanes_svg, render_connections
+from verifier.report.evidence import evidence_text
 from verifier.report.selftest import selftest_html
 from verifier.report.svg import partition_plot, timeline
 from verifier.report.terminal import COUNT_ROWS
@@ -77,8 +77,9 @@ def _readers(s: dict) -> str:
     return out
 
 
-def _sample_table(doc: dict, samples: list[dict], plotted: set) -> str:
-    """Anomaly samples as rows; the partition links to its offset plot when there is one."""
+def _sample_table(doc: dict, samples: list[dict], plotted: set, kind: str | None = None) -> str:
+    """Anomaly samples as rows; the partition links to its offset plot when there is one;
+    the evidence reads as a sentence (:mod:`verifier.report.evidence`)."""
     rows = []
     for s in samples:
         part = f"{s.get('topic')}[{s.get('partition')}]"
@@ -90,7 +91,7 @@ def _sample_table(doc: dict, samples: list[dict], plotted: set) -> str:
         ev = s.get("evidence")
         ev = {k: v for k, v in ev.items() if k != "seen_by"} if isinstance(ev, dict) else ev
         cells = [part, ", ".join(map(str, offs)), _ident(s), s.get("ses"), s.get("txn"),
-                 _readers(s), s.get("isolation"), json.dumps(ev, sort_keys=True) if ev else ""]
+                 _readers(s), s.get("isolation"), evidence_text(s.get("kind", kind), ev)]
         rows.append("<tr>" + "".join(
             f"<td>{c if i == 0 else escape('' if c is None else str(c))}</td>"
             for i, c in enumerate(cells)) + "</tr>")
@@ -116,7 +117,7 @@ def _samples(doc: dict) -> str:
                     f"<h3 id='{anchor(c['name'], k)}'>{escape(c['name'])}: {a['count']} {k} "
                     f"<span class='{a['expectation']}'>({a['expectation']})</span></h3>"
                     f"<p class='note'>{len(shown)} of {a['count']} shown</p>"
-                    + _sample_table(doc, shown, plotted)
+                    + _sample_table(doc, shown, plotted, k)
                 )
     return "".join(out) or "<p>No anomalies.</p>"
 
