@@ -260,18 +260,54 @@ def fault_windows(nemesis: list[dict]) -> list[dict]:
 
 
 def combine(docs: list[dict]) -> dict:
-    """Several runs' verdicts as one scenario x column grid (for the chaos orchestrator)."""
+    """Several runs' verdicts as one scenario x column grid (for the chaos orchestrator).
+
+    ``outcomes``: each cell's verdicts, one per run of its scenario in run order (``chaos
+    --repeat N``: N of them); ``grid``: the worst of them, what a cell shows first and what
+    the exit code follows; ``repetitions``: how many runs each scenario had."""
     names: list[str] = []
-    grid: dict[str, dict[str, str]] = {}
     for doc in docs:
-        row = grid.setdefault(doc["scenario"], {})
-        for c in doc["columns"]:
-            if c["name"] not in names:
-                names.append(c["name"])
-            # a scenario run twice keeps its worst verdict
-            row[c["name"]] = _worst(row.get(c["name"]), c["verdict"])
-    all_v = [v for row in grid.values() for v in row.values()]
-    return {"columns": names, "scenarios": list(grid), "grid": grid, "exit_code": exit_code(all_v)}
+        names += [c["name"] for c in doc["columns"] if c["name"] not in names]
+    outcomes = repeated_outcomes(docs)
+    grid = {sc: {c: worst_of(vs) for c, vs in row.items()} for sc, row in outcomes.items()}
+    every = [v for row in outcomes.values() for vs in row.values() for v in vs]
+    reps: dict[str, int] = {}
+    for doc in docs:
+        reps[doc["scenario"]] = reps.get(doc["scenario"], 0) + 1
+    return {"columns": names, "scenarios": list(grid), "grid": grid, "outcomes": outcomes,
+            "repetitions": reps, "exit_code": exit_code(every)}
+
+
+def repeated_outcomes(docs: list[dict]) -> dict[str, dict[str, list[str]]]:
+    """scenario -> column -> the column's verdict in each run of the scenario, in run
+    order. A run whose document lacks a column another run of its scenario has (one that
+    crashed before its pipelines were planned) counts UNKNOWN there: it could not
+    establish it."""
+    runs: dict[str, list[dict]] = {}
+    for doc in docs:
+        runs.setdefault(doc["scenario"], []).append(doc)
+    out: dict[str, dict[str, list[str]]] = {}
+    for sc, group in runs.items():
+        names: list[str] = []
+        for doc in group:
+            names += [c["name"] for c in doc["columns"] if c["name"] not in names]
+        verdicts = [{c["name"]: c["verdict"] for c in doc["columns"]} for doc in group]
+        out[sc] = {n: [v.get(n, UNKNOWN) for v in verdicts] for n in names}
+    return out
+
+
+def tally(outcomes: list[str]) -> list[tuple[str, int]]:
+    """(verdict, how many times) of a cell's outcomes, worst first, as a cell shows them
+    (``FAIL 2/3 · PASS 1/3``)."""
+    return [(v, outcomes.count(v)) for v in reversed(VERDICT_ORDER) if v in outcomes]
+
+
+def worst_of(verdicts: list[str]) -> str:
+    """The worst of several verdicts in :data:`VERDICT_ORDER` (UNKNOWN for none)."""
+    out: str | None = None
+    for v in verdicts:
+        out = _worst(out, v)
+    return out or UNKNOWN
 
 
 def _worst(a: str | None, b: str) -> str:
