@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from verifier.judge.verdict import VERDICT_ORDER, repeated_outcomes, tally, worst_of
 from verifier.rundata.formats import RunFormatError, read_json
 from verifier.rundata.layout import RunLayout
 from verifier.rundata.vocab import (
@@ -44,12 +45,19 @@ CELL_LEGEND = (
     "x forbidden (fails the mode), ~ tolerated, + expected, ? leaves the verdict open"
 )
 
+#: shown under a grid in which a scenario ran more than once (``chaos --repeat N``)
+REPEAT_LEGEND = (
+    "repeated cell = each outcome with how many of the scenario's runs gave it, worst "
+    "first (FAIL 2/3 · PASS 1/3: two of three runs failed), then what was observed, "
+    "summed over the runs"
+)
+
 #: the rows of the summary: what a user compares when choosing a mode
 SUMMARY_KINDS = (LOST, DUP_SAME, DUP_CROSS, DUP_DELIVERY, REORDER, ABORTED_READ, TORN)
 
 #: how strongly an expectation speaks, to merge one kind across runs
 _RANK = {"n/a": 0, "tolerated": 1, "expected": 2, "inconclusive": 3, "forbidden": 4}
-_VERDICT_RANK = {"PASS": 0, "SKIPPED": 1, "UNKNOWN": 2, "FAIL": 3}
+_VERDICT_RANK = {v: i for i, v in enumerate(VERDICT_ORDER)}
 
 #: the published source, by title: a report is handed to reviewers, so it cites what
 #: they can find, never a path of the development checkout
@@ -172,6 +180,14 @@ def cell_text(verdict: str, seen: list[tuple[str, int, str]]) -> str:
     return verdict + " · " + " ".join(f"{n} {SHORT[k]} {MARK[e]}" for k, n, e in seen)
 
 
+def outcome_text(outcomes: list[str]) -> str:
+    """A cell's verdicts over the runs of its scenario: ``PASS`` for one run (as without
+    ``--repeat``), ``FAIL 2/3 · PASS 1/3`` for several, worst first."""
+    if len(outcomes) == 1:
+        return outcomes[0]
+    return " · ".join(f"{v} {n}/{len(outcomes)}" for v, n in tally(outcomes))
+
+
 def _merge(a: list[tuple[str, int, str]], b: list[tuple[str, int, str]]):
     """Two runs of one scenario: counts add up, the stronger expectation stays."""
     acc = {k: (n, e) for k, n, e in a}
@@ -182,20 +198,29 @@ def _merge(a: list[tuple[str, int, str]], b: list[tuple[str, int, str]]):
 
 
 def cells(docs: list[dict]) -> dict[str, dict[str, dict]]:
-    """scenario -> column -> {"verdict", "observed", "text"} (a scenario run twice keeps
-    its worst verdict and the sum of its counts)."""
+    """scenario -> column -> {"verdict", "outcomes", "observed", "where", "runs", "text"}.
+
+    A scenario run several times (``--repeat N``) has one cell per column: its verdict is
+    the worst of ``outcomes`` (one per run, in run order, as
+    :func:`verifier.judge.verdict.repeated_outcomes`), ``observed`` the sum of its counts,
+    ``where`` the first run folder that observed each kind, ``runs`` the scenario's run
+    folders (in the order of ``outcomes``)."""
     out: dict[str, dict[str, dict]] = {}
+    runs: dict[str, list[str | None]] = {}
     for doc in docs:
         row = out.setdefault(doc["scenario"], {})
+        runs.setdefault(doc["scenario"], []).append(doc.get("run_dir"))
         for c in doc["columns"]:
-            prev = row.get(c["name"])
-            verdict, seen = c["verdict"], observed(c)
-            if prev is not None:
-                if _VERDICT_RANK[prev["verdict"]] > _VERDICT_RANK[verdict]:
-                    verdict = prev["verdict"]
-                seen = _merge(prev["observed"], seen)
-            row[c["name"]] = {"verdict": verdict, "observed": seen,
-                              "text": cell_text(verdict, seen)}
+            seen = observed(c)
+            cell = row.setdefault(c["name"], {"observed": [], "where": {}})
+            cell["observed"] = _merge(cell["observed"], seen)
+            for k, _, _ in seen:
+                cell["where"].setdefault(k, doc.get("run_dir"))
+    for sc, row in repeated_outcomes(docs).items():
+        for name, outcomes in row.items():
+            cell = out[sc][name]
+            cell["verdict"], cell["outcomes"], cell["runs"] = worst_of(outcomes), outcomes, runs[sc]
+            cell["text"] = cell_text(outcome_text(outcomes), cell["observed"])
     return out
 
 

@@ -1,7 +1,9 @@
 """junit.xml: a test case per scenario x mode, a failure per forbidden anomaly kind; per
 scenario a ``connections`` case (a failure for each connection finding the scenario's
 ``fail_on`` forbids, the other findings in its output) and a ``selftest`` case when the
-run was self-tested."""
+run was self-tested. A scenario run several times (``chaos --repeat N``) is one suite
+with one case per column that holds the counts of each outcome (``FAIL 2/3 · PASS 1/3``)
+and the elements of the runs that gave the worst of them."""
 
 from __future__ import annotations
 
@@ -9,54 +11,126 @@ import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+from verifier.judge.verdict import (
+    FAIL,
+    NOT_EXERCISED,
+    SKIPPED,
+    UNKNOWN,
+    repeated_outcomes,
+    tally,
+    worst_of,
+)
+from verifier.report.compare import outcome_text
+
 SAMPLE_LINES = 10
+#: a case's verdict -> the suite counter it adds to (PASS: none)
+_COUNTER = {FAIL: "failures", UNKNOWN: "errors", SKIPPED: "skipped", NOT_EXERCISED: "skipped"}
 
 
 def render_junit(docs: list[dict]) -> str:
-    """One testsuite per run (scenario); UNKNOWN columns are errors, not failures;
-    SKIPPED columns (the scenario's faults did not run) are skipped test cases."""
+    """One testsuite per scenario; UNKNOWN columns are errors, not failures; SKIPPED
+    columns (the scenario's faults did not run) and NOT EXERCISED ones (a fault concerning
+    the column did not touch it) are skipped test cases, with the reason."""
     root = ET.Element("testsuites", name="delivery-verifier")
+    groups: dict[str, list[dict]] = {}
     for doc in docs:
-        cols = doc["columns"]
-        suite = ET.SubElement(
-            root,
-            "testsuite",
-            name=doc["scenario"],
-            tests=str(len(cols)),
-            failures=str(sum(c["verdict"] == "FAIL" for c in cols)),
-            errors=str(sum(c["verdict"] == "UNKNOWN" for c in cols)),
-            skipped=str(sum(c["verdict"] == "SKIPPED" for c in cols)),
-        )
-        props = ET.SubElement(suite, "properties")
-        for k in ("run", "sink"):
-            ET.SubElement(props, "property", name=k, value=str(doc[k]))
-        for c in cols:
-            case = ET.SubElement(suite, "testcase", classname=doc["scenario"], name=c["name"])
-            for kind in c["forbidden"]:
-                a = c["anomalies"][kind]
-                f = ET.SubElement(
-                    case,
-                    "failure",
-                    type=kind,
-                    message=f"{a['count']} {kind} (forbidden for {c['name']})",
-                )
-                f.text = "\n".join(
-                    json.dumps(s, sort_keys=True) for s in a["sample"][:SAMPLE_LINES]
-                )
-            if c["verdict"] == "SKIPPED":  # its faults did not run: not a pass
-                ET.SubElement(case, "skipped", message=c.get("skipped", "skipped"))
-            if c["verdict"] == "UNKNOWN":
-                e = ET.SubElement(case, "error", type="unknown", message="; ".join(c["reasons"]))
-                e.text = "\n".join(c["reasons"])
-        if (doc.get("connections") or {}).get("available"):
-            _connections_case(suite, doc)
-        if doc.get("selftest"):  # chaos --selftest: would the checks have caught it here?
-            _selftest_case(suite, doc)
+        groups.setdefault(doc["scenario"], []).append(doc)
+    for group in groups.values():
+        if len(group) == 1:
+            _run_suite(root, group[0])
+        else:
+            _repeated_suite(root, group)
     ET.indent(root)
     return ET.tostring(root, encoding="unicode", xml_declaration=True) + "\n"
 
 
-def _connections_case(suite: ET.Element, doc: dict) -> None:
+def _suite(root: ET.Element, name: str, verdicts: list[str]) -> ET.Element:
+    counts = {k: sum(_COUNTER.get(v) == k for v in verdicts)
+              for k in ("failures", "errors", "skipped")}
+    return ET.SubElement(root, "testsuite", name=name, tests=str(len(verdicts)),
+                         **{k: str(n) for k, n in counts.items()})
+
+
+def _run_suite(root: ET.Element, doc: dict) -> None:
+    cols = doc["columns"]
+    suite = _suite(root, doc["scenario"], [c["verdict"] for c in cols])
+    props = ET.SubElement(suite, "properties")
+    for k in ("run", "sink"):
+        ET.SubElement(props, "property", name=k, value=str(doc[k]))
+    for c in cols:
+        case = ET.SubElement(suite, "testcase", classname=doc["scenario"], name=c["name"])
+        _verdict_elements(case, c)
+    _extra_cases(suite, doc)
+
+
+def _verdict_elements(case: ET.Element, c: dict, prefix: str = "") -> None:
+    """What a column's verdict puts in its test case: a failure per forbidden kind, an
+    error for UNKNOWN, a skipped element for SKIPPED and NOT EXERCISED."""
+    for kind in c["forbidden"]:
+        a = c["anomalies"][kind]
+        f = ET.SubElement(case, "failure", type=kind,
+                          message=f"{prefix}{a['count']} {kind} (forbidden for {c['name']})")
+        f.text = "\n".join(json.dumps(s, sort_keys=True) for s in a["sample"][:SAMPLE_LINES])
+    if c["verdict"] == SKIPPED:  # its faults did not run: not a pass
+        ET.SubElement(case, "skipped", message=prefix + c.get("skipped", "skipped"))
+    if c["verdict"] == NOT_EXERCISED:  # a fault missed it: not a pass either (exit 3)
+        why = "; ".join(c.get("not_exercised") or []) or "no fault concerning it touched it"
+        ET.SubElement(case, "skipped", message=f"{prefix}not exercised: {why}")
+    if c["verdict"] == UNKNOWN:
+        e = ET.SubElement(case, "error", type="unknown",
+                          message=prefix + "; ".join(c["reasons"]))
+        e.text = "\n".join(c["reasons"])
+
+
+def _repeated_suite(root: ET.Element, group: list[dict]) -> None:
+    """The runs of one scenario (``--repeat N``) as one suite: a case per column, its
+    status the worst outcome, its properties the count of each, its elements those of the
+    runs that gave the worst (each message says which run and seed), and one line per run
+    in its output."""
+    sc, n = group[0]["scenario"], len(group)
+    outcomes = repeated_outcomes(group)[sc]
+    suite = _suite(root, sc, [worst_of(v) for v in outcomes.values()])
+    props = ET.SubElement(suite, "properties")
+    ET.SubElement(props, "property", name="repetitions", value=str(n))
+    ET.SubElement(props, "property", name="run", value=" ".join(str(d["run"]) for d in group))
+    ET.SubElement(props, "property", name="sink", value=str(group[0]["sink"]))
+    for name, verdicts in outcomes.items():
+        case = ET.SubElement(suite, "testcase", classname=sc, name=name)
+        text, worst = outcome_text(verdicts), worst_of(verdicts)
+        cprops = ET.SubElement(case, "properties")
+        ET.SubElement(cprops, "property", name="outcomes", value=text)
+        for v, count in tally(verdicts):
+            ET.SubElement(cprops, "property", name=v, value=str(count))
+        lines = []
+        for i, (doc, v) in enumerate(zip(group, verdicts, strict=True), 1):
+            which = f"run {i}/{n}{_seed(doc)}"
+            lines.append(f"{which}: {v} ({doc.get('run_dir') or doc.get('run')})")
+            if v != worst:
+                continue
+            col = next((c for c in doc["columns"] if c["name"] == name), None)
+            if col is None:  # the run reported no such column: it could not establish it
+                ET.SubElement(case, "error", type="unknown",
+                              message=f"{text}: {which}: the run did not report this column")
+            else:
+                _verdict_elements(case, col, prefix=f"{text}: {which}: ")
+        ET.SubElement(case, "system-out").text = "\n".join([text, *lines])
+    for doc in group:
+        _extra_cases(suite, doc, f" (run {group.index(doc) + 1}/{n})")
+
+
+def _seed(doc: dict) -> str:
+    seed = (doc.get("repetition") or {}).get("seed")
+    return "" if seed is None else f" (seed {seed})"
+
+
+def _extra_cases(suite: ET.Element, doc: dict, suffix: str = "") -> None:
+    if (doc.get("connections") or {}).get("available"):
+        _connections_case(suite, doc, suffix)
+    if doc.get("selftest"):  # chaos --selftest: would the checks have caught it here?
+        _selftest_case(suite, doc, suffix)
+
+
+def _connections_case(suite: ET.Element, doc: dict, suffix: str = "") -> None:
     """The connection checks (leak, reconnect storm, no reconnect after a heal) as one
     case: a finding fails it only if the scenario lists its check in ``fail_on``, as it
     fails the run; tolerated findings are in the case's output, so a CI page shows them."""
@@ -64,7 +138,8 @@ def _connections_case(suite: ET.Element, doc: dict) -> None:
     findings = sec.get("findings") or []
     forbidden = [f for f in findings if f.get("expectation") == "forbidden"]
     suite.set("tests", str(int(suite.get("tests", "0")) + 1))
-    case = ET.SubElement(suite, "testcase", classname=doc["scenario"], name="connections")
+    case = ET.SubElement(suite, "testcase", classname=doc["scenario"],
+                         name="connections" + suffix)
     if forbidden:
         suite.set("failures", str(int(suite.get("failures", "0")) + 1))
         kinds = sorted({f["check"] for f in forbidden})
@@ -81,10 +156,10 @@ def _finding_line(f: dict) -> str:
     return f"{f['check']} {f['subject']}: {f['detail']}"
 
 
-def _selftest_case(suite: ET.Element, doc: dict) -> None:
+def _selftest_case(suite: ET.Element, doc: dict, suffix: str = "") -> None:
     st = doc["selftest"]
     suite.set("tests", str(int(suite.get("tests", "0")) + 1))
-    case = ET.SubElement(suite, "testcase", classname=doc["scenario"], name="selftest")
+    case = ET.SubElement(suite, "testcase", classname=doc["scenario"], name="selftest" + suffix)
     if st.get("error"):
         suite.set("errors", str(int(suite.get("errors", "0")) + 1))
         ET.SubElement(case, "error", type="selftest", message=st["error"])

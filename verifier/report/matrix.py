@@ -13,9 +13,11 @@ from verifier.report.compare import (
     CELL_LEGEND,
     MARK,
     MECHANISM,
+    REPEAT_LEGEND,
     anchor,
     cells,
     load_text,
+    outcome_text,
     summary,
     workload,
 )
@@ -27,6 +29,8 @@ MATRIX_FORMAT = "chaos-matrix"
 CSS = ("body{font-family:sans-serif;margin:2em;color:#222}td,th{border:1px solid #ccc;"
        "padding:4px 8px;vertical-align:top}table{border-collapse:collapse;margin:8px 0 16px}"
        ".PASS{background:#cfc}.FAIL{background:#fcc}.UNKNOWN{background:#ffc}"
+       ".SKIPPED{background:#f3e3a0}.NOT-EXERCISED{background:#e4dcf4}"
+       ".runs{font-size:80%;white-space:nowrap}.runs a{margin-right:6px}"
        ".f{font-size:85%}.cell b{display:block}.obs{font-size:90%;white-space:nowrap}"
        ".forbidden{color:#b00;font-weight:bold}.tolerated{color:#7a5d00}"
        ".expected{color:#1f5fa8}.inconclusive{color:#555}.none{color:#999}"
@@ -46,33 +50,66 @@ def _href(run_dir: str | None, out_dir: Path, frag: str = "") -> str:
     return escape(str(link)) + frag
 
 
+def css_class(verdict: str) -> str:
+    """A verdict as a CSS class name (``NOT EXERCISED`` -> ``NOT-EXERCISED``)."""
+    return verdict.replace(" ", "-")
+
+
 def _grid_html(grid: dict, docs: list[dict], out_dir: Path) -> str:
     detail = cells(docs)
+    runs: dict[str, list[dict]] = {}
+    for doc in docs:
+        runs.setdefault(doc["scenario"], []).append(doc)
     head = "".join(f"<th>{escape(c)}</th>" for c in grid["columns"])
     rows = []
-    for doc in docs:
-        sc = doc["scenario"]
-        if any(r.startswith(f"<tr id='s-{escape(sc)}'") for r in rows):
-            continue  # a scenario run twice: one row, its worst verdict
+    for sc, group in runs.items():
         tds = []
         for c in grid["columns"]:
             cell = detail.get(sc, {}).get(c)
             if cell is None:
                 tds.append(f"<td>{grid['grid'][sc].get(c, '-')}</td>")
                 continue
-            run = doc.get("run_dir")
+            where = {k: _href(run, out_dir, "#" + anchor(c, k))
+                     for k, run in cell["where"].items()}
             obs = "".join(
-                f"<span class='obs {e}'><a href='{_href(run, out_dir, '#' + anchor(c, k))}'>"
+                f"<span class='obs {e}'><a href='{where[k]}'>"
                 f"{n} {escape(k)}</a> {MARK[e]}</span><br>" for k, n, e in cell["observed"])
-            tds.append(f"<td class='cell {cell['verdict']}' title='{escape(cell['text'])}'>"
-                       f"<b>{cell['verdict']}</b>{obs}</td>")
-        wall = doc.get("phases", {}).get("total_s", 0)
-        fired = "<br>".join(escape(x) for x in doc.get("fault_summary", [])) or "none"
-        href = _href(doc.get("run_dir"), out_dir)
-        rows.append(f"<tr id='s-{escape(sc)}'><td><a href='{href}'>{escape(sc)}</a></td>"
-                    f"{''.join(tds)}<td>{wall:.0f}s</td><td class='f'>{fired}</td></tr>")
+            text = outcome_text(cell["outcomes"])
+            tds.append(f"<td class='cell {css_class(cell['verdict'])}' "
+                       f"title='{escape(cell['text'])}'><b>{escape(text)}</b>{obs}"
+                       f"{_runs_html(cell, out_dir)}</td>")
+        wall = sum(d.get("phases", {}).get("total_s", 0) for d in group)
+        href = _href(group[0].get("run_dir"), out_dir)
+        name = f"<a href='{href}'>{escape(sc)}</a>"
+        if len(group) > 1:
+            name += f"<br><span class='f'>{len(group)} runs</span>"
+        rows.append(f"<tr id='s-{escape(sc)}'><td>{name}</td>{''.join(tds)}"
+                    f"<td>{wall:.0f}s</td><td class='f'>{_faults_html(group)}</td></tr>")
+    legend = CELL_LEGEND + ("; " + REPEAT_LEGEND if any(len(g) > 1 for g in runs.values())
+                            else "")
     return (f"<table id='grid'><tr><th>scenario</th>{head}<th>wall time</th><th>faults</th>"
-            f"</tr>{''.join(rows)}</table><p class='legend'>{escape(CELL_LEGEND)}</p>")
+            f"</tr>{''.join(rows)}</table><p class='legend'>{escape(legend)}</p>")
+
+
+def _runs_html(cell: dict, out_dir: Path) -> str:
+    """A repeated cell's runs, each linking its report: ``#1 PASS #2 FAIL``."""
+    if len(cell["outcomes"]) < 2:
+        return ""
+    links = "".join(f"<a href='{_href(run, out_dir)}' title='run {i}: {escape(v)}'>"
+                    f"#{i}&nbsp;{escape(v)}</a>"
+                    for i, (run, v) in enumerate(zip(cell["runs"], cell["outcomes"],
+                                                     strict=True), 1))
+    return f"<span class='runs'>{links}</span>"
+
+
+def _faults_html(group: list[dict]) -> str:
+    """What the faults did, per run of the scenario (each run draws its own schedule)."""
+    def one(doc: dict) -> str:
+        return "<br>".join(escape(x) for x in doc.get("fault_summary", [])) or "none"
+
+    if len(group) == 1:
+        return one(group[0])
+    return "<br>".join(f"#{i}: {one(d)}" for i, d in enumerate(group, 1))
 
 
 def summary_html(docs: list[dict], out_dir: Path, workloads: dict | None = None) -> str:

@@ -106,14 +106,18 @@ def _where(s: dict) -> str:
 def render_grid(grid: dict, docs: list[dict] | None = None) -> str:
     """The scenario x mode grid of :func:`verifier.judge.verdict.combine`; given the runs'
     documents, each cell also says what was observed (``PASS · 1226 dup ~``)."""
-    from verifier.report.compare import CELL_LEGEND, cells
+    from verifier.report.compare import CELL_LEGEND, REPEAT_LEGEND, cells, outcome_text
 
     detail = cells(docs) if docs else {}
+    outcomes = grid.get("outcomes") or {}  # a matrix written before --repeat has none
     rows = [["scenario", *grid["columns"]]]
     for sc in grid["scenarios"]:
         rows.append([sc, *[detail.get(sc, {}).get(c, {}).get("text")
-                           or grid["grid"][sc].get(c, "") for c in grid["columns"]]])
+                           or (outcome_text(outcomes[sc][c]) if c in outcomes.get(sc, {})
+                               else grid["grid"][sc].get(c, "")) for c in grid["columns"]]])
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     text = "\n".join("  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip()
                      for r in rows)
-    return text + ("\n" + CELL_LEGEND if detail else "")
+    repeated = any(n > 1 for n in (grid.get("repetitions") or {}).values())
+    return (text + ("\n" + CELL_LEGEND if detail else "")
+            + ("\n" + REPEAT_LEGEND if repeated else ""))

@@ -36,7 +36,7 @@ def test_cells_show_the_verdict_and_what_was_observed(matrix):
 def test_a_scenario_run_twice_keeps_its_worst_verdict_and_adds_counts(matrix):
     runs = matrix["runs"]
     c = cells([runs[3], runs[3]])["producer-kill"]["transactional@read_committed"]
-    assert c["text"] == "FAIL · 6 dup x"
+    assert c["text"] == "FAIL 2/2 · 6 dup x"  # each outcome counted (chaos --repeat)
     assert cell_text("UNKNOWN", []) == "UNKNOWN"
 
 
