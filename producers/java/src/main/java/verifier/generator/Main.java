@@ -15,7 +15,8 @@ import java.util.Map;
  *
  * <p>{@code --outcome-table} prints the exception table; {@code --classify} reads lines
  * {@code OP<TAB>EXCEPTION CLASS<TAB>MESSAGE} and prints each one's outcome (the unit tier
- * checks the table through it).
+ * checks the table through it). {@code --validate-config FILE} runs the client's own
+ * configuration checks on a properties file, without a broker ({@link Validate}).
  */
 public final class Main {
     static final int EXIT_OK = 0;
@@ -99,6 +100,10 @@ public final class Main {
             }
             if (flag.equals("--classify")) {
                 return classify();
+            }
+            if (flag.equals("--validate-config")) { // verifier advise: no broker, no run
+                if (k + 1 >= argv.length) throw new UsageError(flag + " needs a properties file");
+                return Validate.run(Path.of(argv[k + 1]));
             }
             if (!flag.startsWith("--")) throw new UsageError("unexpected argument " + flag);
             if (k + 1 >= argv.length) throw new UsageError(flag + " needs a value");
