@@ -42,6 +42,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="run only this scenario, by name or your own scenario file "
                         "(repeatable)")
     p.add_argument("--seed", type=int, default=1, help="seeds fault times and proxy rules")
+    p.add_argument("--repeat", type=_repeat_count, default=1, metavar="N",
+                   help="run each scenario N times, run k with seed SEED+k-1, each in its "
+                        "own folder (OUT/<scenario>/<time>-rep<k>of<N>); each cell shows "
+                        "its outcomes (FAIL 2/3 · PASS 1/3), the exit code the worst")
     p.add_argument("--producer-config", type=Path, default=None, metavar="FILE",
                    help="your Java-style producer properties, run as an extra column")
     p.add_argument("--client", default="kafka-python",
@@ -105,6 +109,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     c = sub.add_parser("cleanup", help="stop what a chaos run that is no longer running "
                                        "left behind (processes, network namespaces)")
     c.set_defaults(func=cmd_cleanup)
+
+
+def _repeat_count(text: str) -> int:
+    """``--repeat N``: a whole number of runs, 1 or more (argparse: a usage error, 64)."""
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a whole number of runs per scenario, "
+                                         f"1 or more: {text!r}")
+    return n
 
 
 class _HelpFormatter(argparse.RawDescriptionHelpFormatter,
@@ -401,7 +417,7 @@ def _prepare(args: argparse.Namespace):
                       profile=profile.name, extra_env=spark_env(), selftest=args.selftest,
                       fail_fast=args.fail_fast,
                       client=args.client, clients=clients, kafka_versions=tuple(versions),
-                      pipelines=pipelines)
+                      pipelines=pipelines, repeat=args.repeat)
     problems: list[str] = []
     for scenario in scenarios:
         for problem in validate_scenario(scenario, opts, env):
@@ -453,8 +469,10 @@ def _run(args: argparse.Namespace, profile, scenarios, env, opts) -> int:
     from streaming.session import spark_session
     from verifier.orchestration.chaos import run_matrix
 
+    seeds = (f"seeds {args.seed}..{args.seed + args.repeat - 1}, {args.repeat} runs each"
+             if args.repeat > 1 else f"seed {args.seed}")
     print(f"profile {profile.name}: {', '.join(s.name for s in scenarios)} "
-          f"(seed {args.seed}, output {args.out})", flush=True)
+          f"({seeds}, output {args.out})", flush=True)
     # The verification's Spark starts while the cluster and the first observer do (its
     # first use is the first run's verify); the JVM's start-up lines and log4j output go to
     # OUT/logs/, not the terminal. A daemon thread: a signal meanwhile never waits for it.

@@ -3,7 +3,8 @@
 Each scenario gets its own run directory and outputs; the matrix adds a combined
 ``verdict.json`` (the scenario x mode grid and every run's document), ``junit.xml`` (a
 test case per scenario x mode) and ``report.html`` in the output folder, and the exit code
-of the worst verdict (DESIGN §7).
+of the worst verdict (DESIGN §7). With ``--repeat N`` each scenario runs N times, each run
+with its own seed (:func:`repeat_seeds`) and folder, and each cell holds N outcomes.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 import sys
 import time
 import traceback
+from dataclasses import replace
 from pathlib import Path
 
 from verifier.judge.model import ISOLATIONS, KINDS
@@ -100,8 +102,11 @@ def run_one(env, scenario: Scenario, opts: RunOptions, spark, out=sys.stdout) ->
     from verifier.report.connections import render_connections
 
     run = ScenarioRun(env, scenario, opts, spark)
-    print(f"\n=== scenario {scenario.name}: {scenario.description.split(chr(10))[0]}",
-          file=out, flush=True)
+    which = ""
+    if opts.repetition:
+        which = f" (run {opts.repetition[0]}/{opts.repetition[1]}, seed {opts.seed})"
+    print(f"\n=== scenario {scenario.name}{which}: "
+          f"{scenario.description.split(chr(10))[0]}", file=out, flush=True)
     try:
         doc = run.execute()
     except KeyboardInterrupt as exc:  # SIGTERM, SIGINT, SIGHUP: record it, stop the matrix
@@ -122,6 +127,9 @@ def run_one(env, scenario: Scenario, opts: RunOptions, spark, out=sys.stdout) ->
         print(f"scenario {scenario.name} could not complete: {exc}", file=out)
         doc = crashed_doc(run, exc)
     mark_skipped(doc, run.skipped_faults)
+    if opts.repetition:  # chaos --repeat: which run of its scenario, with which seed
+        doc["repetition"] = {"index": opts.repetition[0], "of": opts.repetition[1],
+                             "seed": opts.seed}
     if run.stopped_early:  # --fail-fast: the load was cut short at this live anomaly
         doc["stopped_early"] = run.stopped_early
     run.run_dir.mkdir(parents=True, exist_ok=True)
@@ -180,29 +188,52 @@ def live_vs_batch_line(section: dict | None, batch: dict | None = None) -> str:
             f"{verdicts if verdicts.startswith(';') else ''}")
 
 
+def repeat_seeds(seed: int, repeat: int) -> list[int]:
+    """The seeds of ``--repeat N`` runs of a scenario: ``seed, seed+1, ..., seed+N-1``.
+    Run 1 is the run ``--seed S`` alone makes, and ``--seed S+k-1`` alone runs run k's
+    fault schedule again (a run to shrink or analyse on its own)."""
+    return [seed + k for k in range(repeat)]
+
+
+def planned_runs(scenarios: list[Scenario], opts: RunOptions) -> list[tuple[Scenario, RunOptions]]:
+    """Every run of the matrix in order: each scenario ``opts.repeat`` times in a row, each
+    run with its seed and its place (``repetition``); one run keeps ``opts`` as given."""
+    if opts.repeat == 1:
+        return [(s, opts) for s in scenarios]
+    return [(s, replace(opts, seed=seed, repetition=(k, opts.repeat)))
+            for s in scenarios
+            for k, seed in enumerate(repeat_seeds(opts.seed, opts.repeat), 1)]
+
+
+def _label(scenario: Scenario, opts: RunOptions) -> str:
+    return scenario.name + (f" #{opts.repetition[0]}" if opts.repetition else "")
+
+
 def run_matrix(env, scenarios: list[Scenario], opts: RunOptions, spark,
                out=sys.stdout, collect: list | None = None) -> int:
-    """Run every scenario; write the combined outputs; return the exit code. The runs'
-    documents are appended to ``collect`` when given."""
+    """Run every scenario (``opts.repeat`` times each); write the combined outputs; return
+    the exit code. The runs' documents are appended to ``collect`` when given."""
     from verifier.report import render_grid
     from verifier.report.compare import render_summary, summary
 
     t0 = time.monotonic()
     docs = []
+    runs = planned_runs(scenarios, opts)
     with env:
-        for scenario in scenarios:
-            docs.append(run_one(env, scenario, opts, spark, out))
-            if opts.fail_fast and docs[-1].get("exit_code") == 1 and scenario != scenarios[-1]:
-                left = [s.name for s in scenarios[len(docs):]]
-                print(f"--fail-fast: {scenario.name} failed; not run: {', '.join(left)}",
-                      file=out, flush=True)
+        for i, (scenario, run_opts) in enumerate(runs):
+            docs.append(run_one(env, scenario, run_opts, spark, out))
+            if opts.fail_fast and docs[-1].get("exit_code") == 1 and i < len(runs) - 1:
+                left = [_label(s, o) for s, o in runs[i + 1:]]
+                print(f"--fail-fast: {_label(scenario, run_opts)} failed; not run: "
+                      f"{', '.join(left)}", file=out, flush=True)
                 break
     if collect is not None:
         collect.extend(docs)
-    grid = write_matrix(docs, Path(opts.out), {"profile": opts.profile, "seed": opts.seed,
-                                               "environment": env.name,
-                                               "kafka_version": getattr(env, "kafka_version",
-                                                                        None)})
+    meta = {"profile": opts.profile, "seed": opts.seed, "environment": env.name,
+            "kafka_version": getattr(env, "kafka_version", None)}
+    if opts.repeat > 1:
+        meta.update(repeat=opts.repeat, seeds=repeat_seeds(opts.seed, opts.repeat))
+    grid = write_matrix(docs, Path(opts.out), meta)
     print("\n=== verdicts: scenario x mode", file=out)
     print(render_grid(grid, docs), file=out)
     print("\n=== delivered guarantees, per mode across the scenarios", file=out)
@@ -214,7 +245,7 @@ def run_matrix(env, scenarios: list[Scenario], opts: RunOptions, spark,
         for d in docs:
             if d.get("selftest"):
                 print(f"{d['scenario']:<20} {headline(d['selftest'])}", file=out)
-    walls = ", ".join(f"{d['scenario']} {d['phases']['total_s']:.0f}s" for d in docs)
+    walls = ", ".join(f"{d['scenario']}{_rep(d)} {d['phases']['total_s']:.0f}s" for d in docs)
     print(f"\nwall time {time.monotonic() - t0:.0f}s ({walls})", file=out)
     print(f"outputs: {opts.out}/verdict.json, junit.xml, report.html", file=out, flush=True)
     if grid["exit_code"] == 0 and any((d.get("connections") or {}).get("failed") for d in docs):
@@ -226,6 +257,10 @@ def run_matrix(env, scenarios: list[Scenario], opts: RunOptions, spark,
               f"proven (exit 2; see each run's selftest.json)", file=out)
         return 2
     return grid["exit_code"]
+
+
+def _rep(doc: dict) -> str:
+    return f" #{doc['repetition']['index']}" if doc.get("repetition") else ""
 
 
 def run_versions(make_env, versions: list[str], scenarios: list[Scenario], opts: RunOptions,

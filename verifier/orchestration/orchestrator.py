@@ -54,6 +54,9 @@ class ScenarioRun:
         self.opts = opts
         self.spark = spark
         stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
+        if opts.repetition:  # chaos --repeat: OUT/<scenario>/<stamp>-rep2of3, one per run
+            k, n = opts.repetition
+            stamp += f"-rep{k}of{n}"
         self.run_id = f"{scenario.name}-{stamp}-s{opts.seed}"
         self.run_dir = Path(opts.out) / scenario.name / stamp
         self.layout = RunLayout(self.run_dir)

@@ -46,6 +46,10 @@ class RunOptions:
     fail_fast: bool = False
     #: the pipelines under test (verifier.orchestration.pipelines.PlannedPipeline)
     pipelines: tuple = ()
+    #: runs per scenario (``chaos --repeat N``), each with its own seed (chaos.repeat_seeds)
+    repeat: int = 1
+    #: (k, N): this run is run k of N of its scenario; its folder and run id say so
+    repetition: tuple[int, int] | None = None
 
 
 def plan_producers(scenario: Scenario, run_id: str, opts: RunOptions) -> list[ProducerPlan]:
