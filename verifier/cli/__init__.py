@@ -25,6 +25,7 @@ COMMAND_MODULES = [
     "verifier.cli.setup",
     "verifier.cli.cluster",
     "verifier.cli.analyze",
+    "verifier.cli.advise",
     "verifier.cli.selftest",
     "verifier.cli.produce",
     "verifier.cli.chaos",
