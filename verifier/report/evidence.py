@@ -70,8 +70,9 @@ def duplicate(ev: dict) -> tuple[list[str], set[str]]:
             s += f" from {_plural(ev['sessions'], 'producer session')}"
         out.append(s)
         used |= {"copies", "sessions"}
-    elif "sessions" in ev:
-        out.append(f"copies from {_plural(ev['sessions'], 'producer session')}")
+    elif "sessions" in ev:  # the live checks: this copy repeats an earlier one
+        out.append("a repeat within one producer session" if ev["sessions"] == 1 else
+                   f"copies from {_plural(ev['sessions'], 'producer session')}")
         used.add("sessions")
     if "first_offset" in ev and "last_offset" in ev:
         out.append(f"the first at offset {ev['first_offset']}, the last at "

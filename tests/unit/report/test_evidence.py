@@ -29,6 +29,8 @@ def test_duplicate_from_the_batch_checks_counts_copies_and_sessions():
 def test_duplicate_from_the_live_checks_names_this_copy():
     assert evidence_text("duplicate-cross-session", {"sessions": 2, "this_copy": 811}) == (
         "copies from 2 producer sessions; this copy at offset 811")
+    assert evidence_text("duplicate-same-session", {"sessions": 1, "this_copy": 559}) == (
+        "a repeat within one producer session; this copy at offset 559")
 
 
 def test_redelivery_by_a_reader_says_how_often():
