@@ -43,6 +43,7 @@ from streaming.pipelines.contract import (
     check_writer,
     load_pipeline,
 )
+from streaming.pipelines.hold import build_with_hold
 from streaming.security import spark_kafka_options
 from streaming.session import driver_process
 from verifier.rundata.errors import VerifierError
@@ -113,8 +114,9 @@ def kafka_source(spark, bootstrap_servers: str, topics, isolation: str, security
 
 def built_writer(spark, pipeline, source):
     """``build(spark, source)``, its writer checked: a dropped value is refused before
-    anything runs (PipelineError)."""
-    writer = pipeline.build(spark, source)
+    anything runs (PipelineError). When the run kills pipelines (``hold_ms``), with the
+    batch hold in place (streaming.pipelines.hold): a preset or a user's query alike."""
+    writer = build_with_hold(spark, pipeline.build, source)
     check_writer(pipeline, writer)
     return writer
 
@@ -211,6 +213,8 @@ def main(argv: list[str] | None = None) -> int:
         return EXIT_USAGE
     where = PipelineLayout(args.plan.parent, args.pipeline)
     where.root.mkdir(parents=True, exist_ok=True)
+    # a hold's marker left by a killed predecessor: no batch of this process holds yet
+    where.holding.unlink(missing_ok=True)
     master = plan.spark_master or os.environ.get("SPARK_MASTER") or DEFAULT_MASTER
     spark = session(f"pipeline-{args.pipeline}-{plan.run}", master, where, entry,
                     plan.bootstrap_servers)

@@ -26,7 +26,7 @@ from verifier.rundata.waiting import GiveUp, wait_until
 #: every pipeline's process is "pipeline/<name>": a fault naming "pipeline" hits them all
 PROCESS_PREFIX = "pipeline"
 #: a scenario that kills a pipeline's driver holds each batch open this long once part of
-#: it is written, so a kill lands mid-batch (streaming.pipelines.presets)
+#: it is written, so a kill lands mid-batch (streaming.pipelines.hold, every pipeline)
 HOLD_MS = 2000
 READY_TIMEOUT = 240.0  # a Spark JVM per pipeline, next to the observer's, on 2 cores
 #: the read-back after the stop: a Spark job over the output (and a Delta log replay)
@@ -157,10 +157,23 @@ class PipelineProcess(ManagedProcess):
                 return -1
         return last("offsets") > last("commits")
 
+    def batch_offsets(self, batch: int) -> int | None:
+        """How many offsets batch ``batch`` planned to read (records, and transaction
+        markers at read_committed), from its checkpoint's offsets log; None if unknown.
+        Batch 0 reads from offset 0: the run's topics are created fresh."""
+        from streaming.progress import planned_end_offsets
+
+        try:
+            end = planned_end_offsets(self.checkpoint, batch)
+            begin = planned_end_offsets(self.checkpoint, batch - 1) if batch > 0 else {}
+        except (OSError, ValueError, VerifierError):
+            return None
+        return sum(max(0, o - begin.get(tp, 0)) for tp, o in end.items())
+
     @property
     def mid_batch_marker(self) -> Path:
-        """Present while a batch holds after part of it is written (process-kill waits
-        for it: verifier.harness.faults.actions)."""
+        """Present while a batch holds after part of it is written (streaming.pipelines.hold;
+        the ``mid-batch`` trigger waits for it: verifier.harness.faults.triggers)."""
         return self.where.holding
 
 

@@ -13,8 +13,14 @@ from dataclasses import dataclass, field
 
 from verifier.harness.faults.spec import PROCESS_KINDS, PROXY_KINDS, ScheduledFault
 from verifier.harness.faults.targets import ProcessTarget, TargetError, resolve_broker
-from verifier.rundata.errors import UsageError, VerifierError, WaitTimeout
-from verifier.rundata.waiting import wait_until
+from verifier.harness.faults.triggers import (
+    PROCESS_PROBES,
+    Gate,
+    NotTriggered,
+    probe_mid_batch,
+    probe_rule_hit,
+)
+from verifier.rundata.errors import UsageError, VerifierError
 
 
 class NotApplied(VerifierError):
@@ -61,18 +67,41 @@ def _broker(fault: ScheduledFault, env: FaultEnv) -> int | None:
 
 # ----- proxy rules ---------------------------------------------------------------------
 
-def start_proxy_rule(fault: ScheduledFault, env: FaultEnv, state: dict) -> dict:
+def start_proxy_rule(fault: ScheduledFault, env: FaultEnv, state: dict,
+                     gate: Gate | None = None) -> dict:
+    """Set the fault's proxy rule. With a trigger (``appended``, ``held``) the rule is
+    set under the gate's lock and the start is complete at its first hit; without one
+    within the limit the rule is removed again and the fault is not applied."""
     proxy = env.require("proxy", fault.kind)
     broker = _broker(fault, env)
-    rule = proxy.add_rule(kind=PROXY_KINDS[fault.kind], broker=broker, **fault.params)
-    state["rule"] = rule["id"]
-    return {"node": broker, "rule": rule}
+    trigger = fault.trigger
+    params = dict(fault.action_params)
+    if trigger is not None and trigger.name == "appended":
+        params["appended"] = True  # only a response to an append is an ack lost
+    if trigger is None:
+        rule = proxy.add_rule(kind=PROXY_KINDS[fault.kind], broker=broker, **params)
+        state["rule"] = rule["id"]
+        return {"node": broker, "rule": rule}
+    gate = gate or Gate()
+    with gate.lock:
+        rule = proxy.add_rule(kind=PROXY_KINDS[fault.kind], broker=broker, **params)
+        state["rule"] = rule["id"]
+    try:
+        hit = gate.until(trigger, lambda: probe_rule_hit(proxy, rule["id"]))
+    except NotTriggered as exc:
+        with gate.lock:
+            removed = proxy.remove_rule(rule["id"])
+        state.clear()
+        raise NotApplied(f"{exc}; the rule was removed (it matched {removed['matched']})") \
+            from None
+    return {"node": broker, "rule": rule, **hit}
 
 
 def heal_proxy_rule(fault: ScheduledFault, env: FaultEnv, state: dict) -> dict:
     rule = env.proxy.remove_rule(state["rule"])
     # the rule's final counters: how many responses it dropped, frames it delayed, ...
-    return {"rule": rule["id"], "matched": rule["matched"], "hits": rule["hits"]}
+    return {"rule": rule["id"], "matched": rule["matched"], "hits": rule["hits"],
+            "clients": rule.get("clients", {})}  # per client id: [matched, hits]
 
 
 # ----- broker processes ----------------------------------------------------------------
@@ -154,34 +183,6 @@ def heal_broker_config(fault: ScheduledFault, env: FaultEnv, state: dict) -> dic
 
 # ----- generator and observer processes ------------------------------------------------
 
-#: the longest a kill waits for its process to be mid-batch (a pipeline holds each batch
-#: open 2 s after part of it is written; a batch cycle is a few seconds). The nemesis runs
-#: its actions one after another: this bounds how late the next one can be
-MID_BATCH_WAIT_S = 8.0
-
-
-def _wait_mid_batch(proc) -> dict:
-    """For a process that says when it is mid-batch (a pipeline's driver: its ``holding``
-    marker file exists while a written batch is not yet committed), wait until it is, so
-    the kill forces a replay; the detail says whether it was, how long that took, and
-    whether a batch was in flight at all (planned in the checkpoint, not committed)."""
-    marker = getattr(proc, "mid_batch_marker", None)
-    if marker is None:
-        return {}
-    t0 = time.monotonic()
-    try:
-        wait_until(lambda: (marker.exists() or not proc.alive, None), timeout=MID_BATCH_WAIT_S,
-                   what=f"{proc.name} mid-batch", expected=f"{marker} present",
-                   interval=0.05, max_interval=0.05)
-    except WaitTimeout:
-        pass  # killed anyway; the detail says it was not mid-batch
-    detail = {"mid_batch": marker.exists(), "waited_s": round(time.monotonic() - t0, 2)}
-    in_flight = getattr(proc, "batch_in_flight", None)
-    if in_flight is not None:  # planned, not committed: the restart replays it
-        detail["batch_in_flight"] = detail["mid_batch"] or in_flight()
-    return detail
-
-
 #: How long past its planned time the nemesis holds back a kill of a process that is not
 #: serving yet (verifier.harness.faults.nemesis), and how often it looks again.
 SERVING_DEFER_S = 120.0
@@ -220,20 +221,50 @@ def not_serving(fault: ScheduledFault, env: FaultEnv) -> str | None:
     return None
 
 
-def start_process_kill(fault: ScheduledFault, env: FaultEnv, state: dict) -> dict:
+def batch_state(proc) -> dict:
+    """For a process that says when it is mid-batch (a pipeline's driver), whether it is
+    now (a batch partly written and not committed: a kill forces a replay of written
+    output) and whether a batch is in flight at all (planned in its checkpoint, not
+    committed: the restart re-runs it). Empty for other processes."""
+    if getattr(proc, "mid_batch_marker", None) is None:
+        return {}
+    found, _ = probe_mid_batch(proc)
+    detail = found or {"mid_batch": False}
+    in_flight = getattr(proc, "batch_in_flight", None)
+    if in_flight is not None:
+        detail["batch_in_flight"] = detail["mid_batch"] or in_flight()
+    return detail
+
+
+def start_process_kill(fault: ScheduledFault, env: FaultEnv, state: dict,
+                       gate: Gate | None = None) -> dict:
+    """SIGKILL the process. With a trigger (``mid-batch``, ``in-transaction``) only once
+    its state is seen, at most ``within`` seconds after the planned start (a process not
+    running meanwhile may come back: it is waited for too); else the fault is not
+    applied. Without one at once; the detail says in which state either way."""
     name = fault.target["process"]
     proc = env.processes.get(name)
     if proc is None:
         raise NotApplied(f"no process {name!r} in this run")
-    if not proc.alive:
-        raise NotApplied(f"process {name!r} is not running")
-    waited = _wait_mid_batch(proc)
-    if not proc.alive:
-        raise NotApplied(f"process {name!r} ended while the kill waited for a batch")
-    pid = getattr(proc, "pid", None)
-    state["process"] = name
-    exit_code = proc.kill()
-    return {"process": name, "pid": pid, "signal": "SIGKILL", "exit": exit_code, **waited}
+    trigger = fault.trigger
+
+    def kill(found: dict) -> dict:
+        if not proc.alive:
+            raise NotApplied(f"process {name!r} is not running")
+        pid = getattr(proc, "pid", None)
+        state["process"] = name
+        exit_code = proc.kill()
+        return {"process": name, "pid": pid, "signal": "SIGKILL", "exit": exit_code, **found}
+
+    if trigger is None:
+        return kill(batch_state(proc) if proc.alive else {})
+    probe = PROCESS_PROBES[trigger.name]
+    gate = gate or Gate()
+    try:
+        return gate.until(trigger, lambda: probe(proc), lambda found: kill(
+            {**found, **({"batch_in_flight": True} if "mid_batch" in found else {})}))
+    except NotTriggered as exc:
+        raise NotApplied(str(exc)) from None
 
 
 def heal_process_kill(fault: ScheduledFault, env: FaultEnv, state: dict) -> dict:

@@ -9,6 +9,13 @@ Each fault action is an ``invoke`` line and one completion line (docs/formats.md
 ``ok`` with a ``detail``, ``fail`` (not applied) or ``info`` (unknown: it may have been
 applied). The final heal-all is recorded as ``fault: "all"`` with ``id: 0``.
 
+A fault with a trigger (``params.trigger``, verifier.harness.faults.triggers) waits for
+the state that makes it bite in a thread of its own, so the schedule's other faults keep
+their times: its ``invoke`` line is written at the planned start, its completion when the
+trigger came and the fault acted (``ok``, the kill's heal moved as far) or when the limit
+passed (``fail``: not applied, no heal). While it waits it is listed by
+:meth:`Nemesis.describe_active` as waiting.
+
 A ``hold`` fault's proxy rule acts on its own (it holds a request, later releases it and
 sees the broker's answer): while the schedule has one, a poller copies those proxy events
 into the history as ``event`` lines (``f``: ``hold``, ``release``, ``answer``) with the
@@ -40,6 +47,7 @@ from verifier.harness.faults.actions import (
     not_serving,
 )
 from verifier.harness.faults.spec import Schedule, ScheduledFault
+from verifier.harness.faults.triggers import Gate
 from verifier.rundata.errors import UsageError, VerifierError, WaitTimeout
 from verifier.rundata.formats import header
 from verifier.rundata.nemesis import NEMESIS_FORMAT
@@ -50,6 +58,8 @@ log = logging.getLogger(__name__)
 #: A start later than planned by more than this (an action before it took long) moves its
 #: heal by as much, so the fault keeps its duration; its ``ok`` line says ``late_s``.
 LATE_S = 1.0
+#: how often a heal whose start still waits for its trigger looks again
+TRIGGER_RECHECK_S = 0.25
 
 
 
@@ -115,6 +125,13 @@ class Nemesis:
         self.run_id = run_id
         self.history: NemesisHistory | None = None
         self.active: dict[int, tuple[ScheduledFault, dict]] = {}
+        #: faults whose start waits for its trigger, each in its thread: id -> (fault,
+        #: state, thread)
+        self.waiting: dict[int, tuple[ScheduledFault, dict, threading.Thread]] = {}
+        #: fault id -> how far its start moved (held back, late, or a trigger's wait):
+        #: its heal follows
+        self._moved: dict[int, float] = {}
+        self._t0 = 0.0
         self.killed: set[str] = set()
         self.errors: list[str] = []
         #: proxy rule id -> its fault, for hold events that arrive after the heal
@@ -179,6 +196,8 @@ class Nemesis:
                 log.warning("nemesis: hold events not read: %s", exc)
                 return []
             faults = {state.get("rule"): fault for fault, state in self.active.values()}
+            faults.update({state.get("rule"): fault
+                           for fault, state, _ in list(self.waiting.values())})
             faults.update(self._healed_rules)
             for e in events:
                 self._hold_seq = max(self._hold_seq, e["seq"])
@@ -220,6 +239,8 @@ class Nemesis:
         deadline = time.monotonic() + timeout
         if self._thread is not None:
             self._thread.join(timeout)
+        for _, _, t in list(self.waiting.values()):  # each ends at the stop event
+            t.join(max(0.0, deadline - time.monotonic()))
         self._join_settling(max(0.0, deadline - time.monotonic()))
 
     def wait_done(self, timeout: float) -> None:
@@ -241,18 +262,21 @@ class Nemesis:
         (actions.not_serving) is held back, SERVING_RECHECK_S at a time and at most
         ``defer_limit_s``, and its heal moves with it: the fault keeps its duration, and
         its ``ok`` line says how long it waited and why."""
-        t0 = time.monotonic()
+        t0 = self._t0 = time.monotonic()
         # the timeline's index keeps its order (heals first) among equal times
         queue = [(at, n, action, fault)
                  for n, (at, action, fault) in enumerate(self.schedule.timeline())]
         heapq.heapify(queue)
         since: dict[int, tuple[float, str]] = {}  # fault id -> (first held back at, why)
-        moved: dict[int, float] = {}  # fault id -> how far its start moved (its heal follows)
+        moved = self._moved
         while queue:
             at, n, action, fault = heapq.heappop(queue)
             # Waiting on the stop event paces the schedule and lets stop() cut it short.
             if self._stop.wait(max(0.0, t0 + at - time.monotonic())):
                 return
+            if action == "heal" and fault.id in self.waiting:  # its trigger has not come yet
+                heapq.heappush(queue, (at + TRIGGER_RECHECK_S, n, action, fault))
+                continue
             if action == "heal" and fault.heal_at + moved.get(fault.id, 0.0) > at:
                 heapq.heappush(queue, (fault.heal_at + moved[fault.id], n, action, fault))
                 continue
@@ -275,7 +299,11 @@ class Nemesis:
                             "" if why is None else f" (killed after {now - first:.0f} s anyway)"))
                     elif late > LATE_S:  # an action before it took long: keep the duration
                         moved[fault.id] = late
-                    self._start(fault, held, late if late > LATE_S and held is None else None)
+                    late = late if late > LATE_S and held is None else None
+                    if fault.trigger is not None:
+                        self._start_triggered(fault, held, late)
+                    else:
+                        self._start(fault, held, late)
                 elif fault.id in self.active:
                     self._heal(fault)
 
@@ -347,6 +375,57 @@ class Nemesis:
             self.active[fault.id] = (fault, state)  # ok or info: it must be healed
             if "process" in state:
                 self.killed.add(state["process"])
+
+    def _start_triggered(self, fault: ScheduledFault, held: tuple[float, str] | None,
+                         late: float | None) -> None:
+        """Start ``fault`` in a thread of its own that waits for its trigger (called under
+        the action lock; the thread takes it to act). A kill's heal moves by the wait, so
+        the process stays down its duration; a proxy rule's window keeps its heal."""
+        start, _ = HANDLERS[fault.kind]
+        state: dict = {}
+        gate = Gate(self._lock, self._stop)
+
+        def act() -> dict:
+            detail = start(fault, self.env, state, gate)
+            if not fault.trigger.window:
+                self._moved[fault.id] = time.monotonic() - self._t0 - fault.start
+            if held is not None:
+                detail = {**detail, "held_back_s": round(held[0], 1),
+                          "held_back_because": held[1]}
+            if late is not None:
+                detail = {**detail, "late_s": round(late, 1)}
+            return detail
+
+        def run() -> None:
+            outcome = self._record("start", fault, act)
+            with self._lock:
+                if outcome != "fail":
+                    self.active[fault.id] = (fault, state)
+                    if "process" in state:
+                        self.killed.add(state["process"])
+                elif "rule" in state:  # set, then the wait failed in a way it could not undo
+                    self.active[fault.id] = (fault, state)
+                self.waiting.pop(fault.id, None)
+            if outcome == "fail":
+                log.warning("nemesis: %s on %s not applied", fault.kind, fault.target)
+
+        t = threading.Thread(target=run, name=f"nemesis-trigger-{fault.id}", daemon=True)
+        self.waiting[fault.id] = (fault, state, t)
+        t.start()
+
+    def describe_active(self) -> list[str]:
+        """The faults acting now, and those waiting for their trigger, as the progress
+        line names them: ``process-kill pipeline/x (waiting for mid-batch)``."""
+        def name(fault: ScheduledFault) -> str:
+            target = fault.target
+            what = target.get("process") or target.get("node") or (
+                "all" if target.get("all") else next(iter(target), ""))
+            return f"{fault.kind} {what}".strip()
+
+        out = [name(f) for f, _ in list(self.active.values()) if f.id]
+        out += [f"{name(f)} (waiting for {f.trigger.name})"
+                for f, _, _ in list(self.waiting.values())]
+        return out
 
     def _heal(self, fault: ScheduledFault, background: bool = True) -> None:
         _, heal = HANDLERS[fault.kind]

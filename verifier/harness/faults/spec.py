@@ -15,6 +15,9 @@ the same schedule (ranges, and the seed of every probabilistic proxy rule, are d
 from one ``random.Random(seed)`` in spec order). Everything is validated before anything
 starts: an unknown kind or target, bad parameters, a fault that could end after the run,
 or a malformed file is a :class:`~verifier.rundata.errors.UsageError`.
+
+``params.trigger`` and ``params.within`` make a fault wait for the state that makes it
+bite (verifier.harness.faults.triggers); they are checked here with the rest.
 """
 
 from __future__ import annotations
@@ -25,6 +28,7 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from verifier.harness.faults import triggers
 from verifier.harness.faults.rules import Rule, RuleError
 from verifier.harness.faults.targets import validate_broker_target
 from verifier.rundata.errors import UsageError
@@ -73,6 +77,16 @@ class ScheduledFault:
     def heal_at(self) -> float:
         return self.start + self.duration
 
+    @property
+    def trigger(self) -> triggers.Trigger | None:
+        """The state the start waits for (params ``trigger``, ``within``), if any."""
+        return triggers.trigger_of(self.kind, self.params, self.duration)
+
+    @property
+    def action_params(self) -> dict:
+        """The params the fault itself takes (a proxy rule's), without the trigger's."""
+        return triggers.split_params(self.params)[1]
+
     def to_json(self) -> dict:
         return {"id": self.id, "kind": self.kind, "target": self.target, "start": self.start,
                 "duration": self.duration, "params": self.params}
@@ -97,6 +111,10 @@ class Schedule:
 
 def _high(value) -> float:
     return value[1] if isinstance(value, tuple) else value
+
+
+def _low(value) -> float:
+    return value[0] if isinstance(value, tuple) else value
 
 
 def _time(value, name: str, where: str, positive: bool) -> float | tuple[float, float]:
@@ -127,14 +145,15 @@ def parse_spec(entry: object, where: str, node_ids: list[int] | None = None,
     params = entry.get("params", {})
     if not isinstance(params, dict):
         raise UsageError(f"{where}: params must be an object")
+    start = _time(entry.get("start"), "start", where, positive=False)
+    duration = _time(entry.get("duration"), "duration", where, positive=True)
     try:
         _validate_target(kind, target, node_ids, processes)
-        _validate_params(kind, params)
+        triggers.validate(kind, params, _low(duration))
+        _validate_params(kind, triggers.split_params(params)[1])
     except UsageError as exc:
         raise UsageError(f"{where} ({kind}): {exc}") from None
-    return FaultSpec(kind, target, _time(entry.get("start"), "start", where, positive=False),
-                     _time(entry.get("duration"), "duration", where, positive=True),
-                     dict(params))
+    return FaultSpec(kind, target, start, duration, dict(params))
 
 
 def _validate_target(kind: str, target, node_ids, processes) -> None:

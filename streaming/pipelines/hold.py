@@ -1,0 +1,147 @@
+"""The batch hold: what makes "mid-batch" observable for every pipeline under test.
+
+A scenario that kills a pipeline's driver wants the kill to land *mid-batch*: after part
+of a batch is written, before Spark commits it, so the restart replays a batch whose
+output is partly (or wholly) there already. The driver (streaming.pipelines.driver) puts
+the hold into every pipeline's query, a preset's or a user's own, in one of two places:
+
+- a ``foreachBatch`` writer: the function the pipeline hands to ``foreachBatch`` is
+  wrapped (:func:`wrapping_foreach_batch`, while ``build`` runs): the wrapper calls it,
+  then holds. The user's write is complete and the batch not committed;
+- any other sink (Kafka, files, Delta): the source frame ``build`` receives carries a
+  pass-through of ``value`` (:func:`with_hold`) that holds the task of Spark partition 0
+  once per task attempt, while the other tasks finish and write.
+
+While a batch holds, the marker file (``verifier.pipeline.hold_marker``,
+``RUN/pipelines/<name>/holding``) exists and says which batch (:func:`write_marker`):
+the nemesis's ``mid-batch`` trigger (verifier.harness.faults.triggers) kills then. The
+hold is off (nothing wrapped, nothing added) unless the run kills a pipeline
+(``verifier.pipeline.hold_ms`` > 0). Local mode only: the marker of a source hold is
+written by the executor's Python worker, on the driver's machine.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+from streaming.pipelines.contract import CONF_HOLD_MARKER, CONF_HOLD_MS
+
+#: the Spark local property a micro-batch's jobs carry (StreamExecution.BATCH_ID_KEY)
+BATCH_ID_PROPERTY = "streaming.sql.batchId"
+
+
+def hold_settings(spark) -> tuple[int, str | None]:
+    """(hold_ms, marker path) from the pipeline's session; hold_ms 0: no hold."""
+    return (int(spark.conf.get(CONF_HOLD_MS, "0") or 0),
+            spark.conf.get(CONF_HOLD_MARKER, None) or None)
+
+
+def write_marker(path: Path, batch: int | None, where: str) -> None:
+    """The marker: when the hold began, which batch, from where (``foreachBatch`` or
+    ``source``), by which process; written whole (rename), so a reader never sees half."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    tmp.write_text(json.dumps({"t": round(time.time(), 3), "batch": batch, "where": where,
+                               "pid": os.getpid()}) + "\n")
+    tmp.replace(path)
+
+
+def hold_open(marker: str | None, hold_ms: int, batch: int | None = None,
+              where: str = "foreachBatch") -> None:
+    """Hold the current batch open ``hold_ms`` ms, the marker file present meanwhile."""
+    if hold_ms <= 0:
+        return
+    path = Path(marker) if marker else None
+    if path is not None:
+        write_marker(path, batch, where)
+    try:
+        time.sleep(hold_ms / 1000)
+    finally:
+        if path is not None:
+            path.unlink(missing_ok=True)
+
+
+def with_hold(spark, source):
+    """``source`` with a pass-through of ``value`` that holds the task of Spark partition
+    0 once per task attempt (no-op without ``hold_ms``)."""
+    hold_ms, marker = hold_settings(spark)
+    if hold_ms <= 0:
+        return source
+    from pyspark.sql import functions as F
+
+    def passthrough(value):
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        if ctx is not None and ctx.partitionId() == 0:
+            held = globals().setdefault("_held_attempts", set())
+            if ctx.taskAttemptId() not in held:
+                held.add(ctx.taskAttemptId())
+                batch = ctx.getLocalProperty(BATCH_ID_PROPERTY)
+                hold_open(marker, hold_ms, int(batch) if batch and batch.isdigit() else None,
+                          "source")
+        return value
+
+    return source.withColumn("value", F.udf(passthrough, "binary")(F.col("value")))
+
+
+class Wrapped:
+    """What :func:`wrapping_foreach_batch` saw: the functions it wrapped."""
+
+    def __init__(self) -> None:
+        self.functions: list = []
+
+    @property
+    def used(self) -> bool:
+        return bool(self.functions)
+
+
+@contextlib.contextmanager
+def wrapping_foreach_batch(marker: str | None, hold_ms: int) -> Iterator[Wrapped]:
+    """While the block runs (the pipeline's ``build``), every
+    ``DataStreamWriter.foreachBatch(func)`` registers ``func`` followed by the hold.
+
+    PySpark hands the function straight to the JVM and keeps no reference on the writer,
+    so it cannot be wrapped afterwards: the method is replaced for the time of ``build``
+    (the driver's own process, one pipeline per process)."""
+    from pyspark.sql.streaming.readwriter import DataStreamWriter
+
+    seen = Wrapped()
+    original = DataStreamWriter.foreachBatch
+
+    def foreach_batch(writer, func):
+        def then_hold(df, batch_id):
+            func(df, batch_id)
+            hold_open(marker, hold_ms, int(batch_id), "foreachBatch")
+
+        seen.functions.append(func)
+        return original(writer, then_hold)
+
+    DataStreamWriter.foreachBatch = foreach_batch  # type: ignore[method-assign]
+    try:
+        yield seen
+    finally:
+        DataStreamWriter.foreachBatch = original  # type: ignore[method-assign]
+
+
+def build_with_hold(spark, build, source):
+    """``build(spark, source)`` with the batch hold in place (module docstring): a
+    ``foreachBatch`` writer's function wrapped; for any other sink ``build`` runs again
+    on the held source (its first writer, built on the plain source, is dropped unstarted:
+    a writer is lazy, nothing ran). Without ``hold_ms`` just ``build(spark, source)``."""
+    hold_ms, marker = hold_settings(spark)
+    if hold_ms <= 0:
+        return build(spark, source)
+    with wrapping_foreach_batch(marker, hold_ms) as wrapped:
+        writer = build(spark, source)
+    if wrapped.used:
+        return writer
+    return build(spark, with_hold(spark, source))
+
+
+__all__ = ["build_with_hold", "hold_open", "hold_settings", "with_hold",
+           "wrapping_foreach_batch", "write_marker"]
