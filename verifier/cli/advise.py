@@ -254,7 +254,7 @@ def cmd_advise(args: argparse.Namespace) -> int:
 
 # ---- the chaos hook ---------------------------------------------------------------------
 
-def chaos_with_advice(args: argparse.Namespace, prepared: tuple, run, out=sys.stdout) -> int:
+def chaos_with_advice(args: argparse.Namespace, prepared: tuple, run, out=None) -> int:
     """``verifier chaos`` with the advice: printed for the configurations of the run's
     columns before it starts (in full for the user's file), then every cell's observed
     anomaly kinds compared with it. The comparison goes into each run's document
@@ -262,6 +262,7 @@ def chaos_with_advice(args: argparse.Namespace, prepared: tuple, run, out=sys.st
     it) and the disagreements are printed. The exit code is the run's."""
     from verifier.report.advice import render_advice, render_comparison
 
+    out = out or sys.stdout
     opts, scenarios = prepared[3], prepared[1]
     columns = column_configs(opts, scenarios)
     print("=== the advice for this run's configurations (verifier advise)", file=out)

@@ -193,11 +193,14 @@ def _stop_on_signals() -> dict:
             for sig in (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)}
 
 
-def derive_mode(settings: dict) -> str:
-    """The preset whose promise a user's producer settings claim (DESIGN §4)."""
+def derive_mode(settings: dict, client: str = "kafka-python") -> str:
+    """The preset whose promise a user's producer settings claim (DESIGN §4), on
+    ``client``'s defaults (librdkafka: idempotence off unless set, docs/advise.md)."""
     if settings.get("transactional_id"):
         return "transactional"
     idem = settings.get("enable_idempotence")
+    if idem is None and client == "librdkafka":
+        idem = False
     acks_all = settings.get("acks", -1) in (-1, "all")
     retries = settings.get("retries", 1)
     if idem is True:
@@ -205,7 +208,9 @@ def derive_mode(settings: dict) -> str:
     if idem is None and acks_all and retries != 0 and \
             settings.get("max_in_flight_requests_per_connection", 5) <= 5:
         return "idempotent"  # kafka-python's default since 3.0: idempotence on
-    return "at-least-once" if acks_all and retries != 0 else "at-most-once"
+    # retries claim at-least-once: acks=1 with retries runs there (the mode at-most-once
+    # refuses retries) and its losses on a leader crash fail it, as they should
+    return "at-least-once" if settings.get("acks", -1) != 0 and retries != 0 else "at-most-once"
 
 
 def _scenarios(args: argparse.Namespace):
@@ -298,7 +303,9 @@ def cmd_chaos(args: argparse.Namespace) -> int:
         try:
             if prepared is None:
                 return _rerun_in_namespace(args)
-            return _run(args, *prepared)
+            from verifier.cli.advise import chaos_with_advice  # before and after the run
+
+            return chaos_with_advice(args, prepared, _run)
         finally:
             release_ledger()
     finally:
@@ -376,7 +383,7 @@ def _prepare(args: argparse.Namespace):
     user = UserConfig({}, {})
     if args.producer_config is not None:  # the user's column runs on the first client
         user = read_user_config(args.producer_config, (clients or (args.client,))[0])
-        user_mode = derive_mode(user.settings)
+        user_mode = derive_mode(user.settings, (clients or (args.client,))[0])
     settings = user.settings
     # the connection settings every client of the run uses (in the plan, secrets redacted)
     client_config = security_of(settings)

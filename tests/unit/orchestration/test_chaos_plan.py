@@ -19,7 +19,10 @@ from verifier.rundata.errors import VerifierError
         ({"transactional_id": "x"}, "transactional"),
         ({"enable_idempotence": True}, "idempotent"),
         ({}, "idempotent"),  # kafka-python 3 default
-        ({"acks": 1}, "at-most-once"),
+        # kafka-python retries by default: acks=1 claims at-least-once (at-most-once
+        # refuses retries; a leader crash's losses fail the column, as the advice says)
+        ({"acks": 1}, "at-least-once"),
+        ({"acks": 1, "retries": 0}, "at-most-once"),
         ({"enable_idempotence": False, "acks": -1, "retries": 5}, "at-least-once"),
         ({"enable_idempotence": False, "acks": -1, "retries": 0}, "at-most-once"),
         ({"acks": -1, "max_in_flight_requests_per_connection": 6}, "at-least-once"),
@@ -27,6 +30,12 @@ from verifier.rundata.errors import VerifierError
 )
 def test_derive_mode(settings, mode):
     assert derive_mode(settings) == mode
+
+
+def test_derive_mode_on_librdkafka_defaults():
+    # librdkafka's idempotence is off by default (verifier advise: librdkafka-defaults)
+    assert derive_mode({}, "librdkafka") == "at-least-once"
+    assert derive_mode({"enable_idempotence": True}, "librdkafka") == "idempotent"
 
 
 def test_plans_and_substitution():

@@ -1,0 +1,136 @@
+"""`verifier advise`: files in, advice and exit codes out; the chaos hook's comparison."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from verifier.cli import main
+from verifier.cli.advise import check_outputs, column_configs, kind_of
+from verifier.orchestration.planning import RunOptions
+from verifier.orchestration.scenario import load_scenario
+
+
+def _advise(tmp_path, capsys, text, *flags, name="p.properties"):
+    path = tmp_path / name
+    path.write_text(text)
+    code = main(["advise", str(path), "--format", "json", *flags])
+    return code, json.loads(capsys.readouterr().out)["configurations"][0]
+
+
+def test_kafka_python_refuses_a_transactional_id_without_idempotence(tmp_path, capsys):
+    code, entry = _advise(tmp_path, capsys, "transactional.id=orders\nenable.idempotence=false\n")
+    assert code == 1
+    assert entry["check"]["ok"] is False
+    assert "Cannot set transactional_id without enable_idempotence" in entry["check"]["error"]
+    assert [r["id"] for r in entry["advice"]["refused"]] == ["txn-without-idempotence"]
+    assert entry["findings"] == []  # the table and the client agree
+
+
+def test_a_silent_downgrade_is_exit_1_and_the_client_agrees(tmp_path, capsys):
+    code, entry = _advise(tmp_path, capsys, "acks=all\nmax.in.flight.requests.per.connection=6\n")
+    assert code == 1
+    assert entry["check"]["effective"]["enable.idempotence"] is False  # kafka-python's own
+    assert entry["advice"]["effective"]["enable.idempotence"] is False
+    assert entry["advice"]["mode"] == "at-least-once"
+    lost_ack = next(f for f in entry["advice"]["faults"] if f["fault"] == "lost ack")
+    assert lost_ack["kinds"] == ["duplicate-same-session", "reorder"]
+    assert lost_ack["scenario"] == "ack-loss"
+
+
+def test_librdkafka_defaults(tmp_path, capsys):
+    code, entry = _advise(tmp_path, capsys, "bootstrap.servers=x:9092\nclient.id=c\n",
+                          "--client", "librdkafka")
+    assert code == 0, entry
+    assert entry["check"]["ok"] is True
+    assert entry["advice"]["effective"]["enable.idempotence"] is False
+    assert entry["advice"]["mode"] == "at-least-once"
+
+
+def test_librdkafka_refuses_in_flight_6_with_idempotence(tmp_path, capsys):
+    code, entry = _advise(tmp_path, capsys, "enable.idempotence=true\nmax.in.flight=6\n",
+                          "--client", "librdkafka")
+    assert code == 1
+    assert "max.in.flight" in entry["check"]["error"]
+    assert entry["advice"]["refused"]
+
+
+def test_an_idempotent_config_is_exit_0(tmp_path, capsys):
+    code, entry = _advise(tmp_path, capsys, "enable.idempotence=true\nacks=all\n")
+    assert code == 0 and entry["advice"]["mode"] == "idempotent"
+
+
+def test_a_spark_source_without_read_committed(tmp_path, capsys):
+    code, entry = _advise(tmp_path, capsys, "kafka.bootstrap.servers=x:1\nsubscribe=t\n")
+    assert entry["advice"]["kind"] == "spark-source"
+    assert entry["advice"]["effective"]["isolation.level"] == "read_uncommitted"
+    none = next(f for f in entry["advice"]["faults"] if f["fault"] == "no fault")
+    assert none["kinds"] == ["aborted-read", "torn-transaction"]
+
+
+def test_a_pipeline_file_is_read_not_run(tmp_path, capsys):
+    code, entry = _advise(tmp_path, capsys, (
+        "raise SystemExit('never run')\n"
+        "def build(spark, source):\n"
+        "    def write(df, batch_id):\n"
+        "        df.write.format('delta').option('txnVersion', batch_id).save('x')\n"
+        "    return source.writeStream.foreachBatch(write)\n"), name="pipe.py")
+    assert entry["advice"]["settings"] == {"sink": "foreachBatch-idempotent"}
+    assert entry["advice"]["mode"] == "pipeline/exactly-once"
+
+
+def test_presets_and_usage_errors(capsys):
+    assert main(["advise", "idempotent", "kafka-sink"]) == 0
+    out = capsys.readouterr().out
+    assert "guarantee: idempotent" in out and "guarantee: at-least-once from input" in out
+    assert main(["advise", "no-such-thing"]) == 64
+    with pytest.raises(SystemExit) as exc:
+        main(["advise", "idempotent", "--client", "nope"])
+    assert exc.value.code == 64
+
+
+def test_kind_of():
+    assert kind_of(["acks"]) == "producer"
+    assert kind_of(["isolation.level", "group.id"]) == "consumer"
+    assert kind_of(["kafka.isolation.level"]) == "spark-source"
+
+
+def _matrix(tmp_path, anomalies):
+    run_dir = tmp_path / "run"
+    run_dir.mkdir()
+    (run_dir / "config.json").write_text(json.dumps(
+        {"scenario_spec": {"faults": [{"kind": "ack-loss"}]}}))
+    col = {"name": "idempotent", "mode": "idempotent", "expect": "idempotent",
+           "isolations": ["read_committed", "read_uncommitted"], "pids": ["idempotent-0"],
+           "verdict": "FAIL", "anomalies": {k: {"count": n} for k, n in anomalies.items()}}
+    doc = {"scenario": "ack-loss", "run": "r", "run_dir": str(run_dir), "columns": [col],
+           "exit_code": 1}
+    out = tmp_path / "out"
+    out.mkdir()
+    (out / "verdict.json").write_text(json.dumps(
+        {"format": "chaos-matrix", "version": 1, "grid": {}, "runs": [doc], "exit_code": 1}))
+    return out
+
+
+@pytest.mark.parametrize("anomalies, agree", [
+    ({"duplicate-same-session": 2}, False),  # idempotence forbids it under a lost ack
+    ({"duplicate-delivery": 2}, True),  # the observer's sink: not the producer's
+])
+def test_chaos_hook_marks_a_cell_that_disagrees(tmp_path, anomalies, agree, monkeypatch):
+    import verifier.report.matrix as matrix
+
+    monkeypatch.setattr(matrix, "write_junit", lambda *a: None, raising=False)
+    monkeypatch.setattr("verifier.report.junit.write_junit", lambda *a: None)
+    monkeypatch.setattr("verifier.judge.verdict.combine", lambda docs: {"exit_code": 1,
+                        "columns": [], "grid": {}})
+    monkeypatch.setattr(matrix, "matrix_html", lambda grid, docs, out, w=None:
+                        matrix.advice_html(docs))
+    out = _matrix(tmp_path, anomalies)
+    cols = column_configs(RunOptions(out=out), [load_scenario("ack-loss")])
+    rows = check_outputs(out, cols)
+    assert [r["agree"] for r in rows] == [agree]
+    saved = json.loads((out / "verdict.json").read_text())
+    assert saved["runs"][0]["advice_check"][0]["agree"] is agree
+    html = (out / "report.html").read_text()
+    assert ("DISAGREES" in html) is (not agree)
