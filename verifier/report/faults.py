@@ -42,10 +42,31 @@ def fault_summary(run_dir: Path) -> list[str]:
             extra = f", {heal['hits']} of {heal['matched']} responses hit"
         else:
             extra = ""
+        if ev["type"] == "ok" and detail.get("trigger"):
+            extra = trigger_text(detail) + extra
         if ev["type"] == "ok" and isinstance(target, str) and target in idents:
             extra += f"; {idents[target]}"
         lines.append(f"{ev['fault']} on {target_text(target)}: {what}{extra}")
     return lines
+
+
+def trigger_text(detail: dict) -> str:
+    """What a triggered start waited for and found (verifier.harness.faults.triggers):
+    " mid-batch (batch 4, 310 offsets) after 12.5 s"."""
+    name, found = detail["trigger"], []
+    if name == "mid-batch":
+        if detail.get("batch") is not None:
+            found.append(f"batch {detail['batch']}")
+        if detail.get("batch_offsets") is not None:
+            found.append(f"{detail['batch_offsets']} offsets")
+    elif name == "in-transaction":
+        name = f"inside transaction {detail.get('txn')}"
+        found.append(f"{detail.get('txn_sends')} sent, {detail.get('txn_acked')} acked")
+    elif name in ("appended", "held"):
+        name = "at its first " + ("dropped answer to an append" if name == "appended"
+                                  else "held request")
+    return f" {name}" + (f" ({', '.join(found)})" if found else "") + \
+        f" after {detail.get('waited_s')} s"
 
 
 def hold_text(events: list[dict]) -> str:
