@@ -19,6 +19,7 @@ from pathlib import Path
 
 from verifier.harness.faults.nemesis import Nemesis
 from verifier.harness.faults.spec import build_schedule
+from verifier.harness.faults.triggers import max_within
 from verifier.harness.procs import ManagedProcess, ProcessError
 from verifier.harness.topics import create_topics
 from verifier.orchestration.drain import DrainIncomplete, drain_to_file
@@ -108,8 +109,11 @@ class ScenarioRun:
         from producers.clients import generator_argv
 
         argv = generator_argv(plan.client, self.layout.config, plan.pid)
-        return ManagedProcess(plan.process_name, argv, self.layout.log(plan.pid),
+        proc = ManagedProcess(plan.process_name, argv, self.layout.log(plan.pid),
                               env=self.child_env)
+        # the in-transaction trigger reads it (verifier.harness.faults.triggers)
+        proc.history = self.layout.history(plan.pid)
+        return proc
 
     def _observer(self) -> ManagedProcess:
         from verifier.orchestration.observer_process import ObserverProcess
@@ -213,8 +217,7 @@ class ScenarioRun:
         for iso, short in (("read_committed", "rc"), ("read_uncommitted", "ru")):
             pr = read_progress(self.run_dir, iso)
             seen.append(f"{short} {pr.rows if pr else 0}")
-        faults = ",".join(f.kind for f, _ in (self.nemesis.active.values()
-                                              if self.nemesis else [])) or "none"
+        faults = ", ".join(self.nemesis.describe_active() if self.nemesis else []) or "none"
         elapsed = time.monotonic() - self._t0
         from verifier.orchestration.live import live_line
 
@@ -282,7 +285,8 @@ class ScenarioRun:
                     # observer kill may also be held back until the observer serves
                     with self.clock.phase("heal"):
                         self.nemesis.wait_done(timeout=fault_env.ready_timeout
-                                               + self.nemesis.defer_limit_s + 60)
+                                               + self.nemesis.defer_limit_s + 60
+                                               + max_within(schedule.faults))
             except KeyboardInterrupt:  # stopped by a signal: load stops first
                 self._stop_now()
                 raise
