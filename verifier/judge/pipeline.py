@@ -209,21 +209,3 @@ def judge_run(run_dir, config, drain, cap: int = 20) -> tuple[list[CheckOutcome]
         outcome.seconds = time.perf_counter() - start
         outcomes.append(outcome)
     return outcomes, counts
-
-
-def kills_without_replay(nemesis: list[dict], name: str) -> str | None:
-    """Why a pipeline's restart showed nothing, or None: its driver was killed
-    (``process-kill``) and no kill met a batch in flight (planned in its checkpoint, not
-    committed), so no restart replayed anything and the column's PASS would be for a fault
-    that never happened as the scenario says. Kills recorded without the detail (runs
-    from before it) are not judged."""
-    kills = [op.get("detail") or {} for op in nemesis
-             if op.get("f") == "start" and op.get("type") == "ok"
-             and op.get("fault") == "process-kill"
-             and (op.get("target") or {}).get("process") == f"pipeline/{name}"]
-    if not kills or any(k.get("batch_in_flight", True) for k in kills):
-        return None
-    return (f"no kill of its driver met a batch in flight ({len(kills)} kill(s), each "
-            "between batches): its restarts replayed nothing, so this run shows nothing "
-            "about a replayed batch")
-

@@ -154,24 +154,35 @@ def column_verdict(col, run, outcomes, counts, faults, cap) -> dict:
 
 
 def faults_without_effect(nemesis: list[dict], config) -> list[tuple[str | None, str]]:
-    """Scheduled faults that did not act, each with the column mode it concerns (None:
-    every column) and why: a start that failed (``fail``: not applied) or whose outcome
-    is unknown (``info``), and a fault whose heal counted what it did (``hits``: proxy
-    rules, holds) and found nothing. A verdict under such a fault shows nothing about it:
-    those columns are UNKNOWN, never a green cell for a fault that never ran."""
+    """Scheduled faults whose start's outcome is unknown (``info``: it may or may not have
+    been applied), each with the column mode it concerns (None: every column) and why:
+    those columns are UNKNOWN. A fault that was not applied (``fail``) or acted on none of
+    a column's operations leaves that column NOT EXERCISED instead (:func:`apply_exposure`)."""
     out = []
     for op in nemesis:
-        if not op.get("id") or op.get("type") not in ("ok", "fail", "info"):
+        if not op.get("id") or op.get("type") != "info" or op.get("f") != "start":
             continue
-        what = f"fault {op.get('fault')} #{op['id']}"
-        detail = op.get("detail") or {}
-        if op.get("f") == "start" and op["type"] != "ok":
-            why = "was not applied" if op["type"] == "fail" else "may not have been applied"
-            out.append((_concerns(op, config), f"{what} {why}: {op.get('error')}"))
-        elif op.get("f") == "heal" and op["type"] == "ok" and detail.get("hits") == 0:
-            out.append((_concerns(op, config), f"{what} acted on nothing (0 of "
-                        f"{detail.get('matched', 0)} matching requests or responses hit)"))
+        out.append((_concerns(op, config), f"fault {op.get('fault')} #{op['id']} may not "
+                    f"have been applied: {op.get('error')}"))
     return out
+
+
+def apply_exposure(doc: dict, exposure: dict[str, dict]) -> None:
+    """Each column's ``exposure`` (verifier.judge.exposure) into ``doc``; a column that
+    would PASS though a fault concerning it was not applied, acted on none of its
+    operations, or met its load stalled, is NOT EXERCISED with the reasons. A FAIL stays
+    (the forbidden anomaly was seen), an UNKNOWN stays (it says more: the run could not
+    establish the verdict)."""
+    for c in doc["columns"]:
+        entry = exposure.get(c["name"])
+        if entry is None:
+            continue
+        c["exposure"] = entry
+        if c["verdict"] == PASS and entry.get("exercised") is False:
+            c["verdict"] = NOT_EXERCISED
+            c["not_exercised"] = list(entry.get("reasons") or [])
+    if doc.get("exit_code") != EXIT_ANOMALY:  # a failed connection check keeps its 1
+        doc["exit_code"] = exit_code([c["verdict"] for c in doc["columns"]])
 
 
 def _concerns(op: dict, config) -> str | None:

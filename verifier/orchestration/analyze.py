@@ -14,6 +14,7 @@ from verifier.judge.checks.runner import DEFAULT_SAMPLE
 from verifier.judge.checks.stats import counts_by_pid, partition_points, throughput
 from verifier.judge.pipeline import judge_run as judge_pipelines
 from verifier.orchestration.crosscheck import cross_check
+from verifier.orchestration.exposure import add_exposure
 from verifier.report.connections import summarize, unavailable
 from verifier.rundata.connections import read_connections
 from verifier.rundata.formats import RunFormatError, read_json
@@ -55,25 +56,11 @@ def analyze(spark, run_dir: Path | str, cap: int = DEFAULT_SAMPLE, files=None,
     finally:
         d.release()
     add_connections(doc, run_dir)
-    mark_unreplayed_pipelines(doc, run)
+    add_exposure(doc, run_dir, run, run.history)
     reason = interrupted(run_dir)
     if reason is not None:
         mark_interrupted(doc, reason)
     return doc
-
-
-def mark_unreplayed_pipelines(doc: dict, run) -> None:
-    """A pipeline column that would PASS though no kill of its driver met a batch in
-    flight is SKIPPED, with the reason (verifier.judge.pipeline.kills_without_replay)."""
-    from verifier.judge.pipeline import kills_without_replay
-
-    for name, spec in run.config.pipelines.items():
-        why = kills_without_replay(run.nemesis, name)
-        col = next((c for c in doc["columns"] if c["name"] == spec.label), None)
-        if why and col is not None and col["verdict"] == V.PASS:
-            col["verdict"], col["skipped"] = V.SKIPPED, why
-            if doc.get("exit_code") != V.EXIT_ANOMALY:  # a failed connection check keeps 1
-                doc["exit_code"] = V.exit_code([c["verdict"] for c in doc["columns"]])
 
 
 def interrupted(run_dir: Path | str) -> str | None:

@@ -311,8 +311,8 @@ def live_doc(run_dir: Path | str, follower: RunFollower, cap: int = 20,
         interrupted,
         kafka_version_of,
         mark_interrupted,
-        mark_unreplayed_pipelines,
     )  # fmt: skip
+    from verifier.orchestration.exposure import add_exposure
     from verifier.rundata.nemesis import read_nemesis
     from verifier.rundata.startfail import describe, read_start_failures
 
@@ -343,7 +343,7 @@ def live_doc(run_dir: Path | str, follower: RunFollower, cap: int = 20,
     doc["kafka_version"] = kafka_version_of(run_dir)
     if connections:
         add_connections(doc, run_dir)
-    mark_unreplayed_pipelines(doc, run)
+    add_exposure(doc, run_dir, run)
     reason = interrupted(run_dir)
     if reason is not None:
         mark_interrupted(doc, reason)

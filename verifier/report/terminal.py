@@ -8,7 +8,10 @@ from verifier.report.compare import load_of, rate_text, workload
 COUNT_ROWS = ("sent", "acknowledged", "indeterminate", "committed", "observed")
 LEGEND = (
     "x = forbidden and present (fails the mode), ~ tolerated, + expected, "
-    "? leaves the verdict open, - cannot occur in this mode"
+    "? leaves the verdict open, - cannot occur in this mode\n"
+    "exposed: what each fault acted on in the column (responses dropped or held, sends in "
+    "flight, open transaction records, records of batches in flight); "
+    "✗ = none, so the fault did not test it; · = does not concern it; ? = not measured"
 )
 MARK = {"forbidden": "x", "tolerated": "~", "expected": "+", "inconclusive": "?", "n/a": "-"}
 
@@ -29,7 +32,36 @@ def table_rows(doc: dict) -> list[list[str]]:
             rows.append(rate)
     for k in KINDS:
         rows.append([k, *[cell(c["anomalies"][k]) for c in cols]])
+    rows += exposure_rows(cols)
     rows.append(["VERDICT", *[c["verdict"] for c in cols]])
+    return rows
+
+
+def exposure_cell(e: dict | None) -> str:
+    """What one fault acted on in one column: a count, ``?`` (not measured), ``0 ✗``
+    (nothing: not exercised), ``stalled ✗``; ``·`` where the fault does not concern it."""
+    if e is None:
+        return "·"
+    if e.get("applied") is False:
+        return "not applied ✗"
+    n = "?" if e.get("acted") is None else str(e["acted"])
+    if e.get("stalled"):
+        return f"{n} stalled ✗"
+    return f"{n} ✗" if e.get("exercised") is False else n
+
+
+def exposure_rows(cols: list[dict]) -> list[list[str]]:
+    """One row per fault window: what it acted on in each column (verdict.json
+    ``exposure``); none for a run without faults or recorded exposure."""
+    faults: dict[int, str] = {}
+    for c in cols:
+        for e in (c.get("exposure") or {}).get("faults", []):
+            faults.setdefault(e["id"], f"exposed: {e['fault']} #{e['id']}")
+    rows = []
+    for fid, label in sorted(faults.items()):
+        by_col = [next((e for e in (c.get("exposure") or {}).get("faults", [])
+                        if e["id"] == fid), None) for c in cols]  # fmt: skip
+        rows.append([label, *[exposure_cell(e) for e in by_col]])
     return rows
 
 
@@ -75,6 +107,12 @@ def render_terminal(doc: dict) -> str:
         for r in c["reasons"]:
             unknown.setdefault(r, []).append(c["name"])
     said = set()
+    missed: dict[str, list[str]] = {}
+    for c in doc["columns"]:
+        for r in c.get("not_exercised") or []:
+            missed.setdefault(r, []).append(c["name"])
+    for r, names in missed.items():
+        lines.append(f"{', '.join(names)}: NOT EXERCISED because {r}")
     for c in doc["columns"]:
         if c.get("skipped"):
             lines.append(f"{c['name']}: SKIPPED because {c['skipped']}")

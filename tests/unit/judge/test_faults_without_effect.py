@@ -1,5 +1,6 @@
-"""A fault that did not act makes the columns it concerns UNKNOWN, with the reason: a
-start that failed or whose outcome is unknown, a proxy rule or hold that hit nothing.
+"""A fault that did not act makes the columns it concerns NOT EXERCISED, with the reason
+(a start that failed, a proxy rule or hold that hit nothing); one whose start's outcome is
+unknown makes them UNKNOWN.
 Recorded runs with their nemesis history edited; judged without Spark (no check runs,
 only the verdict), as test_start_failures does."""
 
@@ -45,21 +46,22 @@ def test_every_recorded_fault_acted(name):
     assert said == []
 
 
-def test_a_proxy_rule_that_hit_nothing_leaves_every_column_open(tmp_path):
+def test_a_proxy_rule_that_hit_nothing_exercised_no_column(tmp_path):
     def no_hits(op):
         if op.get("f") == "heal" and op.get("fault") == "ack-loss" and op["type"] == "ok":
             op["detail"]["hits"] = 0
         return op
 
     doc = _judge(_edited(tmp_path, "ack-loss", no_hits))
-    assert set(_verdicts(doc).values()) == {"UNKNOWN"}
-    why = "fault ack-loss #1 acted on nothing (0 of 1119 matching requests or responses hit)"
-    assert all(c["reasons"] == [why] for c in doc["columns"])
-    assert doc["exit_code"] == V.EXIT_INCOMPLETE
-    assert f"UNKNOWN because {why}" in render_terminal(doc)
+    assert set(_verdicts(doc).values()) == {V.NOT_EXERCISED}
+    why = ("fault ack-loss #1 acted on none of its operations (requests or responses acted "
+           "on (none by the rule))")
+    assert all(c["not_exercised"] == [why] for c in doc["columns"])
+    assert doc["exit_code"] == V.EXIT_NOT_EXERCISED
+    assert why in render_terminal(doc)
 
 
-def test_a_producer_kill_that_was_not_applied_leaves_only_its_column_open(tmp_path):
+def test_a_producer_kill_that_was_not_applied_exercised_only_its_column_not(tmp_path):
     def failed(op):
         if op.get("f") == "start" and op.get("target") == {"process": "producer:idempotent"} \
                 and op["type"] == "ok":
@@ -69,10 +71,10 @@ def test_a_producer_kill_that_was_not_applied_leaves_only_its_column_open(tmp_pa
 
     base = _verdicts(_judge(RUNS / "producer-kill"))
     doc = _judge(_edited(tmp_path, "producer-kill", failed))
-    assert _verdicts(doc) == {**base, "idempotent": "UNKNOWN"}
+    assert _verdicts(doc) == {**base, "idempotent": V.NOT_EXERCISED}
     (col,) = [c for c in doc["columns"] if c["name"] == "idempotent"]
-    assert col["reasons"] == ["fault producer-kill #2 was not applied: process "
-                              "'producer:idempotent' is not running"]
+    assert col["not_exercised"] == ["fault producer-kill #2 was not applied: process "
+                                    "'producer:idempotent' is not running"]
 
 
 def test_a_pipeline_kill_of_unknown_outcome_leaves_only_that_pipeline_open(tmp_path):
@@ -86,11 +88,11 @@ def test_a_pipeline_kill_of_unknown_outcome_leaves_only_that_pipeline_open(tmp_p
     assert _verdicts(doc) == {**base, "pipeline:foreach-batch": "UNKNOWN"}
 
 
-def test_a_failed_observer_kill_leaves_every_column_open(tmp_path):
+def test_a_failed_observer_kill_exercised_no_column(tmp_path):
     def failed(op):
         if op.get("f") == "start" and op.get("fault") == "observer-kill" and op["type"] == "ok":
             return {**op, "type": "fail", "error": "process 'observer' is not running"}
         return op
 
     doc = _judge(_edited(tmp_path, "observer-kill", failed))
-    assert set(_verdicts(doc).values()) == {"UNKNOWN"}
+    assert set(_verdicts(doc).values()) == {V.NOT_EXERCISED}

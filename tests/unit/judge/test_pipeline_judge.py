@@ -109,27 +109,6 @@ def test_the_table_rows_of_the_pipelines():
     assert X.expectation("idempotent", rc, DUP_DELIVERY, "at-least-once") == X.TOLERATED
 
 
-def _kill(name: str, **detail) -> dict:
-    return {"type": "ok", "f": "start", "fault": "process-kill",
-            "target": {"process": f"pipeline/{name}"}, "detail": detail}
-
-
-def test_a_pipeline_whose_kills_all_fell_between_batches_showed_nothing():
-    from verifier.judge.pipeline import kills_without_replay
-
-    between = _kill("delta", mid_batch=False, batch_in_flight=False)
-    why = kills_without_replay([between, between, _kill("file", batch_in_flight=True)], "delta")
-    assert why is not None and "2 kill(s)" in why
-    # one kill that met a batch in flight is enough; another pipeline's kills do not count
-    assert kills_without_replay([between, _kill("delta", batch_in_flight=True)], "delta") is None
-    assert kills_without_replay([_kill("file", batch_in_flight=False)], "delta") is None
-    # no kill at all (checkpoint-lost, no fault), or kills recorded before the detail
-    assert kills_without_replay([], "delta") is None
-    assert kills_without_replay([_kill("delta")], "delta") is None
-    failed = {**between, "type": "fail"}
-    assert kills_without_replay([failed], "delta") is None
-
-
 def test_batch_in_flight_reads_the_checkpoint(tmp_path):
     from verifier.orchestration.pipelines import PipelineProcess
 

@@ -29,7 +29,7 @@ import struct
 import time
 from pathlib import Path
 
-from verifier.harness.faults.rules import Rule, RuleSet
+from verifier.harness.faults.rules import Rule, RuleSet, answers_append
 from verifier.harness.kafka_wire import (
     API_PRODUCE,
     MAX_FRAME,
@@ -166,6 +166,7 @@ class Connection:
         try:
             if rules.resetting(self.broker):
                 rules.resetting(self.broker).hits += 1
+                rules.resetting(self.broker).note(self.client_id, True)
                 self.counters["connections_reset"] += 1
                 self.reset("reset by rule on connect", "fault")
                 return
@@ -279,7 +280,8 @@ class Connection:
                     if acks != 0:  # an acks=0 produce request gets no response
                         self.pending.append((header.correlation_id, header.api_key,
                                              header.api_version, ident, None))
-                    delay = self.proxy.rules.delay(self.broker, downstream=False)
+                    delay = self.proxy.rules.delay(self.broker, downstream=False,
+                                                   client_id=self.client_id)
                     out.put_nowait((loop.time() + delay, frame(payload)))
                     if ident is not None:  # after the trigger went on its way
                         self.proxy.passed(ident, "request")
@@ -320,6 +322,7 @@ class Connection:
         rule = self.proxy.rules.blackholed(self.broker)
         if rule is not None:
             rule.hits += 1
+            rule.note(self.client_id, True)
         self.counters["frames_blackholed"] += 1
 
     def _match(self, corr: int) -> tuple | None:
@@ -360,7 +363,10 @@ class Connection:
                     if self.proxy.rules.blackholed(self.broker):
                         self._blackholed()
                         continue
-                    hit = self.proxy.rules.response_action(self.broker, api_key)
+                    hit = self.proxy.rules.response_action(
+                        self.broker, api_key, self.client_id,
+                        None if entry is None else
+                        lambda p=payload, v=entry[2]: answers_append(p, v))
                     if hit is not None:
                         action, rule = hit
                         self.proxy.record_drop(self, corr, api_key, rule, action)
@@ -368,7 +374,8 @@ class Connection:
                             out.put_nowait((loop.time(), _CLOSE))
                             return self.end(f"closed after append by rule {rule.id}", "fault")
                         continue
-                    delay = self.proxy.rules.delay(self.broker, downstream=True)
+                    delay = self.proxy.rules.delay(self.broker, downstream=True,
+                                                   client_id=self.client_id)
                     out.put_nowait((loop.time() + delay, frame(payload)))
             except WireError as exc:
                 self.counters["malformed"] += 1
@@ -557,6 +564,7 @@ class Proxy:
             conn.counters["connections_reset"] += 1
             if rule is not None:
                 rule.hits += 1
+                rule.note(conn.client_id, True)
             conn.reset("reset by rule" if rule else "reset on request",
                        "fault" if rule else "proxy")
         return len(victims)

@@ -10,7 +10,9 @@ as new ones, until it is removed. Kinds:
     ``request.timeout.ms``, then retries); ``close`` closes both sockets instead (an
     immediate connection error, then a retry). Which responses: ``next`` N (the next N),
     ``every`` K (every K-th), or ``probability`` P with ``seed`` S (reproducible);
-    ``limit`` caps the total.
+    ``limit`` caps the total. ``appended`` true: only a Produce response that answers an
+    append (some partition without error) matches; an error response passes untouched
+    (the broker wrote nothing, so losing it loses no acknowledgement).
 ``latency``
     Delay every frame by ``ms`` in ``direction`` ``downstream`` (responses, default),
     ``upstream`` (requests) or ``both``; order is kept.
@@ -39,7 +41,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from verifier.harness.kafka_wire import API_PRODUCE, RequestIdentity
+from verifier.harness.kafka_wire import API_PRODUCE, RequestIdentity, WireError, response_summary
 
 KINDS = ("drop_response", "latency", "blackhole", "reset", "hold")
 DIRECTIONS = ("downstream", "upstream", "both")
@@ -58,6 +60,8 @@ class Rule:
     broker: int | None = None
     api_keys: tuple[int, ...] = (API_PRODUCE,)
     action: str = "drop"
+    #: drop_response: only responses to requests the broker appended
+    appended: bool = False
     next: int | None = None
     every: int | None = None
     probability: float | None = None
@@ -78,6 +82,9 @@ class Rule:
     matched: int = 0
     #: frames this rule acted on (dropped responses, closes, delays, discards, resets)
     hits: int = 0
+    #: client id -> [matched, hits]: what the rule met and did per client (the exposure
+    #: of each column, verifier.judge.exposure); "" for a connection with no request yet
+    clients: dict = field(default_factory=dict)
     _rng: random.Random = field(default_factory=random.Random, repr=False, compare=False)
 
     @classmethod
@@ -85,7 +92,8 @@ class Rule:
         """Build and validate a rule from the control interface's JSON."""
         if not isinstance(data, dict):
             raise RuleError(f"a rule is a JSON object, not {type(data).__name__}")
-        allowed = {"kind", "broker", "api_keys", "action", "next", "every", "probability",
+        allowed = {"kind", "broker", "api_keys", "action", "appended", "next", "every",
+                   "probability",
                    "seed", "limit", "ms", "direction", "transactional_id", "partition", "topic",
                    "client_view", "release_on", "release_after_ms", "skip"}
         unknown = set(data) - allowed
@@ -100,6 +108,7 @@ class Rule:
                 broker=None if data.get("broker") is None else int(data["broker"]),
                 api_keys=tuple(int(k) for k in data.get("api_keys", (API_PRODUCE,))),
                 action=str(data.get("action", "drop")),
+                appended=_opt_bool(data.get("appended")),
                 next=_opt_int(data.get("next")),
                 every=_opt_int(data.get("every")),
                 probability=None if data.get("probability") is None
@@ -132,6 +141,8 @@ class Rule:
                 raise RuleError(f"action must be drop or close, not {self.action!r}")
             if self.probability is not None and not 0 <= self.probability <= 1:
                 raise RuleError(f"probability {self.probability} is outside 0..1")
+            if self.appended and set(self.api_keys) != {API_PRODUCE}:
+                raise RuleError("appended applies to Produce responses only (api_keys [0])")
             if (self.next is not None and self.next < 0) or (
                     self.every is not None and self.every < 1):
                 raise RuleError("next must be >= 0 and every >= 1")
@@ -157,6 +168,12 @@ class Rule:
             if self.direction not in DIRECTIONS:
                 raise RuleError(f"direction must be one of {DIRECTIONS}")
 
+    def note(self, client_id: str | None, hit: bool, matched: bool = True) -> None:
+        """Count one request or response of ``client_id`` this rule met (and acted on)."""
+        entry = self.clients.setdefault(client_id or "", [0, 0])
+        entry[0] += int(matched)
+        entry[1] += int(hit)
+
     def applies_to(self, broker: int) -> bool:
         return self.broker is None or self.broker == broker
 
@@ -165,6 +182,9 @@ class Rule:
             "id", "kind", "broker", "action", "next", "every", "probability", "seed",
             "limit", "ms", "direction", "matched", "hits")}
         out["api_keys"] = list(self.api_keys)
+        if self.appended:
+            out["appended"] = True
+        out["clients"] = {k: list(v) for k, v in self.clients.items()}
         if self.kind == "hold":
             out.update({k: getattr(self, k) for k in (
                 "transactional_id", "partition", "topic", "client_view", "release_on",
@@ -194,8 +214,10 @@ class Rule:
             return False
         self.matched += 1
         if self.matched <= self.skip or self.hits >= (self.limit or 1):
+            self.note(request.client_id, False)
             return False
         self.hits += 1
+        self.note(request.client_id, True)
         return True
 
     def releases(self, held: RequestIdentity, event: RequestIdentity, direction: str,
@@ -216,16 +238,22 @@ class Rule:
         expected = held.transactional_id if want == "same" else want
         return expected is not None and event.transactional_id == expected
 
-    def decide_response(self, api_key: int) -> str | None:
+    def decide_response(self, api_key: int, client_id: str | None = None,
+                        appended=None) -> str | None:
         """For a ``drop_response`` rule: ``drop``, ``close`` or None (forward it).
+        ``appended``: a callable saying whether the response answers an append, asked
+        only by a rule that drops those alone (it parses the response).
 
         Counts the match; the seeded generator advances only on matching responses, so
         the same seed and the same request stream give the same decisions.
         """
         if self.kind != "drop_response" or api_key not in self.api_keys:
             return None
+        if self.appended and not (appended is not None and appended()):
+            return None  # an error answer: nothing was written, no ack to lose
         self.matched += 1
         if self.limit is not None and self.hits >= self.limit:
+            self.note(client_id, False)
             return None
         if self.next is not None:
             hit = self.hits < self.next
@@ -233,6 +261,7 @@ class Rule:
             hit = self.matched % self.every == 0
         else:
             hit = self._rng.random() < (self.probability or 0.0)
+        self.note(client_id, hit)
         if hit:
             self.hits += 1
             return self.action
@@ -249,6 +278,24 @@ class Rule:
 
 def _opt_int(value) -> int | None:
     return None if value is None else int(value)
+
+
+def _opt_bool(value) -> bool:
+    if value is None:
+        return False
+    if not isinstance(value, bool):
+        raise RuleError(f"expected true or false, not {value!r}")
+    return value
+
+
+def answers_append(payload: bytes, api_version: int) -> bool:
+    """Whether a Produce response says the broker appended (some partition without
+    error); an unreadable one counts as not."""
+    try:
+        parts = response_summary(payload, API_PRODUCE, api_version).get("partitions") or []
+    except WireError:
+        return False
+    return any(error == 0 for _, _, error, _ in parts)
 
 
 def _opt_str(value) -> str | None:
@@ -308,21 +355,24 @@ class RuleSet:
     def all(self) -> list[Rule]:
         return list(self._rules.values())
 
-    def response_action(self, broker: int, api_key: int) -> tuple[str, Rule] | None:
-        """The first rule that drops or closes on this response, if any."""
+    def response_action(self, broker: int, api_key: int, client_id: str | None = None,
+                        appended=None) -> tuple[str, Rule] | None:
+        """The first rule that drops or closes on this response, if any (``appended``:
+        see :meth:`Rule.decide_response`)."""
         for rule in self.for_broker(broker):
-            action = rule.decide_response(api_key)
+            action = rule.decide_response(api_key, client_id, appended)
             if action:
                 return action, rule
         return None
 
-    def delay(self, broker: int, downstream: bool) -> float:
+    def delay(self, broker: int, downstream: bool, client_id: str | None = None) -> float:
         """Total hold-back for one frame; each delaying rule counts the frame as a hit."""
         total = 0.0
         for rule in self.for_broker(broker):
             d = rule.delay_for(downstream)
             if d:
                 rule.hits += 1
+                rule.note(client_id, True)
                 total += d
         return total
 

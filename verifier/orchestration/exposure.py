@@ -1,0 +1,136 @@
+"""The facts a run's exposure is computed from, read from its folder, and the step that
+adds the exposure to a verdict document (both the live verdict and `verifier analyze`
+call :func:`add_exposure`, so the two agree).
+
+The computation is pure (``verifier.judge.exposure``); this module reads: the nemesis
+history (fault windows, the proxy rules' per-client counts, the leaders at a broker
+fault's start), the producers' histories (sends and transactions), and the streaming
+queries' checkpoints (observer and pipelines: when each batch was planned, from
+``offsets/N``'s ``batchTimestampMs``, and committed, from ``commits/N``'s time).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from verifier.judge import exposure as E
+from verifier.judge import verdict as V
+from verifier.rundata.layout import RunLayout
+from verifier.rundata.vocab import ISOLATIONS
+
+
+def _sends_and_txns(table) -> tuple[dict[str, E.Sends], dict[str, list[E.Txn]]]:
+    """Per pid: its sends (by invoke time) and transactions, from the history table."""
+    cols = {k: table.column(k).to_pylist() for k in ("pid", "type", "f", "ses", "p", "seq",
+                                                     "txn", "t")}
+    sends: dict[tuple, list] = {}  # (pid, ses, p, seq) -> [invoke t, done t, txn]
+    txns: dict[tuple, list] = {}  # (pid, ses, txn) -> [begin t, end t]
+    for pid, typ, f, ses, p, seq, txn, t in zip(*cols.values(), strict=True):
+        if f == "send":
+            key = (pid, ses, p, seq)
+            if typ == "invoke":
+                sends.setdefault(key, [t, None, txn])
+            elif key in sends and sends[key][1] is None:
+                sends[key][1] = t
+        elif f == "begin" and typ == "invoke":
+            txns.setdefault((pid, ses, txn), [t, None])
+        elif f in ("commit", "abort") and typ != "invoke":
+            entry = txns.get((pid, ses, txn))
+            if entry is not None and entry[1] is None:
+                entry[1] = t
+    by_pid: dict[str, list] = {}
+    for (pid, _ses, p, _seq), (t, done, txn) in sends.items():
+        by_pid.setdefault(pid, []).append((t, p, done, txn))
+    out = {}
+    for pid, rows in by_pid.items():
+        rows.sort(key=lambda r: r[0])
+        out[pid] = E.Sends([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows],
+                           [r[3] for r in rows])
+    tx: dict[str, list[E.Txn]] = {}
+    for (pid, _ses, txn), (begin, end) in txns.items():
+        tx.setdefault(pid, []).append(E.Txn(txn, begin, end))
+    return out, tx
+
+
+def checkpoint_batches(checkpoint: Path) -> list[E.Batch]:
+    """A streaming query's batches from its checkpoint; [] when it has none."""
+    offsets, commits = checkpoint / "offsets", checkpoint / "commits"
+    if not offsets.is_dir():
+        return []
+    committed = {}
+    if commits.is_dir():
+        committed = {int(p.name): p.stat().st_mtime_ns // 1_000_000
+                     for p in commits.iterdir() if p.name.isdigit()}
+    out, previous = [], {}
+    for n in sorted(int(p.name) for p in offsets.iterdir() if p.name.isdigit()):
+        path = offsets / str(n)
+        try:
+            lines = path.read_text().splitlines()
+            meta = json.loads(lines[1]) if len(lines) > 1 else {}
+            ends = {(t, int(p)): int(o) for line in lines[2:3]
+                    for t, parts in json.loads(line).items() for p, o in parts.items()}
+        except (OSError, ValueError, AttributeError):
+            continue  # a torn entry (the driver died writing it): nothing was run
+        planned = int(meta.get("batchTimestampMs") or path.stat().st_mtime_ns // 1_000_000)
+        ranges = {k: (previous.get(k, 0), e) for k, e in ends.items()}
+        out.append(E.Batch(n, planned, committed.get(n), ranges))
+        previous = ends
+    return out
+
+
+def _batches(run_dir: Path, config) -> dict[str, list[E.Batch]]:
+    from verifier.rundata.pipelines import PipelineLayout
+
+    where = RunLayout(run_dir)
+    out = {}
+    for iso in ISOLATIONS:
+        got = checkpoint_batches(where.checkpoint(iso))
+        if got:
+            out[f"observer/{iso}"] = got
+    for name in config.pipelines:
+        layout = PipelineLayout(run_dir, name)
+        got = []
+        for cp in [*layout.lost_checkpoints(), layout.checkpoint]:
+            got += checkpoint_batches(cp)  # a lost checkpoint's batches came first
+        if got:
+            out[f"pipeline/{name}"] = got
+    return out
+
+
+def facts_of(run_dir: Path, doc: dict, run, history=None) -> E.RunFacts:
+    """The run's facts; ``history``: the producers' operations table when the caller has
+    it (the batch pass), else read here."""
+    from verifier.rundata.history import read_histories
+
+    config = run.config
+    label_to_name = {p.label: name for name, p in config.pipelines.items()}
+    columns = []
+    for c in doc["columns"]:
+        pipeline = label_to_name.get(c["mode"]) if not c.get("pids") else None
+        columns.append(E.ColumnSpec(
+            name=c["name"], mode=c["mode"], pids=tuple(c.get("pids") or ()),
+            topics=tuple(c.get("topics") or ()), transactional=c["expect"] == "transactional",
+            pipeline=pipeline, isolations=tuple(c.get("isolations") or ISOLATIONS)))
+    if history is None:
+        try:
+            history, _ = read_histories(RunLayout(run_dir).histories, config.run,
+                                        list(config.producers))
+        except Exception:  # noqa: BLE001 - no histories: exposure from the rest
+            history = None
+    sends, txns = _sends_and_txns(history) if history is not None else ({}, {})
+    client_pid = {}
+    for pid, spec in config.producers.items():
+        cid = (getattr(spec, "settings", None) or {}).get("client_id")
+        if cid:
+            client_pid[cid] = pid
+    return E.RunFacts(nemesis=run.nemesis, columns=columns, sends=sends, txns=txns,
+                      batches=_batches(Path(run_dir), config),
+                      topic_of={pid: s.topic for pid, s in config.producers.items()},
+                      client_pid=client_pid)
+
+
+def add_exposure(doc: dict, run_dir: Path | str, run, history=None) -> None:
+    """Every column's ``exposure``, and NOT EXERCISED for a PASS that a fault missed."""
+    facts = facts_of(Path(run_dir), doc, run, history)
+    V.apply_exposure(doc, E.exposure(facts))
