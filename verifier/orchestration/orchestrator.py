@@ -269,6 +269,7 @@ class ScenarioRun:
             self.processes[p.process_name].start()
         self._wait_generators_producing()
         fault_env = self.env.fault_env(self.processes)
+        fault_env.topics = tuple(sorted({p.topic for p in self.plans}))
         self.nemesis = Nemesis(schedule, fault_env, self.layout.nemesis,
                                self.run_id)
         with self.nemesis:

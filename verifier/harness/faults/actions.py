@@ -50,6 +50,9 @@ class FaultEnv:
     ready_timeout: float = 180.0
     #: the clients' security settings (kafka-python names) for the tool's own lookups
     client_config: dict = field(default_factory=dict)
+    #: the run's producer topics: a broker fault records the partitions its target led
+    #: (start detail ``leads``, the exposure of each column: verifier.judge.exposure)
+    topics: tuple[str, ...] = ()
 
     def require(self, part: str, kind: str):
         value = getattr(self, part)
@@ -113,13 +116,28 @@ def _running(env: FaultEnv, node: int, kind: str):
     return cluster
 
 
+def _leads(env: FaultEnv, node: int | None) -> dict:
+    """``{"leads": [[topic, partition], ...]}``: the run's partitions ``node`` leads now
+    (one metadata lookup before the fault acts); {} when unknown."""
+    if node is None or not env.topics:
+        return {}
+    from verifier.harness.topics import partition_states
+
+    try:
+        states = partition_states(env.bootstrap_servers, env.topics, **env.client_config)
+    except Exception:  # noqa: BLE001 - the fault still runs; its exposure counts every partition
+        return {}
+    return {"leads": sorted([t, p] for (t, p), s in states.items() if s["leader"] == node)}
+
+
 def start_broker_kill(fault: ScheduledFault, env: FaultEnv, state: dict) -> dict:
     node = _broker(fault, env)
     cluster = _running(env, node, fault.kind)
     pid = cluster.pids[node]
     state["node"] = node
+    leads = _leads(env, node)
     cluster.kill_node(node)
-    return {"node": node, "pid": pid, "signal": "SIGKILL"}
+    return {"node": node, "pid": pid, "signal": "SIGKILL", **leads}
 
 
 def heal_broker_kill(fault: ScheduledFault, env: FaultEnv, state: dict) -> Settling:
@@ -141,8 +159,9 @@ def start_broker_pause(fault: ScheduledFault, env: FaultEnv, state: dict) -> dic
     node = _broker(fault, env)
     cluster = _running(env, node, fault.kind)
     state["node"] = node
+    leads = _leads(env, node)
     cluster.pause_node(node)
-    return {"node": node, "pid": cluster.pids[node], "signal": "SIGSTOP"}
+    return {"node": node, "pid": cluster.pids[node], "signal": "SIGSTOP", **leads}
 
 
 def heal_broker_pause(fault: ScheduledFault, env: FaultEnv, state: dict) -> dict:
@@ -156,7 +175,8 @@ def start_partition(fault: ScheduledFault, env: FaultEnv, state: dict) -> dict:
     partition = env.require("partition", fault.kind)
     node = _broker(fault, env)
     state["node"] = node
-    return {"node": node, **partition.cut(node)}
+    leads = _leads(env, node)
+    return {"node": node, **leads, **partition.cut(node)}
 
 
 def heal_partition(fault: ScheduledFault, env: FaultEnv, state: dict) -> dict:
