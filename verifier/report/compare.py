@@ -42,7 +42,9 @@ CELL_LEGEND = (
     "cell = verdict · what was observed: dup = duplicate within one producer session, "
     "xdup = across sessions, redelivered = one offset delivered twice, aborted = aborted "
     "transaction read, torn = committed transaction partly read; "
-    "x forbidden (fails the mode), ~ tolerated, + expected, ? leaves the verdict open"
+    "x forbidden (fails the mode), ~ tolerated, + expected, ? leaves the verdict open; "
+    "exp N = the column's operations its faults acted on (✗ some fault missed it: NOT "
+    "EXERCISED; ? not measured), no fault = none concerned it"
 )
 
 #: shown under a grid in which a scenario ran more than once (``chaos --repeat N``)
@@ -212,8 +214,9 @@ def cells(docs: list[dict]) -> dict[str, dict[str, dict]]:
         runs.setdefault(doc["scenario"], []).append(doc.get("run_dir"))
         for c in doc["columns"]:
             seen = observed(c)
-            cell = row.setdefault(c["name"], {"observed": [], "where": {}})
+            cell = row.setdefault(c["name"], {"observed": [], "where": {}, "exposure": []})
             cell["observed"] = _merge(cell["observed"], seen)
+            cell["exposure"].append(c.get("exposure"))
             for k, _, _ in seen:
                 cell["where"].setdefault(k, doc.get("run_dir"))
     for sc, row in repeated_outcomes(docs).items():
@@ -221,7 +224,30 @@ def cells(docs: list[dict]) -> dict[str, dict[str, dict]]:
             cell = out[sc][name]
             cell["verdict"], cell["outcomes"], cell["runs"] = worst_of(outcomes), outcomes, runs[sc]
             cell["text"] = cell_text(outcome_text(outcomes), cell["observed"])
+            exposed = exposure_text(cell["exposure"])
+            if exposed:
+                cell["text"] += f" · {exposed}"
     return out
+
+
+def exposure_text(entries: list[dict | None]) -> str:
+    """A cell's exposure over the runs of its scenario (verdict.json ``exposure``):
+    ``no fault``, ``exp 1073`` (what the faults that concern the column acted on, summed
+    over faults and runs), with ``✗`` when some fault missed it in some run and ``?`` when
+    some count was not measured; empty for runs recorded before exposure."""
+    known = [e for e in entries if e is not None]
+    if not known:
+        return ""
+    faults = [f for e in known for f in e.get("faults") or []]
+    if not faults:
+        return "no fault"
+    total = sum(f["acted"] for f in faults if f.get("acted") is not None)
+    text = f"exp {total}"
+    if any(f.get("acted") is None for f in faults):
+        text += "?"
+    if any(e.get("exercised") is False for e in known):
+        text += " ✗"
+    return text
 
 
 def fault_kinds(doc: dict) -> list[str]:

@@ -23,6 +23,7 @@ th:first-child,td:first-child{text-align:left}
 .PASS{background:#b9e6b9;font-weight:bold}.FAIL{background:#f08080;font-weight:bold}
 .UNKNOWN{background:#d0d0d0;font-weight:bold}
 .SKIPPED{background:#f3e3a0;font-weight:bold}
+.NOT-EXERCISED{background:#e4dcf4;font-weight:bold}.missed{background:#e4dcf4}
 pre{background:#f4f4f4;padding:8px;overflow-x:auto;font-size:12px}
 table.samples td{text-align:left;font-size:13px}.note{color:#666;font-size:85%;margin:0}
 #selftest-table td,#selftest-table th{text-align:left}
@@ -50,12 +51,42 @@ def _table(doc: dict) -> str:
             text = "—" if a["expectation"] == "n/a" and not a["count"] else str(a["count"])
             h.append(f"<td class='{cls}' title='{a['expectation']}'>{text}</td>")
         h.append("</tr>")
+    h += _exposure_rows(cols)
     h += [
         "<tr><td>verdict</td>",
-        *[f"<td class='{c['verdict']}'>{c['verdict']}</td>" for c in cols],
+        *[f"<td class='{c['verdict'].replace(' ', '-')}'>{c['verdict']}</td>" for c in cols],
         "</tr></table>",
     ]
     return "".join(h)
+
+
+def _exposure_rows(cols: list[dict]) -> list[str]:
+    """One row per fault: what it acted on in each column (verdict.json ``exposure``),
+    with what it counts and the load inside against outside its window as a tooltip."""
+    from verifier.report.terminal import exposure_cell
+
+    ids: dict[int, str] = {}
+    for c in cols:
+        for e in (c.get("exposure") or {}).get("faults", []):
+            ids.setdefault(e["id"], f"exposed: {e['fault']} #{e['id']}")
+    h = []
+    for fid, label in sorted(ids.items()):
+        h.append(f"<tr><td>{escape(label)}</td>")
+        for c in cols:
+            e = next((x for x in (c.get("exposure") or {}).get("faults", [])
+                      if x["id"] == fid), None)  # fmt: skip
+            if e is None:
+                h.append("<td class='na' title='does not concern this column'>·</td>")
+                continue
+            tip = e.get("what") or ""
+            if e.get("rate_out") is not None:
+                tip += f"; load {e.get('rate_in')}/s inside against {e['rate_out']}/s outside"
+            if e.get("why"):
+                tip += f"; {e['why']}"
+            cls = " class='missed'" if e.get("exercised") is False else ""
+            h.append(f"<td{cls} title='{escape(tip)}'>{escape(exposure_cell(e))}</td>")
+        h.append("</tr>")
+    return h
 
 
 def _plot_id(topic, partition) -> str:
@@ -110,6 +141,9 @@ def _samples(doc: dict) -> str:
                        f"{escape(c['skipped'])}</p>")
         for r in c["reasons"]:
             out.append(f"<p><b>{escape(c['name'])}</b>: UNKNOWN because {escape(r)}</p>")
+        for r in c.get("not_exercised") or []:
+            out.append(f"<p><b>{escape(c['name'])}</b>: NOT EXERCISED because "
+                       f"{escape(r)}</p>")
         for k, a in c["anomalies"].items():
             if a["count"]:
                 shown = a["sample"][:SAMPLE_ROWS]

@@ -60,6 +60,10 @@ def _run_suite(root: ET.Element, doc: dict) -> None:
     for c in cols:
         case = ET.SubElement(suite, "testcase", classname=doc["scenario"], name=c["name"])
         _verdict_elements(case, c)
+        if c.get("exposure") is not None:  # how hard the case was tested
+            from verifier.judge.exposure import summary
+
+            ET.SubElement(case, "system-out").text = f"exposure: {summary(c['exposure'])}"
     _extra_cases(suite, doc)
 
 

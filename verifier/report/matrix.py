@@ -9,6 +9,7 @@ from __future__ import annotations
 from html import escape
 from pathlib import Path
 
+from verifier.report.advice import advice_html
 from verifier.report.compare import (
     CELL_LEGEND,
     MARK,
@@ -22,7 +23,6 @@ from verifier.report.compare import (
     summary,
     workload,
 )
-from verifier.report.advice import advice_html
 from verifier.report.selftest import matrix_selftest_html
 from verifier.rundata.formats import write_json
 

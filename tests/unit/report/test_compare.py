@@ -97,3 +97,16 @@ def test_run_html_shows_samples_as_tables_linked_to_plots(matrix):
     assert "href='#p-producer-kill-s1-transactional-0'" in page
     assert "id='p-producer-kill-s1-transactional-0'" in page
     assert "transactional-0:0:100" in page
+
+
+def test_exposure_text_sums_over_faults_and_runs_and_marks_a_miss():
+    from verifier.report.compare import exposure_text
+
+    hit = {"exercised": True, "faults": [{"acted": 3}, {"acted": 10}]}
+    missed = {"exercised": False, "faults": [{"acted": 0}]}
+    unmeasured = {"exercised": None, "faults": [{"acted": None}]}
+    assert exposure_text([hit, hit]) == "exp 26"
+    assert exposure_text([hit, missed]) == "exp 13 ✗"
+    assert exposure_text([unmeasured]) == "exp 0?"
+    assert exposure_text([{"exercised": True, "faults": []}]) == "no fault"
+    assert exposure_text([None]) == ""  # a run recorded before exposure
