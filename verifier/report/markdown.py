@@ -7,6 +7,7 @@ from __future__ import annotations
 from verifier.report.compare import (
     CELL_LEGEND,
     MECHANISM,
+    REPEAT_LEGEND,
     cells,
     load_text,
     summary,
@@ -77,7 +78,10 @@ def matrix_md(matrix: dict) -> str:
                            or grid["grid"][sc].get(c, "-") for c in grid["columns"]]])
     code = matrix.get("exit_code", grid.get("exit_code"))
     head = f"## Delivery guarantees under faults: exit code {code} ({_EXIT.get(code, '?')})"
-    return "\n".join([head, "", _table(rows), "", CELL_LEGEND, "",
+    legend = CELL_LEGEND + ("; " + REPEAT_LEGEND
+                            if any(n > 1 for n in (grid.get("repetitions") or {}).values())
+                            else "")
+    return "\n".join([head, "", _table(rows), "", legend, "",
                       summary_md(docs, matrix.get("workloads"))]) + selftest_markdown(docs)
 
 

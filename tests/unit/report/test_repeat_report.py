@@ -84,7 +84,8 @@ def test_the_terminal_and_markdown_grids_show_the_outcomes(docs):
     assert REPEAT_LEGEND in text
     assert REPEAT_LEGEND not in render_grid(combine(docs[:1]), docs[:1])
     md = matrix_md({"grid": combine(docs), "runs": docs, "exit_code": 1})
-    assert "| FAIL 2/3 · PASS 1/3 · 9 dup x |" in md
+    assert "| FAIL 2/3 · PASS 1/3 · 9 dup x |" in md and REPEAT_LEGEND in md
+    assert REPEAT_LEGEND not in matrix_md({"grid": combine(docs[:1]), "runs": docs[:1]})
     # a matrix document without runs still shows the counts from its outcomes
     bare = render_grid(combine(docs))
     assert "FAIL 2/3 · PASS 1/3" in bare and "NOT EXERCISED 1/3 · PASS 2/3" in bare
