@@ -35,7 +35,8 @@ from dataclasses import dataclass, field
 
 PROXY_FAULTS = ("ack-loss", "hold", "latency", "blackhole", "reset")
 BROKER_FAULTS = ("broker-kill", "broker-pause", "network-partition", "broker-config")
-KILL_FAULTS = ("producer-kill", "observer-kill", "process-kill", "checkpoint-lost")
+KILL_FAULTS = ("producer-kill", "observer-kill", "process-kill", "checkpoint-lost",
+               "process-pause")
 #: a stalled load: below this share of the column's own rate outside the fault windows
 STALL_RATIO = 0.1
 #: a column "was sending when the fault started" if its last send before the start is at
@@ -160,8 +161,9 @@ def concerns(w: Window, col: ColumnSpec, producers_mode: dict[str, str]) -> bool
             return col.pipeline is None
         if proc.startswith("pipeline/"):
             return col.pipeline == proc.removeprefix("pipeline/")
-        if proc.startswith("producer:"):
-            return col.pipeline is None and col.mode == proc.removeprefix("producer:")
+        if proc.startswith("producer:"):  # producer:<mode>, or producer:<mode>/<client>
+            mode = proc.removeprefix("producer:").split("/")[0]
+            return col.pipeline is None and col.mode == mode
         return col.pipeline is None and producers_mode.get(proc) == col.mode
     if col.pipeline is not None:  # a pipeline is judged on its own driver's faults
         return False
@@ -306,8 +308,8 @@ def acted_on(w: Window, col: ColumnSpec, facts: RunFacts) -> tuple[int | None, s
             opened += _open_txn_records(s, facts.txns.get(pid, []), w.start)
         if col.transactional:
             return unacked + opened, (f"sends unacknowledged ({unacked}) and open "
-                                      f"transaction records ({opened}) at the kill")
-        return unacked, "sends unacknowledged at the kill"
+                                      f"transaction records ({opened}) at the {_act(w)}")
+        return unacked, f"sends unacknowledged at the {_act(w)}"
     return None, f"no exposure rule for {w.fault}"
 
 
@@ -403,6 +405,10 @@ def column_exposure(col: ColumnSpec, facts: RunFacts, wins: list[Window],
     return {"exercised": exercised, "faults": entries,
             "reasons": [e["why"] for e in entries if e.get("why")],
             "rate": None if rate_out is None else round(rate_out, 2)}
+
+
+def _act(w: Window) -> str:
+    return "pause" if w.fault == "process-pause" else "kill"
 
 
 def _name(w: Window) -> str:

@@ -7,6 +7,7 @@ leaves the outcome open (history ``info``) and the fault is still healed.
 
 from __future__ import annotations
 
+import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -313,6 +314,26 @@ def heal_checkpoint_lost(fault: ScheduledFault, env: FaultEnv, state: dict) -> d
             "checkpoint_moved_to": str(moved) if moved else None}
 
 
+def start_process_pause(fault: ScheduledFault, env: FaultEnv, state: dict) -> dict:
+    """SIGSTOP the process (every thread of it: its client's network thread too)."""
+    name = fault.target["process"]
+    proc = env.processes.get(name)
+    if proc is None:
+        raise NotApplied(f"no process {name!r} in this run")
+    if not proc.alive:
+        raise NotApplied(f"process {name!r} is not running")
+    proc.send_signal(signal.SIGSTOP)
+    state["paused"] = name
+    return {"process": name, "pid": getattr(proc, "pid", None), "signal": "SIGSTOP"}
+
+
+def heal_process_pause(fault: ScheduledFault, env: FaultEnv, state: dict) -> dict:
+    proc = env.processes[state["paused"]]
+    if proc.alive:
+        proc.send_signal(signal.SIGCONT)
+    return {"process": state["paused"], "signal": "SIGCONT"}
+
+
 Handler = Callable[[ScheduledFault, FaultEnv, dict], "dict | Settling"]
 
 #: Fault kinds that act on the cluster's brokers: one waits for a settling broker heal
@@ -328,6 +349,7 @@ HANDLERS: dict[str, tuple[Handler, Handler]] = {
     "observer-kill": (start_process_kill, heal_process_kill),
     "process-kill": (start_process_kill, heal_process_kill),
     "checkpoint-lost": (start_process_kill, heal_checkpoint_lost),
+    "process-pause": (start_process_pause, heal_process_pause),
     "broker-config": (start_broker_config, heal_broker_config),
 }
 
@@ -365,9 +387,21 @@ def heal_everything(env: FaultEnv, killed: set[str]) -> dict:
     for name in sorted(killed):
         proc = env.processes[name]
         step(f"process:{name}", lambda p=proc: None if p.alive else p.restart())
+    step("continued", lambda: _continue_all(env))
     if errors:
         detail["errors"] = errors
     return detail
+
+
+def _continue_all(env: FaultEnv) -> int:
+    """SIGCONT every running process (one a process-pause left stopped; harmless to the
+    others); how many were signalled."""
+    n = 0
+    for proc in env.processes.values():
+        if getattr(proc, "alive", False) and hasattr(proc, "send_signal"):
+            proc.send_signal(signal.SIGCONT)
+            n += 1
+    return n
 
 
 def _heal_brokers(env: FaultEnv) -> dict:

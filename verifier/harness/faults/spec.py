@@ -39,7 +39,10 @@ PROXY_KINDS = {"ack-loss": "drop_response", "latency": "latency", "blackhole": "
 BROKER_KINDS = ("broker-kill", "broker-pause", "network-partition")
 #: checkpoint-lost: a pipeline's driver killed and restarted on a fresh checkpoint (a
 #: redeploy), the old one kept aside (verifier.rundata.pipelines)
-PROCESS_KINDS = ("producer-kill", "observer-kill", "process-kill", "checkpoint-lost")
+#: process-pause: SIGSTOP a process for the window, SIGCONT at heal (a GC pause, a frozen
+#: container, a generator stalled while the faults meant for it act)
+PROCESS_KINDS = ("producer-kill", "observer-kill", "process-kill", "checkpoint-lost",
+                 "process-pause")
 #: broker settings changed with the admin API for the fault's window (a scenario's
 #: dynamic ``[broker]`` table), restored at heal; works on any cluster
 CONFIG_KINDS = ("broker-config",)
