@@ -1,10 +1,11 @@
 """Shared fixtures: the real local cluster and one Spark session for the whole run.
 
 The integration tier runs against a real 3-node KRaft cluster started from the project's
-own jars. It is started once per test session on VERIFIER_TEST_BASE_PORT (default 19100)
-in VERIFIER_TEST_STATE_DIR, and stopped at the end, also on failure and Ctrl-C (pytest
-runs fixture finalizers on KeyboardInterrupt; `make test` runs `cluster down` after
-pytest as a second guard).
+own jars. It is started once per test session (per pytest-xdist worker) on
+VERIFIER_TEST_BASE_PORT (default 19100; other workers on ports derived from it, see
+:func:`port_base`) in VERIFIER_TEST_STATE_DIR (``-gwN`` appended per worker), and stopped
+at the end, also on failure and Ctrl-C (pytest runs fixture finalizers on
+KeyboardInterrupt; `make test` runs `cluster down` after pytest as a second guard).
 """
 
 from __future__ import annotations
@@ -20,9 +21,31 @@ from verifier.harness.faults.control import ProxyClient
 from verifier.harness.faults.proxy_process import ProxyProcess, proxied
 from verifier.rundata.jvm import PROJECT_ROOT
 
-TEST_BASE_PORT = int(os.environ.get("VERIFIER_TEST_BASE_PORT", "19100"))
-TEST_STATE_DIR = Path(os.environ.get(
-    "VERIFIER_TEST_STATE_DIR", PROJECT_ROOT / ".state" / f"test-cluster-{TEST_BASE_PORT}"))
+#: the pytest-xdist worker this process is ("gw0", "gw1", ...; "" outside xdist)
+WORKER = os.environ.get("PYTEST_XDIST_WORKER", "")
+ROOT_BASE_PORT = int(os.environ.get("VERIFIER_TEST_BASE_PORT", "19100"))
+#: every cluster the integration tier starts, one port slot each per worker. A cluster's
+#: port plan is base+0..3 (nodes 1-3), +100.., +200.., +300.. (the proxy's control port
+#: and listeners; verifier/harness/cluster/config.py), so slots 4 ports apart interleave
+#: in one block of 404 ports: 25 slots a block, two workers' slots in the first one.
+PORT_SLOTS = ("shared", "cli", "cli-busy", "versions", "settings", "hold", "partition",
+              "external", "external-spark", "idle", "sasl", "lifetime")
+
+
+def port_base(slot: str, worker: str = WORKER) -> int:
+    """The base port of one of the tier's clusters (:data:`PORT_SLOTS`) on this worker:
+    workers never share a port, and worker gw0 (or no xdist) keeps the shared cluster
+    on VERIFIER_TEST_BASE_PORT itself."""
+    i = int(worker[2:] or 0) * len(PORT_SLOTS) + PORT_SLOTS.index(slot)
+    return ROOT_BASE_PORT + (i // 25) * 400 + (i % 25) * 4
+
+
+TEST_BASE_PORT = port_base("shared")
+_STATE_ROOT = Path(os.environ.get(
+    "VERIFIER_TEST_STATE_DIR", PROJECT_ROOT / ".state" / f"test-cluster-{ROOT_BASE_PORT}"))
+#: the shared cluster's folder: one per xdist worker (``<dir>-gw1``), the folder itself
+#: outside xdist; `make test` stops whatever is left in either after the run
+TEST_STATE_DIR = _STATE_ROOT.with_name(f"{_STATE_ROOT.name}-{WORKER}") if WORKER else _STATE_ROOT
 
 
 @pytest.fixture(scope="session")

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from tests.conftest import TEST_BASE_PORT
+from tests.conftest import port_base
 
 pytestmark = pytest.mark.integration
 
@@ -20,11 +20,11 @@ def _cli(*args: str, timeout: float = 240) -> subprocess.CompletedProcess:
 
 def test_up_status_down_single_node(tmp_path):
     state = str(tmp_path / "c1")
-    base = str(TEST_BASE_PORT + 400)
+    base = str(port_base("cli"))
     up = _cli("cluster", "up", "--nodes", "1", "--base-port", base, "--state-dir", state)
     try:
         assert up.returncode == 0, up.stderr
-        assert f"bootstrap servers: 127.0.0.1:{TEST_BASE_PORT + 401}" in up.stdout
+        assert f"bootstrap servers: 127.0.0.1:{port_base('cli') + 1}" in up.stdout
         again = _cli("cluster", "up", "--nodes", "1", "--base-port", base, "--state-dir", state)
         assert again.returncode == 0
         assert "already running" in again.stdout
@@ -47,10 +47,10 @@ def test_up_status_down_single_node(tmp_path):
 
 def test_port_taken_is_a_clear_error(tmp_path):
     with socket.socket() as s:
-        s.bind(("127.0.0.1", TEST_BASE_PORT + 501))
+        s.bind(("127.0.0.1", port_base("cli-busy") + 1))
         s.listen()
-        res = _cli("cluster", "up", "--nodes", "1", "--base-port", str(TEST_BASE_PORT + 500),
+        res = _cli("cluster", "up", "--nodes", "1", "--base-port", str(port_base("cli-busy")),
                    "--state-dir", str(tmp_path / "c2"), timeout=120)
     assert res.returncode == 2
-    assert f"port {TEST_BASE_PORT + 501}" in res.stderr and "already in use" in res.stderr
+    assert f"port {port_base('cli-busy') + 1}" in res.stderr and "already in use" in res.stderr
     assert "Traceback" not in res.stderr

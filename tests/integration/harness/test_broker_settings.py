@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.conftest import TEST_BASE_PORT, TEST_STATE_DIR
+from tests.conftest import TEST_STATE_DIR, port_base
 from verifier.harness.broker_config import (
     BrokerConfigError,
     check_known,
@@ -22,7 +22,7 @@ VERIFY = "transaction.partition.verification.enable"  # KIP-890 part 1, from 3.6
 
 def _cluster(version: str):
     state = TEST_STATE_DIR.parent / f"{TEST_STATE_DIR.name}-settings-{version}"
-    spec = ClusterSpec(nodes=1, base_port=TEST_BASE_PORT + 510, heap_mb=384,
+    spec = ClusterSpec(nodes=1, base_port=port_base("settings"), heap_mb=384,
                        kafka_version=version)
     cluster, _ = up(state, spec, timeout=120)
     return cluster

@@ -1,11 +1,11 @@
 """Every broker line the cluster manager claims: format, start, a transactional round trip
 at both isolation levels, restart on the same data, the round trip's records still there.
 
-One single-node cluster per version, on its own ports (base port TEST_BASE_PORT + 500)
-and folder, one after the other. The versions are VERIFIER_TEST_KAFKA_VERSIONS (default:
-one release of each line the issue names, 3.3 to 4.1); a version's jars are resolved
-from Maven Central on first use into .jars/broker-<version>.
-"""
+One single-node cluster per version, on its own ports (base port slot "versions" of
+tests/conftest.py) and folder, one after the other. The versions are
+VERIFIER_TEST_KAFKA_VERSIONS (default: one release of each line the issue names, 3.3 to
+4.1); a version's jars are resolved from Maven Central on first use into
+.jars/broker-<version>."""
 
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ import time
 import pytest
 from kafka import KafkaProducer
 
-from tests.conftest import TEST_BASE_PORT, TEST_STATE_DIR
+from tests.conftest import TEST_STATE_DIR, port_base
 from tests.integration.producers.helpers import read_log
 from verifier.harness.cluster import ClusterSpec, LocalCluster, up
 from verifier.harness.topics import create_topics
@@ -25,7 +25,7 @@ pytestmark = pytest.mark.integration
 
 VERSIONS = jvm.parse_kafka_versions(
     os.environ.get("VERIFIER_TEST_KAFKA_VERSIONS", "3.3.2,3.5.2,3.6.2,3.9.1,4.1.1"))
-BASE_PORT = TEST_BASE_PORT + 500
+BASE_PORT = port_base("versions")
 
 
 def _read(bootstrap: str, topic: str, isolation: str) -> list[bytes]:

@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 from kafka import KafkaProducer
 
-from tests.conftest import TEST_BASE_PORT, TEST_STATE_DIR
+from tests.conftest import TEST_BASE_PORT, TEST_STATE_DIR, port_base
 from verifier.harness.cluster import ClusterSpec, up
 from verifier.harness.faults.proxy_process import ProxyProcess, proxied
 from verifier.harness.topics import create_topics
@@ -27,7 +27,7 @@ pytestmark = pytest.mark.integration
 
 IDLE_MS = 3000
 #: the one-node cluster with a short broker idle time: its own ports, +1801..+2101
-IDLE_BROKER_PORT = TEST_BASE_PORT + 1800
+IDLE_BROKER_PORT = port_base("idle")
 
 
 def _log() -> Path:

@@ -3,7 +3,7 @@ client retries and commits, and the held original reaches the broker only after 
 transaction's EndTxn response passed; the nemesis history shows the hold, the release
 and the broker's answer, each with the request's identity.
 
-Its own one-node cluster (Kafka 4.1.1, base port TEST_BASE_PORT + 520) behind its own
+Its own one-node cluster (Kafka 4.1.1, base port slot "hold" of tests/conftest.py) behind its own
 proxy, so the shared three-node cluster's proxy keeps no rule of this test.
 """
 
@@ -15,7 +15,7 @@ import time
 import pytest
 from kafka import KafkaConsumer, KafkaProducer
 
-from tests.conftest import TEST_BASE_PORT, TEST_STATE_DIR
+from tests.conftest import TEST_STATE_DIR, port_base
 from verifier.harness.cluster import ClusterSpec, up
 from verifier.harness.faults.actions import FaultEnv
 from verifier.harness.faults.nemesis import Nemesis
@@ -27,7 +27,7 @@ from verifier.rundata.waiting import wait_until
 
 pytestmark = pytest.mark.integration
 
-BASE = TEST_BASE_PORT + 520
+BASE = port_base("hold")
 
 
 @pytest.fixture(scope="module")

@@ -11,12 +11,13 @@ import sys
 
 import pytest
 
+from tests.conftest import port_base
 from verifier.harness.faults.netns import NetNamespace
 from verifier.rundata.jvm import PROJECT_ROOT
 
 pytestmark = pytest.mark.integration
 
-BASE_PORT = int(os.environ.get("VERIFIER_TEST_BASE_PORT", "19100")) + 600
+BASE_PORT = port_base("partition")
 
 
 def _private_ancestor() -> str | None:

@@ -19,7 +19,7 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.conftest import TEST_BASE_PORT
+from tests.conftest import port_base
 from tests.integration.cli.test_spark_output import chatter
 from verifier.orchestration.scenario import SCENARIO_DIR
 from verifier.rundata.jvm import PROJECT_ROOT
@@ -27,7 +27,7 @@ from verifier.rundata.layout import RunLayout
 
 pytestmark = pytest.mark.integration
 
-BASE_PORT = TEST_BASE_PORT + 1000  # one node: BASE+1, BASE+101, BASE+201
+BASE_PORT = port_base("external")  # one node: BASE+1, BASE+101, BASE+201
 
 
 def _cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:

@@ -24,7 +24,7 @@ import orjson
 import pytest
 from pyspark.find_spark_home import _find_spark_home
 
-from tests.conftest import TEST_BASE_PORT
+from tests.conftest import port_base
 from tests.integration.cli.test_spark_output import chatter
 from verifier.orchestration.scenario import SCENARIO_DIR
 from verifier.rundata import jvm
@@ -34,7 +34,7 @@ from verifier.rundata.waiting import GiveUp, wait_until
 
 pytestmark = pytest.mark.integration
 
-CHAOS_BASE_PORT = TEST_BASE_PORT + 1400  # the run's local cluster and proxy: +1401..+1703
+CHAOS_BASE_PORT = port_base("external-spark")  # the run's local cluster and proxy
 WORKER_CORES = 2
 
 

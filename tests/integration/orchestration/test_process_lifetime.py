@@ -1,12 +1,11 @@
 """Nothing a chaos run started outlives it (issue 17).
 
-`verifier chaos --scenario baseline` runs as a subprocess on its own base port (29900)
-and state folder; once its generators produce, it is SIGKILLed (no chance to clean up).
-Every process it had started (the whole descendant tree, read from /proc just before the
-kill) and every port of its cluster and proxy must be gone after `verifier cleanup`.
-A second case sends SIGTERM instead: the run must end within 10 s, record that it was
-interrupted, and leave nothing behind.
-"""
+`verifier chaos --scenario baseline` runs as a subprocess on its own base port (slot
+"lifetime" of tests/conftest.py) and state folder; once its generators produce, it is
+SIGKILLed (no chance to clean up). Every process it had started (the whole descendant
+tree, read from /proc just before the kill) and every port of its cluster and proxy must
+be gone after `verifier cleanup`. A second case sends SIGTERM instead: the run must end
+within 10 s, record that it was interrupted, and leave nothing behind."""
 
 from __future__ import annotations
 
@@ -19,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.conftest import port_base
 from verifier.harness.cluster.processes import port_in_use
 from verifier.orchestration.analyze import interrupted
 from verifier.rundata.errors import VerifierError
@@ -27,7 +27,7 @@ from verifier.rundata.waiting import GiveUp, wait_until
 
 pytestmark = pytest.mark.integration
 
-BASE_PORT = int(os.environ.get("VERIFIER_TEST_LIFETIME_BASE_PORT", "29900"))
+BASE_PORT = int(os.environ.get("VERIFIER_TEST_LIFETIME_BASE_PORT", port_base("lifetime")))
 STATE_DIR = PROJECT_ROOT / ".state" / f"test-lifetime-{BASE_PORT}"
 PORTS = [BASE_PORT + n for n in (1, 2, 3)] + [BASE_PORT + 300 + n for n in (0, 1, 2, 3)]
 

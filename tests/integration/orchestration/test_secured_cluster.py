@@ -1,14 +1,13 @@
 """Security settings reach every client the tool starts (DESIGN §8, issue 12).
 
-A 1-node local cluster whose client listener takes SASL_PLAINTEXT with PLAIN only (its
-own base port, VERIFIER_TEST_SASL_BASE_PORT, default 29300, and state folder; stopped
-afterwards, also on failure). The ``baseline`` scenario runs on it as an external
-cluster with the settings from a properties file, as ``verifier chaos
+A 1-node local cluster whose client listener takes SASL_PLAINTEXT with PLAIN only (its own
+base port, VERIFIER_TEST_SASL_BASE_PORT, default slot "sasl" of tests/conftest.py, and
+state folder; stopped afterwards, also on failure). The ``baseline`` scenario runs on it
+as an external cluster with the settings from a properties file, as ``verifier chaos
 --bootstrap-servers BS --producer-config FILE`` does: topic admin, the four preset
-generators and the user's, the Spark observer, the drain and the plain reader all have
-to authenticate, since the listener refuses anyone else. The password must appear
-nowhere under the run folder.
-"""
+generators and the user's, the Spark observer, the drain and the plain reader all have to
+authenticate, since the listener refuses anyone else. The password must appear nowhere
+under the run folder."""
 
 from __future__ import annotations
 
@@ -23,13 +22,14 @@ from pathlib import Path
 import pytest
 
 from streaming.observations import read_observations
+from tests.conftest import port_base
 from verifier.harness.cluster import ClusterSpec, up
 from verifier.rundata.jvm import PROJECT_ROOT
 from verifier.rundata.vocab import ISOLATIONS, READERS
 
 pytestmark = pytest.mark.integration
 
-BASE_PORT = int(os.environ.get("VERIFIER_TEST_SASL_BASE_PORT", "29300"))
+BASE_PORT = int(os.environ.get("VERIFIER_TEST_SASL_BASE_PORT", port_base("sasl")))
 STATE_DIR = PROJECT_ROOT / ".state" / f"test-sasl-{BASE_PORT}"
 USER = "verifier"
 PASSWORD = f"pw-{uuid.uuid4().hex}"  # unique: any copy of it anywhere is a leak
