@@ -43,7 +43,7 @@ from streaming.pipelines.contract import (
     check_writer,
     load_pipeline,
 )
-from streaming.pipelines.hold import build_with_hold
+from streaming.pipelines.hold import build_with_hold, watch_source_hold
 from streaming.security import spark_kafka_options
 from streaming.session import driver_process
 from verifier.rundata.errors import VerifierError
@@ -190,11 +190,15 @@ def read_back(spark, pipeline, plan, entry: dict, where: PipelineLayout,
     log.info("read back %d rows of %s from %s", rows.num_rows, pipeline.name, source)
 
 
-def supervise(query, stop: threading.Event) -> int:
+def supervise(query, stop: threading.Event, tick=None) -> int:
+    """Until ``stop`` (SIGTERM) or the query ends; ``tick()`` every half second (the
+    source hold's watch: streaming.pipelines.hold.watch_source_hold)."""
     while not stop.wait(0.5):
         if not query.isActive:
             log.error("query %s stopped: %s", query.name, query.exception())
             return EXIT_QUERY_FAILED
+        if tick is not None:
+            tick()
     return EXIT_OK
 
 
@@ -231,7 +235,7 @@ def main(argv: list[str] | None = None) -> int:
             write_json_atomic(where.ready, {"pid": os.getpid(), "t": time.time()})
             log.info("pipeline %s (%s) started: pid %d", pipeline.name, pipeline.spec,
                      os.getpid())
-            code = supervise(query, stop)
+            code = supervise(query, stop, lambda: watch_source_hold(spark, where.holding))
             try:
                 query.stop()  # before the read-back, and before the brokers go (notes §4.6)
             except Exception as exc:  # noqa: BLE001 - a JVM already going away

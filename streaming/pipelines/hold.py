@@ -10,7 +10,11 @@ the hold into every pipeline's query, a preset's or a user's own, in one of two 
   then holds. The user's write is complete and the batch not committed;
 - any other sink (Kafka, files, Delta): the source frame ``build`` receives carries a
   pass-through of ``value`` (:func:`with_hold`) that holds the task of Spark partition 0
-  once per task attempt, while the other tasks finish and write.
+  once per task attempt, while the other tasks finish and write; the driver watches the
+  stage (:func:`watch_source_hold`) and says when they all have (``holding.written``),
+  and only then is the batch mid-batch for the trigger: a kill while the other tasks
+  still ran met nothing written (seen: a Kafka sink killed in a 22,463-offset batch
+  replayed it without one duplicate, on a loaded 2-core machine).
 
 While a batch holds, the marker file (``verifier.pipeline.hold_marker``,
 ``RUN/pipelines/<name>/holding``) exists and says which batch (:func:`write_marker`):
@@ -50,19 +54,74 @@ def write_marker(path: Path, batch: int | None, where: str) -> None:
     tmp.replace(path)
 
 
+#: a source hold waits at most this long for the driver to say the batch's other tasks
+#: have written (:func:`written_path`); a batch whose tasks take longer is not held
+WRITTEN_WAIT_S = 60.0
+
+
+def written_path(marker: Path) -> Path:
+    """Beside the marker, written by the driver (streaming.pipelines.driver) once every
+    other task of the held batch's stage has completed: their output is written (a Kafka
+    sink's task flushes its producer when it commits), so a kill replays written rows."""
+    return marker.with_name(marker.name + ".written")
+
+
 def hold_open(marker: str | None, hold_ms: int, batch: int | None = None,
               where: str = "foreachBatch") -> None:
-    """Hold the current batch open ``hold_ms`` ms, the marker file present meanwhile."""
+    """Hold the current batch open ``hold_ms`` ms, the marker file present meanwhile. A
+    source hold (one task of the batch, the others still running) first waits, up to
+    WRITTEN_WAIT_S, until the driver says the others have written."""
     if hold_ms <= 0:
         return
     path = Path(marker) if marker else None
     if path is not None:
         write_marker(path, batch, where)
     try:
+        if path is not None and where == "source":
+            deadline = time.monotonic() + WRITTEN_WAIT_S
+            while not written_path(path).exists() and time.monotonic() < deadline:
+                time.sleep(0.1)
         time.sleep(hold_ms / 1000)
     finally:
         if path is not None:
             path.unlink(missing_ok=True)
+            written_path(path).unlink(missing_ok=True)
+
+
+def others_written(spark) -> bool:
+    """Driver side: the running stage has one task left (the held one) and every other
+    one completed."""
+    tracker = spark.sparkContext.statusTracker()
+    for sid in tracker.getActiveStageIds():
+        info = tracker.getStageInfo(sid)
+        if info is not None and info.numTasks > 1 and info.numActiveTasks <= 1 and \
+                info.numCompletedTasks >= info.numTasks - 1:
+            return True
+    return False
+
+
+def watch_source_hold(spark, marker: Path) -> None:
+    """Driver side, called every half second while the query runs: while a source hold
+    waits (its marker present, no written file yet), write the written file once the
+    other tasks of its stage have completed."""
+    try:
+        text = marker.read_text()
+        data = json.loads(text)
+    except (OSError, ValueError):
+        return
+    if not isinstance(data, dict) or data.get("where") != "source" or \
+            written_path(marker).exists():
+        return
+    try:
+        done = others_written(spark)
+    except Exception:  # noqa: BLE001 - a JVM going away: the hold times out by itself
+        return
+    if done:
+        out = written_path(marker)
+        tmp = out.with_name(f".{out.name}")
+        tmp.write_text(json.dumps({"t": round(time.time(), 3),
+                                   "batch": data.get("batch")}) + "\n")
+        tmp.replace(out)
 
 
 def with_hold(spark, source):
@@ -143,5 +202,6 @@ def build_with_hold(spark, build, source):
     return build(spark, with_hold(spark, source))
 
 
-__all__ = ["build_with_hold", "hold_open", "hold_settings", "with_hold",
-           "wrapping_foreach_batch", "write_marker"]
+__all__ = ["build_with_hold", "hold_open", "hold_settings", "others_written",
+           "watch_source_hold", "with_hold", "wrapping_foreach_batch", "write_marker",
+           "written_path"]

@@ -89,6 +89,16 @@ def test_mid_batch_needs_a_fresh_marker_of_an_uncommitted_batch():
     assert T.mid_batch(unnamed, 99.0, lambda b: True) is True  # a source hold: no id
 
 
+def test_a_source_hold_is_mid_batch_only_once_the_other_tasks_have_written():
+    """A Kafka, file or Delta sink holds one task while the others run: killed before
+    they have written, the replay writes nothing twice (seen on a loaded machine)."""
+    marker = T.parse_marker(json.dumps({"t": 100.0, "batch": 7, "where": "source"}))
+    assert T.mid_batch(marker, 99.0, never) is False  # the others still writing
+    assert T.mid_batch(marker, 99.0, never, {"t": 101.0, "batch": 7}) is True
+    # the written word of an earlier hold does not count for this one
+    assert T.mid_batch(marker, 99.0, never, {"t": 90.0, "batch": 6}) is False
+
+
 def test_a_marker_being_written_or_of_the_old_format_is_none():
     assert T.parse_marker("") is None
     assert T.parse_marker("1795314893.123\n") is None

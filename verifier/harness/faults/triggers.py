@@ -149,13 +149,18 @@ def parse_marker(text: str) -> dict | None:
 
 
 def mid_batch(marker: dict | None, started_at_s: float | None,
-              committed: Callable[[int], bool]) -> bool:
+              committed: Callable[[int], bool], written: dict | None = None) -> bool:
     """Whether the marker shows a batch partly written and not committed *now*: present,
     written since the process's latest start (a SIGKILLed predecessor leaves its marker
-    behind), and its batch, when named, not in the commit log."""
+    behind), its batch, when named, not in the commit log, and, for a hold in the source
+    (one task held while the others run), the driver's word that the others have written
+    (``written``: the ``holding.written`` file's content, at or after the marker)."""
     if marker is None:
         return False
     if started_at_s is not None and float(marker["t"]) < started_at_s:
+        return False
+    if marker.get("where") == "source" and (
+            written is None or float(written.get("t", 0)) < float(marker["t"])):
         return False
     batch = marker.get("batch")
     return not (isinstance(batch, int) and committed(batch))
@@ -225,13 +230,20 @@ def probe_mid_batch(proc) -> tuple[dict | None, str]:
         marker = parse_marker(Path(marker_path).read_text())
     except OSError:
         marker = None
+    try:  # streaming.pipelines.hold.written_path
+        written = parse_marker(Path(f"{marker_path}.written").read_text())
+    except OSError:
+        written = None
     started = getattr(proc, "started_at_ms", None)
     checkpoint = getattr(proc, "checkpoint", None)
 
     def committed(batch: int) -> bool:
         return checkpoint is not None and (Path(checkpoint) / "commits" / str(batch)).exists()
 
-    if not mid_batch(marker, None if started is None else started / 1000, committed):
+    if not mid_batch(marker, None if started is None else started / 1000, committed,
+                     written):
+        if marker is not None and marker.get("where") == "source":
+            return None, "a batch held, its other tasks still writing"
         return None, "no batch held partly written"
     state = {"mid_batch": True, "batch": marker.get("batch"), "hold": marker.get("where")}
     offsets = getattr(proc, "batch_offsets", None)
