@@ -21,35 +21,37 @@ from verifier.rundata.vocab import ISOLATIONS
 
 
 def _sends_and_txns(table) -> tuple[dict[str, E.Sends], dict[str, list[E.Txn]]]:
-    """Per pid: its sends (by invoke time) and transactions, from the history table."""
-    cols = {k: table.column(k).to_pylist() for k in ("pid", "type", "f", "ses", "p", "seq",
-                                                     "txn", "t")}
-    sends: dict[tuple, list] = {}  # (pid, ses, p, seq) -> [invoke t, done t, txn]
-    txns: dict[tuple, list] = {}  # (pid, ses, txn) -> [begin t, end t]
-    for pid, typ, f, ses, p, seq, txn, t in zip(*cols.values(), strict=True):
-        if f == "send":
-            key = (pid, ses, p, seq)
-            if typ == "invoke":
-                sends.setdefault(key, [t, None, txn])
-            elif key in sends and sends[key][1] is None:
-                sends[key][1] = t
-        elif f == "begin" and typ == "invoke":
-            txns.setdefault((pid, ses, txn), [t, None])
-        elif f in ("commit", "abort") and typ != "invoke":
-            entry = txns.get((pid, ses, txn))
-            if entry is not None and entry[1] is None:
-                entry[1] = t
-    by_pid: dict[str, list] = {}
-    for (pid, _ses, p, _seq), (t, done, txn) in sends.items():
-        by_pid.setdefault(pid, []).append((t, p, done, txn))
-    out = {}
-    for pid, rows in by_pid.items():
-        rows.sort(key=lambda r: r[0])
-        out[pid] = E.Sends([r[0] for r in rows], [r[1] for r in rows], [r[2] for r in rows],
-                           [r[3] for r in rows])
+    """Per pid: its sends (by invoke time) and transactions, from the history table.
+    Columnar (Arrow joins): a run's history has tens of thousands of lines per mode."""
+    import pyarrow as pa
+    import pyarrow.compute as pc
+
+    key = ["pid", "ses", "p", "seq"]
+    sends = table.filter(pc.equal(table["f"], "send"))
+    is_invoke = pc.equal(sends["type"], "invoke")
+    invoked = sends.filter(is_invoke).group_by(key).aggregate([("t", "min"), ("txn", "max")])
+    done = sends.filter(pc.invert(is_invoke)).group_by(key).aggregate([("t", "min")]) \
+        .rename_columns([*key, "done"])
+    joined = invoked.join(done, keys=key, join_type="left outer")
+    joined = joined.sort_by([("pid", "ascending"), ("t_min", "ascending")])
+    out: dict[str, E.Sends] = {}
+    for pid in pc.unique(joined["pid"]).to_pylist():
+        rows = joined.filter(pc.equal(joined["pid"], pid))
+        out[pid] = E.Sends(rows["t_min"].to_pylist(), rows["p"].to_pylist(),
+                           rows["done"].to_pylist(), rows["txn_max"].to_pylist())
     tx: dict[str, list[E.Txn]] = {}
-    for (pid, _ses, txn), (begin, end) in txns.items():
-        tx.setdefault(pid, []).append(E.Txn(txn, begin, end))
+    tkey = ["pid", "ses", "txn"]
+    begins = table.filter(pc.and_(pc.equal(table["f"], "begin"),
+                                  pc.equal(table["type"], "invoke")))
+    if begins.num_rows:
+        begun = begins.group_by(tkey).aggregate([("t", "min")])
+        ends = table.filter(pc.and_(pc.is_in(table["f"], pa.array(["commit", "abort"])),
+                                    pc.not_equal(table["type"], "invoke")))
+        ended = ends.group_by(tkey).aggregate([("t", "min")]).rename_columns([*tkey, "end"])
+        both = begun.join(ended, keys=tkey, join_type="left outer")
+        for pid, txn, begin, end in zip(*(both[c].to_pylist() for c in
+                                          ("pid", "txn", "t_min", "end")), strict=True):
+            tx.setdefault(pid, []).append(E.Txn(txn, begin, end))
     return out, tx
 
 
