@@ -108,10 +108,11 @@ def _repeated_suite(root: ET.Element, group: list[dict]) -> None:
         lines = []
         for i, (doc, v) in enumerate(zip(group, verdicts, strict=True), 1):
             which = f"run {i}/{n}{_seed(doc)}"
-            lines.append(f"{which}: {v} ({doc.get('run_dir') or doc.get('run')})")
+            col = next((c for c in doc["columns"] if c["name"] == name), None)
+            lines.append(f"{which}: {v} ({doc.get('run_dir') or doc.get('run')})"
+                         + _exposure(col))
             if v != worst:
                 continue
-            col = next((c for c in doc["columns"] if c["name"] == name), None)
             if col is None:  # the run reported no such column: it could not establish it
                 ET.SubElement(case, "error", type="unknown",
                               message=f"{text}: {which}: the run did not report this column")
@@ -120,6 +121,15 @@ def _repeated_suite(root: ET.Element, group: list[dict]) -> None:
         ET.SubElement(case, "system-out").text = "\n".join([text, *lines])
     for doc in group:
         _extra_cases(suite, doc, f" (run {group.index(doc) + 1}/{n})")
+
+
+def _exposure(col: dict | None) -> str:
+    """``; exposure: ...`` of a run's column (verdict.json ``exposure``), if it has one."""
+    if col is None or col.get("exposure") is None:
+        return ""
+    from verifier.judge.exposure import summary
+
+    return f"; exposure: {summary(col['exposure'])}"
 
 
 def _seed(doc: dict) -> str:

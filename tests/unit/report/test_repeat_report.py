@@ -45,6 +45,8 @@ def _repeat(doc: dict, verdicts: dict[str, list[str]], n: int) -> list[dict]:
                 c["forbidden"] = []
             if v == NOT_EXERCISED:
                 c["not_exercised"] = ["fault producer-kill #1 acted on none of its sends"]
+                c["exposure"] = {"exercised": False, "faults": [
+                    {"fault": "producer-kill", "id": 1, "acted": 0, "exercised": False}]}
         out.append(d)
     return out
 
@@ -69,7 +71,8 @@ def test_a_repeated_cell_shows_each_outcome_and_the_summed_counts(docs):
     c = cells(docs)
     assert c["producer-kill"][TXN_RC]["text"] == "FAIL 2/3 · PASS 1/3 · 9 dup x"
     assert c["producer-kill"][TXN_RC]["verdict"] == FAIL
-    assert c["producer-kill"]["idempotent"]["text"] == "NOT EXERCISED 1/3 · PASS 2/3 · 36 xdup ~"
+    assert c["producer-kill"]["idempotent"]["text"].startswith(  # then its exposure
+        "NOT EXERCISED 1/3 · PASS 2/3 · 36 xdup ~")
     assert c["producer-kill"]["at-most-once"]["text"] == "PASS 3/3"
     assert c["producer-kill"]["at-most-once"]["runs"] == [d["run_dir"] for d in docs[1:]]
     assert c["baseline"]["at-most-once"]["text"] == "PASS"  # run once: no "1/1"
@@ -120,6 +123,9 @@ def test_junit_has_one_case_per_cell_with_the_count_of_each_outcome(docs):
     assert skipped.get("message").startswith("NOT EXERCISED 1/3 · PASS 2/3: run 3/3 (seed 3): "
                                              "not exercised: fault producer-kill #1")
     assert {p.get("name"): p.get("value") for p in idem.find("properties")}["PASS"] == "2"
+    runs = idem.find("system-out").text.splitlines()[1:]  # each run's line, its exposure
+    assert runs[2].endswith("-rep3of3); exposure: producer-kill #1: 0 ✗"), runs
+    assert "exposure" not in runs[0]  # a run recorded without exposure says nothing of it
     passing = cases["at-most-once"]
     assert list(passing.iter("failure")) + list(passing.iter("skipped")) == []
     # the scenario run once keeps its suite as before: no properties per case
