@@ -82,7 +82,8 @@ def hold_text(events: list[dict]) -> str:
         what = req.get("api", "?")
         if req.get("partitions"):
             what += " " + ",".join(_partition_text(p) for p in req["partitions"])
-        text = f"held {what}"
+        gated = (h.get("hold") or {}).get("client_view") == "delay"
+        text = f"then held back {what}" if gated else f"held {what}"
         if "release" in h:
             reason = str(h["release"].get("reason"))
             why = reason if reason.startswith("after") or reason == "rule removed" \

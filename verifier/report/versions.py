@@ -84,6 +84,8 @@ def held_answers(run_dir) -> dict[str, str]:
         if op.get("type") != "event" or op.get("f") != "answer":
             continue
         detail = op.get("detail") or {}
+        if detail.get("gated"):  # a next request then_hold held back: not a late one
+            continue
         request, response = detail.get("request") or {}, detail.get("response") or {}
         txn = str(request.get("transactional_id") or "")
         what = request.get("api", "?")

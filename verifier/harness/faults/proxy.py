@@ -71,6 +71,8 @@ class Held:
         self.t = now_ms()
         self.released = False
         self.timer: asyncio.TimerHandle | None = None
+        #: held back by the rule's ``then_hold`` (a delay, in order), not kept
+        self.gated = False
 
 
 def now_ms() -> int:
@@ -130,6 +132,9 @@ class Connection:
         self.stalled = False
         #: the client's side ended while a held request still needs the broker's side
         self.client_gone = False
+        #: frames a ``then_hold`` gate holds back, in arrival order: (payload, correlation
+        #: id, api key, api version, acks, identity, Held of the first); None: not gated
+        self.deferred: list[tuple] | None = None
         #: held requests not yet answered by the broker (released or not)
         self.held_open = 0
         self.held_done = asyncio.Event()
@@ -231,6 +236,26 @@ class Connection:
         self.to_broker.put_nowait((asyncio.get_running_loop().time(), frame(held.payload)))
         return True
 
+    def flush_deferred(self) -> bool:
+        """Forward what a gate held back on this connection, in order; False if the
+        broker's side is gone."""
+        frames, self.deferred = self.deferred or [], None
+        if self.up_w is None or self.up_w.is_closing() or self.to_broker is None:
+            for *_, held in frames:
+                if held is not None:
+                    self.held_answered()
+            return False
+        loop = asyncio.get_running_loop()
+        for payload, corr, api_key, version, acks, ident, held in frames:
+            if acks != 0:
+                self.pending.append((corr, api_key, version, ident, held))
+            elif held is not None:
+                self.held_answered()
+            self.to_broker.put_nowait((loop.time(), frame(payload)))
+            if ident is not None:
+                self.proxy.passed(ident, "request")
+        return True
+
     def held_answered(self) -> None:
         self.held_open -= 1
         if self.held_open <= 0:
@@ -272,7 +297,15 @@ class Connection:
                         self.counters["frames_swallowed"] += 1
                         continue
                     ident = self.proxy.identify(self, payload) if self.proxy.watching() else None
+                    if self.deferred is not None:  # behind a request a gate holds back
+                        self.deferred.append((payload, header.correlation_id, header.api_key,
+                                              header.api_version, acks, ident, None))
+                        continue
                     if ident is not None:
+                        gate = self.proxy.rules.gate_for(self.broker, ident)
+                        if gate is not None:
+                            self.proxy.gate(gate, self, payload, ident, acks)
+                            continue
                         rule = self.proxy.rules.hold_for(self.broker, ident)
                         if rule is not None:
                             self.proxy.hold(rule, self, payload, ident)
@@ -415,6 +448,9 @@ class Proxy:
         self.hold_events: collections.deque[dict] = collections.deque(maxlen=HOLD_EVENTS_SIZE)
         self._event_seq = 0
         self._held: dict[int, Held] = {}  # not yet released
+        #: rule id -> requests its then_hold holds back, and the gate's deadline
+        self._gated: dict[int, list[Held]] = {}
+        self._gate_timers: dict[int, asyncio.TimerHandle] = {}
         self._next_hold = 1
         self._conns: dict[int, Connection] = {}
         self._servers: list[asyncio.base_events.Server] = []
@@ -505,6 +541,44 @@ class Proxy:
         held.conn.counters["requests_released"] += 1
         self._event("release", held, reason=reason, held_ms=now_ms() - held.t,
                     delivered=delivered, **({"trigger": trigger} if trigger else {}))
+        rule = held.rule
+        if rule.then_hold and delivered and held.request.acks != 0 and \
+                self.rules.get(rule.id) is rule:  # a removed rule gates nothing more
+            rule.gate_txn, rule.awaiting = held.request.transactional_id, rule.awaiting + 1
+            if rule.id not in self._gate_timers:
+                max_ms = rule.then_hold["max_ms"]
+                self._gate_timers[rule.id] = asyncio.get_running_loop().call_later(
+                    max_ms / 1000, self.open_gate, rule, f"after {max_ms} ms")
+
+    def gate(self, rule: Rule, conn: Connection, payload: bytes, request: RequestIdentity,
+             acks: int | None) -> None:
+        """Hold ``request`` (and what follows it on ``conn``) back until the broker has
+        answered what ``rule`` released: the client sees a delay, in order."""
+        held = Held(self._next_hold, rule, conn, payload, request)
+        self._next_hold += 1
+        held.gated = True
+        conn.held_open += 1
+        conn.counters["requests_held"] += 1
+        conn.deferred = [(payload, request.correlation_id, request.api_key,
+                          request.api_version, acks, request, held)]
+        self._gated.setdefault(rule.id, []).append(held)
+        self._event("hold", held, client_view="delay",
+                    until=f"the broker answered what rule {rule.id} released",
+                    max_ms=rule.then_hold["max_ms"] if rule.then_hold else None)
+
+    def open_gate(self, rule: Rule, reason: str) -> None:
+        """Forward what ``rule``'s then_hold held back; it gates nothing until its next
+        release."""
+        rule.gate_txn, rule.awaiting = None, 0
+        timer = self._gate_timers.pop(rule.id, None)
+        if timer is not None:
+            timer.cancel()
+        for held in self._gated.pop(rule.id, []):
+            held.released = True
+            delivered = held.conn.flush_deferred()
+            held.conn.counters["requests_released"] += 1
+            self._event("release", held, reason=reason, held_ms=now_ms() - held.t,
+                        delivered=delivered)
 
     def passed(self, event: RequestIdentity, direction: str, response: bytes = b"") -> None:
         """A request, or the response to one, went through: release what it triggers."""
@@ -529,12 +603,20 @@ class Proxy:
             summary = response_summary(payload, held.request.api_key, held.request.api_version)
         except WireError as exc:
             summary = {"unparsed": str(exc)}
-        self._event("answer", held, response=summary, to_client=to_client)
+        self._event("answer", held, response=summary, to_client=to_client,
+                    **({"gated": True} if held.gated else {}))
         held.conn.held_answered()
+        rule = held.rule
+        if rule.then_hold and not held.gated and rule.gate_txn is not None:
+            rule.awaiting -= 1
+            if rule.awaiting <= 0:
+                self.open_gate(rule, f"answered: hold {held.id}")
 
     def release_rule(self, rule: Rule) -> None:
         for held in [h for h in self._held.values() if h.rule is rule]:
             self.release(held, "rule removed")
+        if rule.then_hold:
+            self.open_gate(rule, "rule removed")
 
     def remove_rule(self, rule_id: int) -> Rule | None:
         """Remove one rule; what a hold rule still holds is released first."""

@@ -32,6 +32,11 @@ as new ones, until it is removed. Kinds:
     transactional id; ``"same"``, a literal id, or absent for any; ``"ok": true``: only
     a response without error), or after
     ``release_after_ms``, whichever comes first, or when the rule is removed.
+    ``then_hold`` (``{"api_keys": [24, 0], "max_ms": 10000}``): once it released a
+    request, the rule holds back the next requests of those APIs with the released
+    request's transactional id (the client sees only a delay: its connection keeps its
+    order) until the broker has answered every request the rule released, or ``max_ms``
+    passed: the late request is applied before the client's next step.
 
 The decisions here are pure so that the unit tier can test them without sockets.
 """
@@ -48,6 +53,7 @@ DIRECTIONS = ("downstream", "upstream", "both")
 CLIENT_VIEWS = ("timeout", "reset")
 RELEASE_DIRECTIONS = ("request", "response")
 RELEASE_KEYS = {"api_key", "direction", "transactional_id", "ok"}
+THEN_HOLD_KEYS = {"api_keys", "max_ms"}
 
 
 class RuleError(ValueError):
@@ -77,6 +83,12 @@ class Rule:
     release_on: dict | None = None
     release_after_ms: int | None = None
     skip: int = 0
+    #: hold back the next requests of these APIs until the released ones are answered
+    then_hold: dict | None = None
+    #: then_hold's state: the transactional id gated (None: no gate), released requests
+    #: not yet answered
+    gate_txn: str | None = None
+    awaiting: int = 0
     id: int = 0
     #: responses that matched (api key, broker) while the rule was set
     matched: int = 0
@@ -95,7 +107,7 @@ class Rule:
         allowed = {"kind", "broker", "api_keys", "action", "appended", "next", "every",
                    "probability",
                    "seed", "limit", "ms", "direction", "transactional_id", "partition", "topic",
-                   "client_view", "release_on", "release_after_ms", "skip"}
+                   "client_view", "release_on", "release_after_ms", "skip", "then_hold"}
         unknown = set(data) - allowed
         if unknown:
             raise RuleError(f"unknown rule fields {sorted(unknown)}")
@@ -124,6 +136,7 @@ class Rule:
                 release_on=_release_on(data.get("release_on")),
                 release_after_ms=_opt_int(data.get("release_after_ms")),
                 skip=int(data.get("skip", 0)),
+                then_hold=_then_hold(data.get("then_hold")),
                 id=rule_id,
             )
         except (TypeError, ValueError) as exc:
@@ -157,6 +170,9 @@ class Rule:
                 raise RuleError("release_after_ms must be > 0")
             if self.skip < 0 or (self.limit is not None and self.limit < 1):
                 raise RuleError("skip must be >= 0 and limit >= 1")
+            if self.then_hold is not None and not set(self.api_keys) <= TXN_APIS:
+                raise RuleError("then_hold needs held requests that carry a transactional "
+                                "id (the next requests are those of the same id)")
             if self.release_on is not None and \
                     self.release_on.get("transactional_id") == "same" and \
                     not set(self.api_keys) <= TXN_APIS:
@@ -189,6 +205,8 @@ class Rule:
             out.update({k: getattr(self, k) for k in (
                 "transactional_id", "partition", "topic", "client_view", "release_on",
                 "release_after_ms", "skip")})
+            if self.then_hold is not None:
+                out["then_hold"] = dict(self.then_hold)
         return out
 
     # ----- hold: pure decisions on parsed requests -------------------------------------
@@ -237,6 +255,13 @@ class Rule:
             return True
         expected = held.transactional_id if want == "same" else want
         return expected is not None and event.transactional_id == expected
+
+    def gates(self, request: RequestIdentity) -> bool:
+        """Whether ``then_hold`` holds this request back now: the rule released a
+        request of its transactional id that the broker has not answered yet."""
+        return (self.then_hold is not None and self.gate_txn is not None
+                and self.awaiting > 0 and request.api_key in self.then_hold["api_keys"]
+                and request.transactional_id == self.gate_txn)
 
     def decide_response(self, api_key: int, client_id: str | None = None,
                         appended=None) -> str | None:
@@ -308,6 +333,21 @@ def _opt_str(value) -> str | None:
 TXN_APIS = {0, 22, 24, 25, 26, 28}
 
 
+def _then_hold(value) -> dict | None:
+    """``{"api_keys": [24, 0], "max_ms": 10000}`` (both optional)."""
+    if value is None:
+        return None
+    if not isinstance(value, dict) or set(value) - THEN_HOLD_KEYS:
+        raise RuleError(f"then_hold must be an object with optionally api_keys and max_ms; "
+                        f"not {value!r}")
+    keys = tuple(int(k) for k in value.get("api_keys", (24, 0)))
+    max_ms = int(value.get("max_ms", 10000))
+    if not keys or not set(keys) <= TXN_APIS or max_ms <= 0:
+        raise RuleError(f"then_hold: api_keys must name transactional APIs {sorted(TXN_APIS)} "
+                        f"and max_ms be > 0; not {value!r}")
+    return {"api_keys": list(keys), "max_ms": max_ms}
+
+
 def _release_on(value) -> dict | None:
     """``{"api_key": K, "direction": "request"|"response", "transactional_id": ...}``."""
     if value is None:
@@ -343,6 +383,9 @@ class RuleSet:
 
     def remove(self, rule_id: int) -> Rule | None:
         return self._rules.pop(rule_id, None)
+
+    def get(self, rule_id: int) -> Rule | None:
+        return self._rules.get(rule_id)
 
     def clear(self) -> list[Rule]:
         removed = list(self._rules.values())
@@ -381,6 +424,10 @@ class RuleSet:
 
     def resetting(self, broker: int) -> Rule | None:
         return next((r for r in self.for_broker(broker) if r.kind == "reset"), None)
+
+    def gate_for(self, broker: int, request: RequestIdentity) -> Rule | None:
+        """The first ``hold`` rule whose ``then_hold`` holds this request back now."""
+        return next((r for r in self.for_broker(broker) if r.gates(request)), None)
 
     def hold_for(self, broker: int, request: RequestIdentity) -> Rule | None:
         """The first ``hold`` rule that keeps this request, if any (counts matches)."""

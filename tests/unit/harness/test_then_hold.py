@@ -1,0 +1,157 @@
+"""``then_hold``: after a hold rule released its request, the next requests of that
+transactional id wait until the broker has answered the released one, so the late request
+is applied before the client's next step (the known-bugs schedules, docs/faults.md).
+
+The proxy's own event loop in front of a stand-in broker on loopback (no Kafka): it
+answers every request with its captured answer, the late Produce 0.3 s after it came, and
+notes when each request arrived. The frames are a real kafka-python session
+(tests/data/wire/txn-kafka-python-kafka-3.5.2.json).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import struct
+import time
+from pathlib import Path
+
+import pytest
+
+from verifier.harness.faults.proxy import Proxy
+from verifier.harness.kafka_wire import (
+    API_ADD_PARTITIONS_TO_TXN,
+    API_END_TXN,
+    API_PRODUCE,
+    FrameBuffer,
+    request_identity,
+    response_correlation_id,
+)
+
+WIRE = Path(__file__).resolve().parents[2] / "data" / "wire" / "txn-kafka-python-kafka-3.5.2.json"
+TXN = "wire-kafka-python"
+PRODUCE_ANSWER_DELAY_S = 0.3
+
+
+def _frames() -> tuple[dict[int, bytes], dict[int, bytes]]:
+    """The session's first Produce, EndTxn and (the next transaction's) AddPartitionsToTxn
+    requests by api key, and every response by correlation id."""
+    doc = json.loads(WIRE.read_text())
+    requests: dict[int, list[bytes]] = {}
+    answers: dict[int, bytes] = {}
+    for f in doc["frames"]:
+        payload = bytes.fromhex(f["hex"])
+        if f["direction"] == "request":
+            requests.setdefault(request_identity(payload).api_key, []).append(payload)
+        else:
+            answers[response_correlation_id(payload)] = payload
+    return {API_PRODUCE: requests[API_PRODUCE][0], API_END_TXN: requests[API_END_TXN][0],
+            API_ADD_PARTITIONS_TO_TXN: requests[API_ADD_PARTITIONS_TO_TXN][-1]}, answers
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _frame(payload: bytes) -> bytes:
+    return struct.pack(">i", len(payload)) + payload
+
+
+async def _scenario(rule: dict) -> tuple[list[tuple[str, int, float]], list[dict]]:
+    """Produce held; EndTxn passes (releases it); AddPartitionsToTxn right after. Returns
+    the stand-in broker's log ((arrived|answered, api key, time)) and the hold events."""
+    requests, answers = _frames()
+    log: list[tuple[str, int, float]] = []
+
+    async def broker(reader, writer):
+        buf = FrameBuffer()
+        while data := await reader.read(65536):
+            for payload in buf.feed(data):
+                ident = request_identity(payload)
+                log.append(("arrived", ident.api_key, time.monotonic()))
+                if ident.api_key == API_PRODUCE:
+                    await asyncio.sleep(PRODUCE_ANSWER_DELAY_S)
+                writer.write(_frame(answers[ident.correlation_id]))
+                await writer.drain()
+                log.append(("answered", ident.api_key, time.monotonic()))
+
+    server = await asyncio.start_server(broker, "127.0.0.1", 0)
+    upstream = server.sockets[0].getsockname()[1]
+    listen = _free_port()
+    proxy = Proxy({1: (listen, upstream)})
+    await proxy.start()
+    proxy.add_rule(rule)
+    try:
+        _, producer = await asyncio.open_connection("127.0.0.1", listen)
+        producer.write(_frame(requests[API_PRODUCE]))  # held: the client sees a stall
+        await producer.drain()
+        coord_r, coord = await asyncio.open_connection("127.0.0.1", listen)
+        await asyncio.sleep(0.1)
+        coord.write(_frame(requests[API_END_TXN]))  # its answer releases the Produce
+        await coord.drain()
+        await coord_r.readexactly(struct.unpack(">i", await coord_r.readexactly(4))[0])
+        coord.write(_frame(requests[API_ADD_PARTITIONS_TO_TXN]))  # the client's next step
+        await coord.drain()
+        await coord_r.readexactly(struct.unpack(">i", await coord_r.readexactly(4))[0])
+        await asyncio.sleep(PRODUCE_ANSWER_DELAY_S + 0.2)
+        return log, list(proxy.hold_events)
+    finally:
+        for w in (producer, coord):
+            w.close()
+        await proxy.close()
+        server.close()
+        await asyncio.sleep(0.05)  # let the closed connections' tasks end
+
+
+RULE = {"kind": "hold", "api_keys": [0], "transactional_id": TXN,
+        "release_on": {"api_key": 26, "direction": "response", "transactional_id": "same"}}
+
+
+def _at(log, what, api):
+    return next(t for w, a, t in log if (w, a) == (what, api))
+
+
+def test_the_next_request_waits_until_the_released_one_is_answered():
+    log, events = asyncio.run(_scenario({**RULE, "then_hold": {"api_keys": [24]}}))
+    # the broker saw the late Produce, answered it, and only then the AddPartitionsToTxn
+    assert _at(log, "answered", API_PRODUCE) <= _at(log, "arrived", API_ADD_PARTITIONS_TO_TXN)
+    order = [(e["event"], e["request"]["api"]) for e in events]
+    assert order == [("hold", "Produce"), ("release", "Produce"),
+                     ("hold", "AddPartitionsToTxn"), ("answer", "Produce"),
+                     ("release", "AddPartitionsToTxn"), ("answer", "AddPartitionsToTxn")]
+    assert events[1]["reason"] == "EndTxn response"
+    assert events[2]["client_view"] == "delay"
+    assert events[4]["reason"] == f"answered: hold {events[0]['hold']}"
+    assert events[4]["delivered"] is True
+    assert events[5].get("gated") is True and "gated" not in events[3]
+
+
+def test_without_then_hold_the_next_request_overtakes_the_late_one():
+    log, events = asyncio.run(_scenario(RULE))
+    assert _at(log, "arrived", API_ADD_PARTITIONS_TO_TXN) < _at(log, "answered", API_PRODUCE)
+    assert [e["event"] for e in events] == ["hold", "release", "answer"]
+
+
+def test_the_gate_opens_after_max_ms_if_no_answer_comes():
+    # the broker answers the Produce after 0.3 s; a 50-ms gate lets the next one go first
+    log, events = asyncio.run(_scenario({**RULE, "then_hold": {"api_keys": [24],
+                                                                "max_ms": 50}}))
+    assert _at(log, "arrived", API_ADD_PARTITIONS_TO_TXN) < _at(log, "answered", API_PRODUCE)
+    release = [e for e in events if e["event"] == "release"
+               and e["request"]["api"] == "AddPartitionsToTxn"]
+    assert release and release[0]["reason"] == "after 50 ms"
+
+
+@pytest.mark.parametrize("then_hold, fragment", [
+    ({"api_keys": [3]}, "transactional APIs"),
+    ({"max_ms": 0}, "max_ms"),
+    ({"until": "later"}, "then_hold must be"),
+])
+def test_bad_then_hold(then_hold, fragment):
+    from verifier.harness.faults.rules import Rule, RuleError
+
+    with pytest.raises(RuleError, match=fragment):
+        Rule.from_json({**RULE, "then_hold": then_hold}, 1)
