@@ -32,7 +32,7 @@ CSS = ("body{font-family:sans-serif;margin:2em;color:#222}td,th{border:1px solid
        "padding:4px 8px;vertical-align:top}table{border-collapse:collapse;margin:8px 0 16px}"
        ".PASS{background:#cfc}.FAIL{background:#fcc}.UNKNOWN{background:#ffc}"
        ".SKIPPED{background:#f3e3a0}.NOT-EXERCISED{background:#e4dcf4}"
-       ".runs{font-size:80%;white-space:nowrap}.runs a{margin-right:6px}"
+       ".runs{font-size:80%}.runs a{margin-right:6px;white-space:nowrap}"
        ".f{font-size:85%}.cell b{display:block}.obs{font-size:90%;white-space:nowrap}"
        ".forbidden{color:#b00;font-weight:bold}.tolerated{color:#7a5d00}"
        ".expected{color:#1f5fa8}.inconclusive{color:#555}.none{color:#999}"
@@ -105,7 +105,7 @@ def _runs_html(cell: dict, out_dir: Path) -> str:
     """A repeated cell's runs, each linking its report: ``#1 PASS #2 FAIL``."""
     if len(cell["outcomes"]) < 2:
         return ""
-    links = "".join(f"<a href='{_href(run, out_dir)}' title='run {i}: {escape(v)}'>"
+    links = " ".join(f"<a href='{_href(run, out_dir)}' title='run {i}: {escape(v)}'>"
                     f"#{i}&nbsp;{escape(v)}</a>"
                     for i, (run, v) in enumerate(zip(cell["runs"], cell["outcomes"],
                                                      strict=True), 1))

@@ -139,6 +139,8 @@ def test_the_html_grid_shows_the_outcomes_and_links_every_run(docs, tmp_path):
     for d in docs[1:]:  # each repetition's own report
         assert f"href='{d['run_dir']}/report.html'" in page
     assert "3 runs" in page and escape(REPEAT_LEGEND) in page
+    # the run links may wrap between them: three runs of five columns fit 1280 px
+    assert "#1&nbsp;FAIL</a> <a href=" in page
     assert page.count("<tr id='s-producer-kill'>") == 1
     single = matrix_html(combine(docs[:1]), docs[:1], tmp_path)
     assert "<b>PASS</b>" in single and "1/1" not in single
