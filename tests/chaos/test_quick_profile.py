@@ -36,6 +36,12 @@ def test_quick_profile_keeps_every_promise_and_every_fault_fires(tmp_path):
         assert doc["scenario"] == "baseline" or doc["fault_summary"], doc["scenario"]
         for line in doc["fault_summary"]:
             assert ": fired" in line, line
+        # every cell says how hard it was tested, and a PASS was tested
+        for col in doc["columns"]:
+            assert "exposure" in col, (doc["scenario"], col["name"])
+            if doc["scenario"] != "baseline":
+                assert col["exposure"]["exercised"] is True, (doc["scenario"], col["name"],
+                                                              col["exposure"])
         st = doc["selftest"]
         assert st["ok"] and len(st["rows"]) >= 10, st
         assert orjson.loads((Path(doc["run_dir"]) / "selftest.json").read_bytes())["ok"]
