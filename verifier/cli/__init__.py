@@ -29,6 +29,7 @@ COMMAND_MODULES = [
     "verifier.cli.selftest",
     "verifier.cli.produce",
     "verifier.cli.chaos",
+    "verifier.cli.shrink",
     "verifier.cli.image",
 ]
 

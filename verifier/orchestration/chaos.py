@@ -158,6 +158,9 @@ def run_one(env, scenario: Scenario, opts: RunOptions, spark, out=sys.stdout) ->
         print(f"fault: {line}", file=out)
     print(live_vs_batch_line(doc.get("live_vs_batch"), doc.get("batch")), file=out)
     print(f"run folder {run.run_dir}  |  {run.clock.summary()}", file=out, flush=True)
+    if doc.get("exit_code") == 1 and not doc.get("interrupted"):  # docs/shrink.md
+        print(f"shrink this FAIL to its smallest schedule: verifier shrink {run.run_dir}",
+              file=out, flush=True)
     for note in run.notes:
         print(f"note: {note}", file=out)
     return doc

@@ -34,6 +34,7 @@ FORMATS: dict[str, int] = {
     "chaos-matrix": 1,        # OUT/verdict.json: the scenario x mode grid
     "versions-grid": 1,       # OUT/versions.json: Kafka version x client x mode (§7)
     "pipeline-readback": 1,   # RUN/pipelines/<name>/readback.json (§8)
+    "shrink": 1,              # SHRINK_OUT/shrink.json: `verifier shrink`'s report (docs/shrink.md)
 }  # fmt: skip
 
 

@@ -1,0 +1,235 @@
+"""Shrinking on a fake runner (issue 35): the fingerprint, the re-run rule, the candidate
+order, the cache, ddmin, the budget; and the scenario file the result is written as."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from verifier.orchestration.scenario import load_scenario, parse_scenario
+from verifier.orchestration.shrink import (
+    Fingerprint,
+    Observed,
+    Shrinker,
+    fingerprints_of,
+    reruns_needed,
+)
+from verifier.orchestration.shrink_plan import chaos_argv, load_failed_run, scenario_toml
+from verifier.rundata.errors import UsageError
+
+FP = Fingerprint("pipeline:foreach-batch", "duplicate-delivery")
+
+
+def _fault(kind, start=5.0, duration=8.0):
+    return {"kind": kind, "target": {"all": True}, "start": start, "duration": duration}
+
+
+def _spec(faults, **workload):
+    w = {"modes": ["at-most-once", "at-least-once", "idempotent", "transactional"],
+         "partitions": 3, "record_size": 100, "rate": 40.0, "duration_s": 60.0,
+         "txn_size": 10, "abort_fraction": 0.2, **workload}
+    return {"name": "planted", "description": "", "workload": w, "faults": faults,
+            "sink": "exactly-once", "drain_timeout_s": 120.0, "connections": {},
+            "clients": {}}
+
+
+class FakeRunner:
+    """A run as a pure function of the spec: ``fails(spec)`` says whether it FAILs the
+    same way; every call is recorded; each run takes ``seconds`` of the fake clock."""
+
+    def __init__(self, fails, seconds=60.0, other=frozenset()):
+        self.fails, self.seconds, self.other = fails, seconds, other
+        self.calls: list[tuple[str, dict]] = []
+        self.now = 0.0
+
+    def clock(self):
+        return self.now
+
+    def __call__(self, spec, label):
+        self.calls.append((label, spec))
+        self.now += self.seconds
+        fps = frozenset({FP}) if self.fails(spec, len(self.calls)) else frozenset()
+        return Observed(fps | self.other, self.seconds, verdict="FAIL" if fps else "PASS")
+
+
+def _kinds(spec):
+    return [f["kind"] for f in spec["faults"]]
+
+
+def _shrinker(runner, spec, **kw):
+    kw.setdefault("budget_s", 10_000.0)
+    return Shrinker(spec, FP, runner, est_run_s=runner.seconds, clock=runner.clock,
+                    say=lambda _line: None, **kw)
+
+
+def test_the_fingerprint_is_a_failed_columns_forbidden_kinds():
+    doc = {"columns": [
+        {"name": "pipeline:foreach-batch", "verdict": "FAIL", "forbidden": ["duplicate-delivery"]},
+        {"name": "at-most-once", "verdict": "PASS", "forbidden": []},
+        {"name": "idempotent", "verdict": "UNKNOWN", "forbidden": ["lost"]},
+    ]}
+    assert fingerprints_of(doc) == {FP}
+    other_kind = {"columns": [{"name": FP.column, "verdict": "FAIL", "forbidden": ["lost"]}]}
+    assert FP not in fingerprints_of(other_kind)
+
+
+@pytest.mark.parametrize("rate,k", [(1.0, 2), (0.9, 2), (0.7, 3), (0.5, 5), (0.3, 9)])
+def test_the_rerun_rule_follows_the_measured_rate(rate, k):
+    assert reruns_needed(rate) == k
+
+
+def test_one_at_a_time_keeps_only_the_fault_that_breaks_it():
+    runner = FakeRunner(lambda spec, _n: "process-kill" in _kinds(spec))
+    spec = _spec([_fault("ack-loss"), _fault("process-kill"), _fault("broker-pause")])
+    result = _shrinker(runner, spec, calibrate=2, confirm=1).shrink()
+    assert _kinds(result.best) == ["process-kill"]
+    labels = [t.label for t in result.trials]
+    # the order: drop faults first, then durations, workload, earlier, shorter
+    assert labels[:3] == ["drop fault ack-loss[all=True]", "drop fault process-kill[all=True]",
+                          "drop fault broker-pause[all=True]"]
+    first = {kind: next(i for i, x in enumerate(labels) if x.startswith(kind))
+             for kind in ("drop", "halve", "modes", "partitions", "rate", "faults earlier",
+                          "load")}
+    assert list(first) == sorted(first, key=first.get)
+    outcome = {t.label: t.outcome for t in result.trials}
+    assert outcome["drop fault process-kill[all=True]"] == "passes"
+    # calibrated 2/2 -> the rule asks 2 clean runs before the kill counts as needed
+    (kill,) = [t for t in result.trials if t.label.startswith("drop fault process")]
+    assert len(kill.runs) == 2
+    assert result.stopped == "done" and result.confirmed_rate() == (1, 1)
+
+
+def test_a_candidate_fails_at_its_first_reproducing_run():
+    # reproduces on every second run: the candidate's first run is clean, the second not
+    runner = FakeRunner(lambda spec, n: n % 2 == 0 or len(spec["faults"]) == 2)
+    spec = _spec([_fault("ack-loss"), _fault("process-kill")])
+    s = _shrinker(runner, spec, calibrate=2, confirm=1)
+    s.rate, s.reruns = 0.5, 5
+    assert s.try_candidate("drop", _spec([_fault("process-kill")])) is True
+    assert len(s.trials[-1].runs) == 2  # stopped at the first failure, not all five
+
+
+def test_tried_candidates_are_cached():
+    runner = FakeRunner(lambda spec, _n: True)
+    s = _shrinker(runner, _spec([_fault("ack-loss")]))
+    candidate = _spec([])
+    assert s.try_candidate("first", candidate) is True
+    n = len(runner.calls)
+    assert s.try_candidate("same again", copy.deepcopy(candidate)) is True
+    assert len(runner.calls) == n and s.trials[-1].outcome == "cached"
+
+
+def test_a_failure_of_another_column_or_kind_does_not_count():
+    other = frozenset({Fingerprint("at-least-once", "lost"),
+                       Fingerprint(FP.column, "lost")})
+    runner = FakeRunner(lambda spec, _n: len(spec["faults"]) == 2, other=other)
+    spec = _spec([_fault("ack-loss"), _fault("process-kill")])
+    result = _shrinker(runner, spec, calibrate=1, confirm=1).shrink()
+    assert len(result.best["faults"]) == 2
+
+
+def test_ddmin_finds_the_two_faults_among_many():
+    faults = [_fault(f"f{i}") for i in range(12)]
+    runner = FakeRunner(lambda spec, _n: {"f3", "f9"} <= set(_kinds(spec)))
+    s = _shrinker(runner, _spec(faults), calibrate=1, confirm=1)
+    s.rate, s.reruns = 1.0, 1
+    s._drop_faults()
+    assert _kinds(s.best) == ["f3", "f9"]
+    faults = [_fault(f"f{i}") for i in range(32)]
+    runner = FakeRunner(lambda spec, _n: "f21" in _kinds(spec))
+    s = _shrinker(runner, _spec(faults), calibrate=1, confirm=1)
+    s.rate, s.reruns = 1.0, 1
+    s._drop_faults()
+    assert _kinds(s.best) == ["f21"]
+    assert len(runner.calls) <= 12  # halving: about 2 log2(32), not 32 one at a time
+
+
+def test_too_rare_a_fail_is_reported_with_its_rate_not_shrunk():
+    runner = FakeRunner(lambda spec, n: n == 1)  # 1 of 4 calibration runs
+    result = _shrinker(runner, _spec([_fault("ack-loss")]), calibrate=4).shrink()
+    assert result.stopped == "too-rare" and result.rate == 0.25
+    assert len(runner.calls) == 4 and not result.trials
+
+
+def test_a_cut_budget_keeps_the_best_so_far_and_confirms_it():
+    runner = FakeRunner(lambda spec, _n: "process-kill" in _kinds(spec))
+    spec = _spec([_fault("ack-loss"), _fault("broker-pause"), _fault("process-kill")])
+    # 60 s a run: calibrate 1, drop ack-loss (kept), then only the reserve for 1 confirm
+    result = _shrinker(runner, spec, calibrate=1, confirm=1, budget_s=3.5 * 60).shrink()
+    assert result.stopped == "budget"
+    assert _kinds(result.best) == ["broker-pause", "process-kill"]
+    assert len(result.confirmation) == 1 and result.confirmed_rate() == (1, 1)
+    assert runner.now <= 3.5 * 60
+
+
+def test_workload_goes_down_to_the_columns_mode_then_earlier_and_shorter():
+    runner = FakeRunner(lambda spec, _n: True)
+    spec = _spec([_fault("process-kill", start=[16.0, 20.0], duration=3.0)])
+    s = _shrinker(runner, spec, calibrate=1, confirm=1, column_modes=("idempotent",))
+    result = s.shrink()
+    w = result.best["workload"]
+    assert w["modes"] == ["idempotent"] and w["partitions"] == 1 and w["rate"] == 10.0
+    assert result.best["faults"] == []  # the fake fails without any fault: all dropped
+    spec = _spec([_fault("process-kill", start=[16.0, 20.0], duration=3.0)])
+    keep = FakeRunner(lambda spec, _n: bool(spec["faults"]))
+    best = _shrinker(keep, spec, calibrate=1, confirm=1).shrink().best
+    assert best["faults"][0]["start"] == [2.0, 2.5]  # halved while the first is >= 2 s
+    assert best["faults"][0]["duration"] == 1.5
+    assert best["workload"]["duration_s"] < 60.0
+
+
+def test_the_scenario_file_parses_back_to_the_same_scenario():
+    for name in ("combined", "pipeline-restart", "idle-connections", "late-produce"):
+        s = load_scenario(name)
+        again = parse_scenario(scenario_toml(s.to_json(), ["a header", "run it: x"]), s.name)
+        assert again.to_json() == s.to_json(), name
+
+
+def _run_dir(tmp_path, columns, config_extra=None):
+    spec = _spec([_fault("ack-loss")])
+    config = {"format": "run-config", "version": 1, "seed": 4, "scenario_spec": spec,
+              "environment": "local", "kafka_version": "4.1.1",
+              "producers": {"idempotent-0": {"client": "kafka-python", "mode": "idempotent"}},
+              **(config_extra or {})}
+    (tmp_path / "config.json").write_text(json.dumps(config))
+    (tmp_path / "verdict.json").write_text(json.dumps({"format": "verdict", "columns": columns}))
+    return tmp_path
+
+
+def test_only_a_failed_column_of_a_run_folder_can_be_shrunk(tmp_path):
+    cols = [{"name": "idempotent", "mode": "idempotent", "verdict": "FAIL",
+             "forbidden": ["lost", "reorder"]},
+            {"name": "at-most-once", "mode": "at-most-once", "verdict": "PASS", "forbidden": []}]
+    run = _run_dir(tmp_path, cols)
+    failed = load_failed_run(run)
+    assert failed.fingerprint == Fingerprint("idempotent", "lost")
+    assert failed.column_modes == ("idempotent",)
+    assert load_failed_run(run, kind="reorder").fingerprint.kind == "reorder"
+    for column, kind, said in [("nope", None, "unknown column 'nope'"),
+                               ("at-most-once", None, "did not FAIL"),
+                               ("idempotent", "torn-transaction", "did not show")]:
+        with pytest.raises(UsageError, match=said):
+            load_failed_run(run, column, kind)
+    cols[0]["verdict"] = "PASS"
+    _run_dir(tmp_path, cols)
+    with pytest.raises(UsageError, match="did not FAIL"):
+        load_failed_run(run)
+    with pytest.raises(UsageError, match="not a finished run folder"):
+        load_failed_run(tmp_path / "histories" if (tmp_path / "histories").mkdir() is None
+                        else tmp_path)
+
+
+def test_the_chaos_command_runs_the_scenario_as_the_run_did(tmp_path):
+    config = {"seed": 4, "environment": "local", "kafka_version": "3.6.2",
+              "producers": {"a": {"client": "java"}, "b": {"client": "java"}},
+              "pipelines": {"foreach-batch": {"spec": "foreach-batch",
+                                              "guarantee": "exactly-once"}}}
+    argv = chaos_argv(config, "shrunk.toml")
+    assert argv == ["--scenario", "shrunk.toml", "--seed", "4", "--client", "java",
+                    "--pipeline", "foreach-batch", "--pipeline-guarantee", "exactly-once",
+                    "--kafka-version", "3.6.2"]
+    from verifier.cli import build_parser
+
+    build_parser().parse_args(["chaos", *argv])  # the chaos command takes it as it is

@@ -1,0 +1,109 @@
+"""The runs of `verifier shrink`: each candidate scenario through the chaos machinery
+(:func:`verifier.orchestration.chaos.run_one`) on the environment and options the
+failed run had, and the outputs (shrunk.toml, shrink.json, the report)."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from pathlib import Path
+
+from verifier.orchestration.chaos import run_one
+from verifier.orchestration.planning import RunOptions, validate_scenario
+from verifier.orchestration.scenario import parse_scenario
+from verifier.orchestration.shrink import (
+    Observed,
+    Result,
+    describe,
+    fingerprints_of,
+    trial_lines,
+)
+from verifier.orchestration.shrink_plan import FailedRun, chaos_command, scenario_toml
+from verifier.rundata.formats import write_json
+
+
+class ChaosRunner:
+    """``run(spec, label)`` for :class:`verifier.orchestration.shrink.Shrinker`: one
+    chaos run of the candidate, its run folder under ``OUT/runs/NN/``, the run's own
+    output (tables, phases) in ``log``. Call it inside ``with env:``."""
+
+    def __init__(self, env, opts: RunOptions, spark, out: Path, name: str, column: str,
+                 log) -> None:
+        self.env, self.opts, self.spark = env, opts, spark
+        self.out, self.name, self.column, self.log = out, name, column, log
+        self.n = 0
+
+    def __call__(self, spec: dict, label: str) -> Observed:
+        self.n += 1
+        path = self.out / "candidates" / f"{self.n:02d}.toml"
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(scenario_toml(spec, [label]))
+        scenario = parse_scenario(path.read_text(), self.name, str(path))
+        problems = validate_scenario(scenario, self.opts, self.env)
+        if problems:  # a candidate the planner refuses shows nothing: a clean run
+            print(f"candidate {self.n} refused: {'; '.join(problems)}", file=self.log)
+            return Observed(frozenset(), 0.0, verdict="refused")
+        t0 = time.monotonic()
+        print(f"\n##### candidate run {self.n}: {label}", file=self.log, flush=True)
+        doc = run_one(self.env, scenario, replace(self.opts, out=self.out / "runs" /
+                                                  f"{self.n:02d}"),
+                      self.spark, out=self.log)
+        col = next((c for c in doc.get("columns", ()) if c["name"] == self.column), {})
+        return Observed(fingerprints_of(doc), time.monotonic() - t0,
+                        run_dir=str(doc.get("run_dir", "")),
+                        verdict=col.get("verdict", "no column"))
+
+
+def write_outputs(result: Result, failed: FailedRun, out: Path) -> dict[str, Path]:
+    """shrunk.toml (the best scenario, its command and rate in its header), shrink.json
+    and shrink.md (the report); returns their paths."""
+    hits, n = result.confirmed_rate()
+    shrunk = out / "shrunk.toml"
+    command = chaos_command(failed.config, shrunk)
+    header = [f"verifier shrink of {failed.run_dir} ({result.fingerprint})",
+              f"run it: {command}",
+              f"reproduces: {hits}/{n} runs"
+              + (" (confirmation)" if result.shrunk else " (the original, not shrunk)")]
+    shrunk.write_text(scenario_toml(result.best, header))
+    report = out / "shrink.md"
+    report.write_text("\n".join(report_lines(result, failed, command)) + "\n")
+    write_json(out / "shrink.json", "shrink", {
+        "run_dir": str(failed.run_dir), "column": result.fingerprint.column,
+        "kind": result.fingerprint.kind, "stopped": result.stopped,
+        "rate": result.rate, "reruns": result.reruns,
+        "calibration": [o.verdict for o in result.calibration],
+        "confirmation": {"reproduced": hits, "runs": n}, "runs": result.runs,
+        "seconds": round(result.seconds, 1), "removed": result.accepted,
+        "before": describe(result.original), "after": describe(result.best),
+        "trials": [t.to_json() for t in result.trials], "command": command,
+    }, indent=True)
+    return {"scenario": shrunk, "report": report, "json": out / "shrink.json"}
+
+
+STOPPED = {
+    "done": "every candidate tried",
+    "budget": "the budget was spent (the best schedule so far is kept)",
+    "too-rare": "the FAIL reproduces too rarely to shrink within the budget",
+    "not-reproduced": "the FAIL did not reproduce in any calibration run",
+}
+
+
+def report_lines(result: Result, failed: FailedRun, command: str) -> list[str]:
+    hits = sum(result.fingerprint in o.fingerprints for o in result.calibration)
+    ok, n = result.confirmed_rate()
+    lines = [f"# Shrink of {failed.run_dir}", "",
+             f"- fingerprint: {result.fingerprint} (column, forbidden anomaly kind)",
+             f"- calibration: the original reproduced in {hits}/{len(result.calibration)} "
+             f"runs (rate {result.rate:.2f}); a candidate passed after {result.reruns} "
+             "clean runs",
+             f"- stopped: {STOPPED.get(result.stopped, result.stopped)}",
+             f"- before: {describe(result.original)}",
+             f"- after: {describe(result.best)}",
+             f"- result reproduces: {ok}/{n} runs"
+             + (" (confirmation)" if result.shrunk else " (nothing removed: calibration)"),
+             f"- runs: {result.runs}, wall time {result.seconds / 60:.1f} min",
+             f"- run it: `{command}`", "", "## Removed", ""]
+    lines += [f"- {label}" for label in result.accepted] or ["- nothing"]
+    lines += ["", "## Candidates", ""]
+    lines += list(trial_lines(result.trials)) or ["- none tried"]
+    return lines
