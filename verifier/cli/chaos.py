@@ -144,6 +144,8 @@ def _epilog() -> str:
               "  1   a mode broke its promise (a forbidden anomaly)",
               "  2   could not complete or verify (UNKNOWN), an unusable environment, or "
               "every scenario SKIPPED",
+              "  3   NOT EXERCISED: nothing broken, but a fault missed a column (it acted on "
+              "none of its operations, never came, or met its load stalled)",
               "  64  usage error (bad flags, scenario, fault spec, producer settings)",
               "  130 interrupted (SIGINT, SIGTERM, SIGHUP); the run folder says so",
               "a dead run's leftovers: `verifier cleanup` (the next chaos run does it too)"]
