@@ -257,6 +257,30 @@ def _versions(args: argparse.Namespace, profile) -> list[str]:
     return [jvm.parse_kafka_versions(v)[0] for v in profile.kafka_versions]
 
 
+def _known_bug_runs(args: argparse.Namespace, scenarios, versions: list[str],
+                    clients: tuple[str, ...]):
+    """The known-bugs profile's runs (``args.known_bug_plans``): the combinations of the
+    bugs whose scenario is selected, on ``--kafka-versions`` and ``--clients`` if given.
+    Returns every scenario variant (for the checks), the versions and the clients."""
+    from verifier.orchestration.known_bugs import load_known_bugs, plan_known_bugs
+
+    plans = plan_known_bugs(load_known_bugs(), {s.name: s for s in scenarios},
+                            versions or None, list(clients) or None)
+    if not plans:
+        raise UsageError("known-bugs: no combination of the selected bugs is left on those "
+                         "--kafka-versions and --clients")
+    args.known_bug_plans = plans
+    names = tuple(dict.fromkeys(c for p in plans for c in p.clients))
+    for name in names:
+        from producers.clients import check_client
+
+        check_client(name)
+    if len(names) == 1:
+        args.client = names[0]
+    return ([s for p in plans for s in p.scenarios], [p.kafka for p in plans],
+            names if len(names) > 1 else ())
+
+
 def _partition_capable() -> str | None:
     """Why this run cannot do network partitions, or None if it can."""
     if os.geteuid() != 0:
@@ -382,6 +406,8 @@ def _prepare(args: argparse.Namespace):
     elif not clients and profile.clients and args.client == "kafka-python":
         args.client = profile.clients[0]
     versions = _versions(args, profile)
+    if profile.known_bugs:  # the bugs' combinations name the versions and clients
+        scenarios, versions, clients = _known_bug_runs(args, scenarios, versions, clients)
     user = UserConfig({}, {})
     if args.producer_config is not None:  # the user's column runs on the first client
         user = read_user_config(args.producer_config, (clients or (args.client,))[0])
@@ -498,6 +524,16 @@ def _run(args: argparse.Namespace, profile, scenarios, env, opts) -> int:
     from verifier.harness.procs import STOPPING
 
     try:
+        plans = getattr(args, "known_bug_plans", None)
+        if plans:
+            from verifier.harness.environment import LocalEnvironment
+            from verifier.orchestration.known_bugs import run_known_bugs
+
+            def make_known_env(version: str):
+                return LocalEnvironment(env.state_dir, base_port=args.base_port,
+                                        partitions=env.partitions, kafka_version=version)
+
+            return run_known_bugs(make_known_env, plans, opts, spark)
         if opts.kafka_versions:
             from verifier.harness.environment import LocalEnvironment
             from verifier.orchestration.chaos import run_versions

@@ -118,6 +118,9 @@ class Profile:
     duration_s: float | None = None
     #: how often the faults repeat when stretched (None: every scenario length)
     period_s: float | None = None
+    #: run the known bugs' combinations and their grid (the ``known-bugs`` profile,
+    #: verifier.orchestration.known_bugs): versions and clients come from the bugs
+    known_bugs: bool = False
 
 
 def _check_keys(where: str, data: dict, allowed: set[str]) -> None:
@@ -287,6 +290,7 @@ def load_profiles() -> dict[str, Profile]:
             clients=tuple(p.get("clients", ())),
             duration_s=parse_duration(p["duration"]) if "duration" in p else None,
             period_s=parse_duration(p["period"]) if "period" in p else None,
+            known_bugs=bool(p.get("known_bugs", False)),
         )
     return profiles
 

@@ -26,13 +26,14 @@ FORMATS: dict[str, int] = {
     "observer-progress": 1,   # RUN/observations/progress/<isolation>.json
     "live-state": 1,          # RUN/checkpoints/live-<isolation>/state-<batch>.json
     "live-summary": 1,        # RUN/anomalies/<isolation>/summary.json
-    "drain": 1,               # RUN/drain.json (§4.2)
+    "drain": 2,               # RUN/drain.json (§4.2; v2: per partition, extended on progress)
     "proxy-connections": 2,   # RUN/connections.jsonl (v2: per-API counts, activity)
     "verdict": 1,             # RUN/verdict.json (docs/expectations.md §4)
     "selftest": 1,            # RUN/selftest.json (chaos --selftest, docs/expectations.md)
     "generator-start-failures": 1,  # RUN/generators-failed.json (§5)
     "chaos-matrix": 1,        # OUT/verdict.json: the scenario x mode grid
     "versions-grid": 1,       # OUT/versions.json: Kafka version x client x mode (§7)
+    "known-bugs-grid": 1,     # OUT/known-bugs.json: bug x combination against its status
     "pipeline-readback": 1,   # RUN/pipelines/<name>/readback.json (§8)
     "shrink": 1,              # SHRINK_OUT/shrink.json: `verifier shrink`'s report (docs/shrink.md)
 }  # fmt: skip
@@ -68,8 +69,9 @@ def check_header(path: Path, doc: Any, name: str) -> dict:
     return doc
 
 
-def read_json(path: Path, name: str) -> dict:
-    """A JSON document of format ``name``."""
+def read_json(path: Path, name: str, versions: tuple[int, ...] = ()) -> dict:
+    """A JSON document of format ``name``; ``versions`` lists older versions this reader
+    also accepts (besides the current)."""
     path = Path(path)
     if not path.is_file():
         raise RunFormatError(path, "missing")
@@ -77,6 +79,8 @@ def read_json(path: Path, name: str) -> dict:
         doc = orjson.loads(path.read_bytes())
     except orjson.JSONDecodeError as exc:
         raise RunFormatError(path, f"not valid JSON ({exc})") from None
+    if isinstance(doc, dict) and doc.get("format") == name and doc.get("version") in versions:
+        return doc
     return check_header(path, doc, name)
 
 

@@ -1,0 +1,156 @@
+"""Known bugs as data and their grid (issue 33): the bug file, the runs it plans per broker
+version, and the comparison of hand-written run documents with the documented status."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from verifier.orchestration import known_bugs as kb
+from verifier.orchestration.scenario import load_profiles, load_scenario
+from verifier.rundata.errors import UsageError
+
+
+def _bugs():
+    return kb.load_known_bugs()
+
+
+def test_every_bug_names_a_scenario_columns_and_both_statuses():
+    bugs = _bugs()
+    assert "KAFKA-14402" in {b.id for b in bugs}
+    profile = load_profiles()["known-bugs"]
+    assert profile.known_bugs
+    for bug in bugs:
+        assert bug.scenario in profile.scenarios
+        scenario = load_scenario(bug.scenario)
+        assert all("@" in c and c.split("@")[0] in scenario.workload.modes for c in bug.columns)
+        assert {c.status for c in bug.combinations} == {"affected", "fixed"}, bug.id
+        assert bug.mechanism and bug.schedule
+
+
+def test_kafka_14402_is_affected_before_3_6_and_with_the_verification_off():
+    (bug,) = [b for b in _bugs() if b.id == "KAFKA-14402"]
+    rows = {(c.kafka, c.setting_text(), c.status) for c in bug.combinations}
+    assert rows == {("3.5.2", "defaults", "affected"),
+                    ("4.1.1", "transaction.partition.verification.enable=false", "affected"),
+                    ("4.1.1", "defaults", "fixed")}
+
+
+def test_plan_one_cluster_per_version_variants_after_the_defaults():
+    plans = kb.plan_known_bugs(_bugs(), {"kafka-14402": load_scenario("kafka-14402")})
+    assert [p.kafka for p in plans] == ["3.5.2", "4.1.1"]
+    names = [s.name for s in plans[1].scenarios]
+    assert names == ["kafka-14402", "kafka-14402-verification-off"]
+    off = plans[1].scenarios[1]
+    assert off.broker.apply == "dynamic"
+    assert off.broker.settings == {"transaction.partition.verification.enable": "false"}
+    assert off.faults == plans[1].scenarios[0].faults  # the same schedule
+    assert plans[0].scenarios[0].broker is None
+    # --kafka-versions keeps only those combinations, in the order given
+    only = kb.plan_known_bugs(_bugs(), {"kafka-14402": load_scenario("kafka-14402")},
+                              versions=["4.1.1"])
+    assert [p.kafka for p in only] == ["4.1.1"] and len(only[0].cells) == 2
+    # a bug whose scenario is not selected (--scenario) is left out
+    assert kb.plan_known_bugs(_bugs(), {}) == []
+
+
+@pytest.mark.parametrize("status, outcomes, match", [
+    ("affected", ["FAIL", "FAIL", "FAIL"], "yes"),
+    ("affected", ["FAIL", "PASS", "FAIL"], "NO"),
+    ("affected", ["FAIL", "UNKNOWN", "FAIL"], "open"),
+    ("affected", [], "open"),
+    ("fixed", ["PASS", "PASS", "PASS"], "yes"),
+    ("fixed", ["PASS", "FAIL"], "NO"),
+    ("fixed", ["PASS", "NOT EXERCISED"], "open"),
+])
+def test_status_match(status, outcomes, match):
+    assert kb.status_match(status, outcomes) == match
+
+
+def _doc(scenario, verdicts, clients=("kafka-python 3.0.12",), run_dir=None, total=100.0):
+    cols = []
+    for client, (rc, ru) in verdicts.items():
+        mode = "transactional" if len(clients) == 1 else f"transactional/{client}"
+        for iso, v in (("read_committed", rc), ("read_uncommitted", ru)):
+            cols.append({"name": f"{mode}@{iso}", "mode": mode, "verdict": v})
+    return {"scenario": scenario, "clients": list(clients), "columns": cols,
+            "run_dir": run_dir, "phases": {"total_s": total}}
+
+
+def _plans():
+    return kb.plan_known_bugs(_bugs(), {"kafka-14402": load_scenario("kafka-14402")})
+
+
+def test_grid_reproduced_everywhere_exits_0():
+    fail = {"kafka-python": ("FAIL", "PASS")}
+    ok = {"kafka-python": ("PASS", "PASS")}
+    docs = {"3.5.2": [_doc("kafka-14402", fail)] * 3,
+            "4.1.1": [_doc("kafka-14402", ok)] * 3 +
+                     [_doc("kafka-14402-verification-off", fail, total=90)] * 3}
+    grid = kb.known_bug_grid(_plans(), docs)
+    rows = {(r["kafka"], r["setting"]): r for r in grid["rows"]}
+    assert rows[("3.5.2", "defaults")]["text"] == "FAIL 3/3"
+    assert rows[("4.1.1", "defaults")]["text"] == "PASS 3/3"
+    off = rows[("4.1.1", "transaction.partition.verification.enable=false")]
+    assert (off["text"], off["match"], off["wall_s"]) == ("FAIL 3/3", "yes", [90.0] * 3)
+    assert rows[("3.5.2", "defaults")]["client"] == "kafka-python 3.0.12"
+    assert grid["exit_code"] == 0
+
+
+def test_a_mismatch_either_way_exits_1_and_an_open_row_2():
+    fail = {"kafka-python": ("FAIL", "PASS")}
+    ok = {"kafka-python": ("PASS", "PASS")}
+    # the read_uncommitted column is not the bug's: its FAIL does not count
+    ru_only = {"kafka-python": ("PASS", "FAIL")}
+    docs = {"3.5.2": [_doc("kafka-14402", fail), _doc("kafka-14402", ru_only)],
+            "4.1.1": [_doc("kafka-14402", ok), _doc("kafka-14402-verification-off", fail)]}
+    grid = kb.known_bug_grid(_plans(), docs)
+    assert [r["match"] for r in grid["rows"]] == ["NO", "yes", "yes"]
+    assert grid["rows"][0]["text"] == "FAIL 1/2 · PASS 1/2"
+    assert grid["exit_code"] == 1
+    docs["3.5.2"] = [_doc("kafka-14402", fail)]
+    docs["4.1.1"][0] = _doc("kafka-14402", {"kafka-python": ("FAIL", "PASS")})
+    assert kb.known_bug_grid(_plans(), docs)["exit_code"] == 1  # FAIL on fixed
+    docs["4.1.1"][0] = _doc("kafka-14402", {"kafka-python": ("UNKNOWN", "PASS")})
+    assert kb.known_bug_grid(_plans(), docs)["exit_code"] == 2
+    del docs["3.5.2"]  # a version whose cluster never ran: its rows say not run
+    grid = kb.known_bug_grid(_plans(), docs)
+    assert grid["rows"][0]["text"] == "not run" and grid["exit_code"] == 2
+
+
+def test_clients_side_by_side_are_judged_apart():
+    bug = [b for b in _bugs() if b.id == "KAFKA-14402"][0]
+    doc = _doc("kafka-14402", {"java": ("PASS", "PASS"), "kafka-python": ("FAIL", "PASS")},
+               clients=("java 4.1.1", "kafka-python 3.0.12"))
+    assert kb.run_outcome(doc, bug, "kafka-python") == "FAIL"
+    assert kb.run_outcome(doc, bug, "java") == "PASS"
+    assert kb.run_outcome(doc, bug, "librdkafka") == "UNKNOWN"
+
+
+@pytest.mark.parametrize("text, fragment", [
+    ('[[bug]]\nid = "X"\nscenario = "s"\ncolumns = []\n'
+     '[[bug.combination]]\nkafka = "3.5.2"\nclient = "java"\nstatus = "broken"\n',
+     "status must be"),
+    ('[[bug]]\nid = "X"\nscenario = "s"\ncolumns = []\n'
+     '[[bug.combination]]\nkafka = "3.5.2"\nclient = "java"\nstatus = "fixed"\n'
+     'broker = { "a.b" = false }\n', "names its variant"),
+    ('[[bug]]\nid = "X"\ncolumns = []\n', "missing ['combination', 'scenario']"),
+])
+def test_bad_bug_files(text, fragment):
+    with pytest.raises(UsageError, match=fragment.replace("[", r"\[").replace("]", r"\]")):
+        kb.parse_known_bugs(text)
+
+
+def test_the_cli_plans_from_the_bugs_and_refuses_an_empty_selection():
+    from verifier.cli.chaos import _known_bug_runs
+
+    args = argparse.Namespace(client="kafka-python")
+    scenarios = [load_scenario("kafka-14402")]
+    runs, versions, clients = _known_bug_runs(args, scenarios, [], ())
+    assert versions == ["3.5.2", "4.1.1"] and clients == ()
+    assert [s.name for s in runs] == ["kafka-14402", "kafka-14402",
+                                      "kafka-14402-verification-off"]
+    assert len(args.known_bug_plans) == 2
+    with pytest.raises(UsageError, match="no combination"):
+        _known_bug_runs(args, scenarios, ["3.9.1"], ())

@@ -1,0 +1,259 @@
+"""Known bugs as data, and their grid: does each documented status reproduce?
+
+A documented Kafka bug (``scenarios/_known_bugs.toml``) is a record: its id, its
+mechanism, the schedule that forces it (a scenario whose holds make the interleaving
+happen every time) and its combinations (broker version, client, broker settings) with
+their documented status, ``affected`` or ``fixed``. The ``known-bugs`` profile runs every
+combination (``--repeat N`` times), one fresh local cluster per broker version, the
+clients of a version side by side; a combination's run *shows* the bug when one of the
+bug's columns (the client's) is FAIL, is *clean* when they all PASS, and says nothing
+otherwise. The grid compares the runs with the documented status: affected must show in
+every run, fixed must be clean in every run. A mismatch either way is a finding (exit 1);
+a run that says nothing leaves the row open (exit 2).
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+import time
+import tomllib
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+
+from verifier.judge.verdict import FAIL, PASS, tally, worst_of
+from verifier.orchestration.scenario import SCENARIO_DIR, BrokerSettings, Scenario
+from verifier.rundata.errors import UsageError
+
+KNOWN_BUGS = SCENARIO_DIR / "_known_bugs.toml"
+STATUSES = ("affected", "fixed")
+#: a combination's runs against its documented status
+MATCH, MISMATCH, OPEN = "yes", "NO", "open"
+
+
+@dataclass(frozen=True)
+class Combination:
+    """One place a bug is documented as present or absent."""
+
+    kafka: str
+    client: str
+    status: str
+    #: broker settings for the run (``apply``: dynamic, or start: server.properties)
+    broker: tuple[tuple[str, str], ...] = ()
+    apply: str = "dynamic"
+    #: names the scenario variant that carries the settings (``kafka-14402-verification-off``)
+    variant: str = ""
+    note: str = ""
+
+    def setting_text(self) -> str:
+        return ", ".join(f"{k}={v}" for k, v in self.broker) or "defaults"
+
+
+@dataclass(frozen=True)
+class KnownBug:
+    id: str
+    title: str
+    mechanism: str
+    schedule: str
+    scenario: str
+    #: the mode columns (without the client) where the consequence shows
+    columns: tuple[str, ...]
+    combinations: tuple[Combination, ...]
+    also: tuple[str, ...] = ()
+    sources: tuple[str, ...] = ()
+
+    def run_name(self, combo: Combination) -> str:
+        """The scenario a combination runs: the bug's, or its variant with the settings."""
+        return f"{self.scenario}-{combo.variant}" if combo.variant else self.scenario
+
+
+_BUG_KEYS = {"id", "also", "title", "mechanism", "schedule", "scenario", "columns", "sources",
+             "combination"}
+_COMBO_KEYS = {"kafka", "client", "status", "broker", "apply", "variant", "note"}
+_VARIANT = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")
+
+
+def _setting(value) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def parse_known_bugs(text: str, source: str = "<string>") -> list[KnownBug]:
+    """The bugs of a ``_known_bugs.toml`` text, checked (UsageError names what is wrong)."""
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise UsageError(f"{source}: not valid TOML: {exc}") from exc
+    bugs = []
+    for i, b in enumerate(data.get("bug") or []):
+        where = f"{source} bug {b.get('id', i + 1)}"
+        unknown = set(b) - _BUG_KEYS
+        missing = {"id", "scenario", "columns", "combination"} - set(b)
+        if unknown or missing:
+            raise UsageError(f"{where}: unknown keys {sorted(unknown)}, missing {sorted(missing)}")
+        combos = []
+        for c in b["combination"]:
+            if set(c) - _COMBO_KEYS or not {"kafka", "client", "status"} <= set(c):
+                raise UsageError(f"{where}: a combination needs kafka, client and status and "
+                                 f"may have {sorted(_COMBO_KEYS)}: {c}")
+            if c["status"] not in STATUSES:
+                raise UsageError(f"{where}: status must be one of {STATUSES}, not {c['status']!r}")
+            settings = (c.get("broker") or {}).items()
+            broker = tuple(sorted((str(k), _setting(v)) for k, v in settings))
+            variant = str(c.get("variant", ""))
+            if broker and not _VARIANT.fullmatch(variant):
+                raise UsageError(f"{where}: a combination with broker settings names its "
+                                 "variant (lower-case words joined by -), e.g. variant = "
+                                 "\"verification-off\"")
+            if c.get("apply", "dynamic") not in ("dynamic", "start"):
+                raise UsageError(f"{where}: apply must be dynamic or start")
+            combos.append(Combination(kafka=str(c["kafka"]), client=str(c["client"]),
+                                      status=c["status"], broker=broker,
+                                      apply=c.get("apply", "dynamic"), variant=variant,
+                                      note=str(c.get("note", ""))))
+        bugs.append(KnownBug(id=str(b["id"]), title=str(b.get("title", "")),
+                             mechanism=str(b.get("mechanism", "")),
+                             schedule=str(b.get("schedule", "")), scenario=str(b["scenario"]),
+                             columns=tuple(b["columns"]), combinations=tuple(combos),
+                             also=tuple(b.get("also", ())), sources=tuple(b.get("sources", ()))))
+    return bugs
+
+
+def load_known_bugs(path: Path = KNOWN_BUGS) -> list[KnownBug]:
+    return parse_known_bugs(path.read_text(), str(path.name))
+
+
+@dataclass
+class VersionPlan:
+    """What runs on one broker version's cluster: the scenarios (variants carry their
+    broker settings), the clients side by side, and the grid's cells."""
+
+    kafka: str
+    clients: list[str] = field(default_factory=list)
+    scenarios: list[Scenario] = field(default_factory=list)
+    cells: list[tuple[KnownBug, Combination]] = field(default_factory=list)
+
+
+def plan_known_bugs(bugs: list[KnownBug], scenarios: dict[str, Scenario],
+                    versions: list[str] | None = None,
+                    clients: list[str] | None = None) -> list[VersionPlan]:
+    """The runs of the known-bugs grid, per broker version in the order first named:
+    ``scenarios`` are the bugs' scenarios as the profile scales them (a bug whose scenario
+    is not there is left out: ``--scenario`` picks bugs); ``versions`` and ``clients``
+    keep only those combinations. Variants run after the scenario without settings, so
+    a dynamic setting never outlives its run into another one."""
+    plans: dict[str, VersionPlan] = {}
+    for bug in bugs:
+        base = scenarios.get(bug.scenario)
+        if base is None:
+            continue
+        for combo in bug.combinations:
+            if (versions and combo.kafka not in versions) or \
+                    (clients and combo.client not in clients):
+                continue
+            plan = plans.setdefault(combo.kafka, VersionPlan(combo.kafka))
+            if combo.client not in plan.clients:
+                plan.clients.append(combo.client)
+            name = bug.run_name(combo)
+            if name not in [s.name for s in plan.scenarios]:
+                scenario = base if not combo.broker else replace(
+                    base, name=name, broker=BrokerSettings(dict(combo.broker), combo.apply))
+                plan.scenarios.append(scenario)
+            plan.cells.append((bug, combo))
+    for plan in plans.values():
+        plan.scenarios.sort(key=lambda s: s.broker is not None)
+    order = list(versions or []) + [v for v in plans if v not in (versions or [])]
+    return [plans[v] for v in dict.fromkeys(order) if v in plans]
+
+
+def run_outcome(doc: dict, bug: KnownBug, client: str) -> str:
+    """One run's outcome for a bug and client: FAIL when one of the bug's columns of that
+    client failed, PASS when they all passed, else the worst of them (UNKNOWN, NOT
+    EXERCISED, SKIPPED: the run says nothing about the bug)."""
+    from verifier.report.versions import _client_of
+
+    verdicts = []
+    for col in doc.get("columns") or []:
+        label, name = _client_of(doc, col)
+        if label.split()[0] == client and name in bug.columns:
+            verdicts.append(col["verdict"])
+    if FAIL in verdicts:
+        return FAIL
+    return worst_of(verdicts) if verdicts else "UNKNOWN"
+
+
+def status_match(status: str, outcomes: list[str]) -> str:
+    """``yes`` when every run reproduced the documented status (affected: FAIL, fixed:
+    PASS), ``NO`` when one contradicts it (a FAIL on fixed, a PASS on affected), else
+    ``open``."""
+    wanted, contrary = (FAIL, PASS) if status == "affected" else (PASS, FAIL)
+    if contrary in outcomes:
+        return MISMATCH
+    return MATCH if outcomes and all(o == wanted for o in outcomes) else OPEN
+
+
+def known_bug_grid(plans: list[VersionPlan], docs: dict[str, list[dict]]) -> dict:
+    """The grid as data: a row per bug and combination, with the outcomes of its runs
+    (``docs``: per broker version, that version's run documents), whether they match the
+    documented status, the held requests' answers and the runs' wall time;
+    ``exit_code`` 1 on a mismatch, 2 on an open row, else 0."""
+    from verifier.report.versions import held_answers
+
+    rows = []
+    for plan in plans:
+        for bug, combo in plan.cells:
+            runs = [d for d in docs.get(plan.kafka, []) if d.get("scenario") == bug.run_name(combo)]
+            outcomes = [run_outcome(d, bug, combo.client) for d in runs]
+            label = next((c for d in runs for c in d.get("clients") or []
+                          if c.split()[0] == combo.client), combo.client)
+            answers = [held_answers(d.get("run_dir")) for d in runs]
+            key = combo.client if len(plan.clients) > 1 else ""
+            rows.append({
+                "bug": bug.id, "kafka": combo.kafka, "client": label,
+                "setting": combo.setting_text(), "status": combo.status,
+                "outcomes": outcomes,
+                "text": " · ".join(f"{v} {n}/{len(outcomes)}" for v, n in tally(outcomes))
+                or "not run",
+                "match": status_match(combo.status, outcomes),
+                "held": " | ".join(a.get(key) or a.get("") or "-" for a in answers) or "-",
+                "wall_s": [round(float((d.get("phases") or {}).get("total_s", 0)), 1)
+                           for d in runs],
+                "runs": [d.get("run_dir") for d in runs], "note": combo.note})
+    matches = [r["match"] for r in rows]
+    code = 1 if MISMATCH in matches else 2 if OPEN in matches or not rows else 0
+    return {"rows": rows, "exit_code": code}
+
+
+def run_known_bugs(make_env, plans: list[VersionPlan], opts, spark, out=sys.stdout) -> int:
+    """Run every version's plan on a fresh local cluster of that version (outputs in
+    ``OUT/kafka-<version>/``), then print the grid and write ``OUT/known-bugs.json``.
+    The exit code is the grid's: an affected combination that FAILs is what it should do."""
+    from verifier.orchestration.chaos import run_matrix
+    from verifier.report.known_bugs import render_known_bug_grid, write_known_bug_grid
+
+    t0 = time.monotonic()
+    docs: dict[str, list[dict]] = {}
+    for plan in plans:
+        print(f"\n##### Kafka {plan.kafka}: {', '.join(s.name for s in plan.scenarios)} "
+              f"({', '.join(plan.clients)})", file=out, flush=True)
+        t1 = time.monotonic()
+        clients = tuple(plan.clients) if len(plan.clients) > 1 else ()
+        run_opts = replace(opts, out=Path(opts.out) / f"kafka-{plan.kafka}", clients=clients,
+                           client=plan.clients[0])
+        collected: list[dict] = []
+        try:
+            run_matrix(make_env(plan.kafka), plan.scenarios, run_opts, spark, out,
+                       collect=collected)
+        except Exception as exc:  # noqa: BLE001 - one version's cluster failing is open rows
+            print(f"Kafka {plan.kafka} could not run: {type(exc).__name__}: {exc}", file=out)
+        docs[plan.kafka] = collected
+        print(f"Kafka {plan.kafka}: {time.monotonic() - t1:.0f}s", file=out, flush=True)
+    grid = known_bug_grid(plans, docs)
+    write_known_bug_grid(grid, Path(opts.out) / "known-bugs.json",
+                         {"profile": opts.profile, "seed": opts.seed, "repeat": opts.repeat})
+    print("\n=== known bugs: documented status against the runs", file=out)
+    print(render_known_bug_grid(grid), file=out)
+    print(f"\nwall time {time.monotonic() - t0:.0f}s; outputs: {opts.out}/known-bugs.json and "
+          f"{opts.out}/kafka-<version>/", file=out, flush=True)
+    return grid["exit_code"]

@@ -1,0 +1,38 @@
+"""The known-bugs grid on the terminal and on disk: per bug and combination (broker
+version, client, broker settings) the documented status, the runs' outcomes, whether they
+match, and what the broker answered to each request a hold released late."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from verifier.rundata.formats import read_json, write_json
+
+KNOWN_BUGS_FORMAT = "known-bugs-grid"
+LEGEND = ("matches: yes = every run reproduced the documented status (affected: FAIL, "
+          "fixed: PASS); NO = a run contradicts it (a finding, exit 1); open = a run said "
+          "nothing (UNKNOWN, NOT EXERCISED, SKIPPED; exit 2)")
+
+
+def render_known_bug_grid(grid: dict) -> str:
+    head = ["bug", "kafka", "client", "broker setting", "documented", "outcomes", "matches",
+            "s/run", "held request, broker answered"]
+    rows = [head]
+    for r in grid["rows"]:
+        walls = r.get("wall_s") or []
+        rows.append([r["bug"], r["kafka"], r["client"], r["setting"], r["status"], r["text"],
+                     r["match"], f"{sum(walls) / len(walls):.0f}" if walls else "-",
+                     r.get("held") or "-"])
+    widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
+    text = "\n".join("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip()
+                     for row in rows)
+    return text + "\n" + LEGEND
+
+
+def write_known_bug_grid(grid: dict, path: Path, meta: dict) -> Path:
+    """``OUT/known-bugs.json`` (docs/formats.md)."""
+    return write_json(path, KNOWN_BUGS_FORMAT, {**meta, **grid}, indent=True)
+
+
+def read_known_bug_grid(path: Path) -> dict:
+    return read_json(path, KNOWN_BUGS_FORMAT)
