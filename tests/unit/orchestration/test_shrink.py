@@ -233,3 +233,26 @@ def test_the_chaos_command_runs_the_scenario_as_the_run_did(tmp_path):
     from verifier.cli import build_parser
 
     build_parser().parse_args(["chaos", *argv])  # the chaos command takes it as it is
+
+
+def test_the_command_refuses_what_it_cannot_shrink_with_exit_64(tmp_path, capsys):
+    from verifier.cli import EXIT_USAGE, main
+
+    cols = [{"name": "idempotent", "mode": "idempotent", "verdict": "PASS", "forbidden": []}]
+    run = _run_dir(tmp_path / "run", cols) if (tmp_path / "run").mkdir() is None else None
+    cases = [([str(tmp_path / "missing")], "is not a folder"),
+             ([str(run)], "did not FAIL"),
+             ([str(run), "--column", "nope"], "unknown column 'nope'"),
+             ([str(run), "--budget", "soon"], "duration 'soon'")]
+    for argv, said in cases:
+        assert main(["shrink", *argv]) == EXIT_USAGE, argv
+        assert said in capsys.readouterr().err, argv
+    with pytest.raises(SystemExit) as exc:
+        main(["shrink", str(run), "--calibrate", "0"])
+    assert exc.value.code == EXIT_USAGE
+    matrix = tmp_path / "matrix"
+    matrix.mkdir()
+    (matrix / "verdict.json").write_text(json.dumps(
+        {"grid": {}, "runs": [{"exit_code": 1, "run_dir": "runs/x/20261127T000000Z"}]}))
+    assert main(["shrink", str(matrix)]) == EXIT_USAGE
+    assert "its FAILed runs: runs/x/20261127T000000Z" in capsys.readouterr().err
