@@ -36,18 +36,27 @@ PRODUCE_ANSWER_DELAY_S = 0.3
 
 def _frames() -> tuple[dict[int, bytes], dict[int, bytes]]:
     """The session's first Produce, EndTxn and (the next transaction's) AddPartitionsToTxn
-    requests by api key, and every response by correlation id."""
+    requests by api key, and each request's captured answer by its correlation id."""
     doc = json.loads(WIRE.read_text())
     requests: dict[int, list[bytes]] = {}
-    answers: dict[int, bytes] = {}
+    pending: dict[int, list[bytes]] = {}
+    answer_of: dict[bytes, bytes] = {}
     for f in doc["frames"]:
         payload = bytes.fromhex(f["hex"])
         if f["direction"] == "request":
             requests.setdefault(request_identity(payload).api_key, []).append(payload)
+            pending.setdefault(f["conn"], []).append(payload)
         else:
-            answers[response_correlation_id(payload)] = payload
-    return {API_PRODUCE: requests[API_PRODUCE][0], API_END_TXN: requests[API_END_TXN][0],
-            API_ADD_PARTITIONS_TO_TXN: requests[API_ADD_PARTITIONS_TO_TXN][-1]}, answers
+            corr = response_correlation_id(payload)
+            waiting = pending.get(f["conn"], [])
+            while waiting:
+                req = waiting.pop(0)
+                if request_identity(req).correlation_id == corr:
+                    answer_of[req] = payload
+                    break
+    chosen = {API_PRODUCE: requests[API_PRODUCE][0], API_END_TXN: requests[API_END_TXN][0],
+              API_ADD_PARTITIONS_TO_TXN: requests[API_ADD_PARTITIONS_TO_TXN][-1]}
+    return chosen, {request_identity(r).correlation_id: answer_of[r] for r in chosen.values()}
 
 
 def _free_port() -> int:
@@ -155,3 +164,65 @@ def test_bad_then_hold(then_hold, fragment):
 
     with pytest.raises(RuleError, match=fragment):
         Rule.from_json({**RULE, "then_hold": then_hold}, 1)
+
+
+async def _copy_scenario(rule: dict) -> tuple[list[int], list[dict], bytes]:
+    """EndTxn (a commit) through a copy hold, then AddPartitionsToTxn on the same
+    connection. Returns the api keys the broker received, the hold events and whatever
+    reached the client after the two answers it expects."""
+    requests, answers = _frames()
+    arrived: list[int] = []
+
+    async def broker(reader, writer):
+        buf = FrameBuffer()
+        while data := await reader.read(65536):
+            for payload in buf.feed(data):
+                ident = request_identity(payload)
+                arrived.append(ident.api_key)
+                writer.write(_frame(answers[ident.correlation_id]))
+                await writer.drain()
+
+    server = await asyncio.start_server(broker, "127.0.0.1", 0)
+    listen = _free_port()
+    proxy = Proxy({1: (listen, server.sockets[0].getsockname()[1])})
+    await proxy.start()
+    proxy.add_rule(rule)
+    try:
+        r, w = await asyncio.open_connection("127.0.0.1", listen)
+        for api in (API_END_TXN, API_ADD_PARTITIONS_TO_TXN):
+            w.write(_frame(requests[api]))
+            await w.drain()
+            size = struct.unpack(">i", await asyncio.wait_for(r.readexactly(4), 2))[0]
+            await r.readexactly(size)  # its own answer: the client goes on
+        await asyncio.sleep(0.3)
+        extra = b""
+        try:
+            extra = await asyncio.wait_for(r.read(100), 0.2)
+        except TimeoutError:
+            pass
+        return arrived, list(proxy.hold_events), extra
+    finally:
+        w.close()
+        await proxy.close()
+        server.close()
+        await asyncio.sleep(0.05)
+
+
+COPY = {"kind": "hold", "api_keys": [26], "transactional_id": TXN, "client_view": "copy",
+        "release_on": {"api_key": 24, "direction": "response", "ok": True,
+                       "transactional_id": "same"}}
+
+
+def test_a_copy_hold_lets_the_original_through_and_replays_the_copy_late():
+    arrived, events, extra = asyncio.run(_copy_scenario({**COPY, "committed": True}))
+    # the broker got the EndTxn, the AddPartitionsToTxn, then the late copy of the EndTxn
+    assert arrived == [API_END_TXN, API_ADD_PARTITIONS_TO_TXN, API_END_TXN]
+    assert [(e["event"], e["request"]["api"]) for e in events] == [
+        ("hold", "EndTxn"), ("release", "EndTxn"), ("answer", "EndTxn")]
+    assert events[1]["reason"] == "AddPartitionsToTxn response"
+    assert events[2]["to_client"] is False and extra == b""  # the client had its answer
+
+
+def test_committed_false_does_not_copy_a_commit():
+    arrived, events, _ = asyncio.run(_copy_scenario({**COPY, "committed": False}))
+    assert arrived == [API_END_TXN, API_ADD_PARTITIONS_TO_TXN] and events == []

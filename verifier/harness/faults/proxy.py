@@ -73,6 +73,8 @@ class Held:
         self.timer: asyncio.TimerHandle | None = None
         #: held back by the rule's ``then_hold`` (a delay, in order), not kept
         self.gated = False
+        #: a copy (client_view "copy"): the original went on; its answer is not the client's
+        self.copy = rule.client_view == "copy"
 
 
 def now_ms() -> int:
@@ -309,7 +311,8 @@ class Connection:
                         rule = self.proxy.rules.hold_for(self.broker, ident)
                         if rule is not None:
                             self.proxy.hold(rule, self, payload, ident)
-                            continue
+                            if rule.client_view != "copy":  # a copy's original goes on
+                                continue
                     if acks != 0:  # an acks=0 produce request gets no response
                         self.pending.append((header.correlation_id, header.api_key,
                                              header.api_version, ident, None))
@@ -386,8 +389,10 @@ class Connection:
                     self.responses += 1
                     self.counters["responses"] += 1
                     if entry is not None and entry[4] is not None:  # a released request
-                        self.proxy.answered(entry[4], payload, to_client=not self.client_gone)
-                        if self.client_gone:
+                        copy = entry[4].copy  # the client had the original's answer
+                        self.proxy.answered(entry[4], payload,
+                                            to_client=not (self.client_gone or copy))
+                        if self.client_gone or copy:
                             continue
                     elif self.client_gone:
                         continue
@@ -525,7 +530,7 @@ class Proxy:
                 f"after {rule.release_after_ms} ms")
         if rule.client_view == "reset":
             conn.reset_client(f"reset by hold rule {rule.id}")
-        else:
+        elif rule.client_view == "timeout":
             conn.stalled = True
         return held
 

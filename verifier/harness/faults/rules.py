@@ -22,11 +22,14 @@ as new ones, until it is removed. Kinds:
     Reset (RST) every open connection when set, and every new one while set.
 ``hold``
     Keep a matching request (``api_keys``, default Produce; optionally its
-    ``transactional_id``, a ``partition`` it writes and its ``topic``; ``skip`` matches
-    first, then ``limit`` requests, default 1) instead of forwarding it; the broker-side
-    connection stays open for it. The client sees ``client_view`` ``timeout`` (its
-    connection stalls: nothing more is forwarded on it, until it gives up) or ``reset``
-    (its side of the connection is reset at once). The request goes to the broker when
+    ``transactional_id``, a ``partition`` it writes and its ``topic``, for EndTxn
+    ``committed`` true or false; ``skip`` matches first, then ``limit`` requests, default
+    1) instead of forwarding it; the broker-side connection stays open for it. The
+    client sees ``client_view`` ``timeout`` (its connection stalls: nothing more is
+    forwarded on it, until it gives up) or ``reset`` (its side of the connection is
+    reset at once); ``copy``: the request goes on at once and the client gets its answer,
+    the proxy holds a copy of it (a retry whose original was delayed in the network),
+    whose answer is recorded, never sent to the client. The request goes to the broker when
     ``release_on`` passes the proxy (``{"api_key": 26, "direction": "response",
     "transactional_id": "same"}``: the EndTxn response of the held request's
     transactional id; ``"same"``, a literal id, or absent for any; ``"ok": true``: only
@@ -46,11 +49,17 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
-from verifier.harness.kafka_wire import API_PRODUCE, RequestIdentity, WireError, response_summary
+from verifier.harness.kafka_wire import (
+    API_END_TXN,
+    API_PRODUCE,
+    RequestIdentity,
+    WireError,
+    response_summary,
+)
 
 KINDS = ("drop_response", "latency", "blackhole", "reset", "hold")
 DIRECTIONS = ("downstream", "upstream", "both")
-CLIENT_VIEWS = ("timeout", "reset")
+CLIENT_VIEWS = ("timeout", "reset", "copy")
 RELEASE_DIRECTIONS = ("request", "response")
 RELEASE_KEYS = {"api_key", "direction", "transactional_id", "ok"}
 THEN_HOLD_KEYS = {"api_keys", "max_ms"}
@@ -83,6 +92,8 @@ class Rule:
     release_on: dict | None = None
     release_after_ms: int | None = None
     skip: int = 0
+    #: EndTxn only: hold commits (True) or aborts (False); None: either
+    committed: bool | None = None
     #: hold back the next requests of these APIs until the released ones are answered
     then_hold: dict | None = None
     #: then_hold's state: the transactional id gated (None: no gate), released requests
@@ -107,7 +118,8 @@ class Rule:
         allowed = {"kind", "broker", "api_keys", "action", "appended", "next", "every",
                    "probability",
                    "seed", "limit", "ms", "direction", "transactional_id", "partition", "topic",
-                   "client_view", "release_on", "release_after_ms", "skip", "then_hold"}
+                   "client_view", "release_on", "release_after_ms", "skip", "then_hold",
+                   "committed"}
         unknown = set(data) - allowed
         if unknown:
             raise RuleError(f"unknown rule fields {sorted(unknown)}")
@@ -137,6 +149,8 @@ class Rule:
                 release_after_ms=_opt_int(data.get("release_after_ms")),
                 skip=int(data.get("skip", 0)),
                 then_hold=_then_hold(data.get("then_hold")),
+                committed=None if data.get("committed") is None
+                else _opt_bool(data["committed"]),
                 id=rule_id,
             )
         except (TypeError, ValueError) as exc:
@@ -170,6 +184,8 @@ class Rule:
                 raise RuleError("release_after_ms must be > 0")
             if self.skip < 0 or (self.limit is not None and self.limit < 1):
                 raise RuleError("skip must be >= 0 and limit >= 1")
+            if self.committed is not None and set(self.api_keys) != {API_END_TXN}:
+                raise RuleError("committed applies to EndTxn requests only (api_keys [26])")
             if self.then_hold is not None and not set(self.api_keys) <= TXN_APIS:
                 raise RuleError("then_hold needs held requests that carry a transactional "
                                 "id (the next requests are those of the same id)")
@@ -207,6 +223,8 @@ class Rule:
                 "release_after_ms", "skip")})
             if self.then_hold is not None:
                 out["then_hold"] = dict(self.then_hold)
+            if self.committed is not None:
+                out["committed"] = self.committed
         return out
 
     # ----- hold: pure decisions on parsed requests -------------------------------------
@@ -218,6 +236,8 @@ class Rule:
             return False
         if self.transactional_id is not None and \
                 request.transactional_id != self.transactional_id:
+            return False
+        if self.committed is not None and request.committed != self.committed:
             return False
         if self.partition is not None or self.topic is not None:
             return any((self.partition is None or p.partition == self.partition)
