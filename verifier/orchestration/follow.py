@@ -55,9 +55,9 @@ log = logging.getLogger(__name__)
 
 POLL_S = 3.0
 BUCKET_MS = 1000
-#: the observation columns the offset comparison reads
+#: the observation columns the offset comparison and the remainder's aborted reads read
 _OBS_COLUMNS = ["topic", "partition", "offset", "run", "pid", "p", "seq", "ses", "txn",
-                "ts_send", "foreign"]  # fmt: skip
+                "abort", "ts_send", "foreign"]  # fmt: skip
 
 
 class RunFollower:

@@ -84,6 +84,15 @@ def test_a_marker_of_a_committed_batch_is_no_trigger(tmp_path):
         kill(proc, trigger="mid-batch", within=0.3)
 
 
+def test_an_empty_batch_is_no_trigger(tmp_path):
+    proc = FakeDriver(tmp_path)
+    proc.batch_offsets = lambda batch: 0  # batch 0 of a fresh query, before any record
+    proc.hold(batch=0)
+    with pytest.raises(NotApplied, match="batch 0 held, but it is empty"):
+        kill(proc, trigger="mid-batch", within=0.3)
+    assert proc.alive is True
+
+
 def test_a_driver_that_cannot_say_is_not_applied_at_once(tmp_path):
     proc = FakeDriver(tmp_path, marker=False)
     t0 = time.monotonic()

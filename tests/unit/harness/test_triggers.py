@@ -87,6 +87,10 @@ def test_mid_batch_needs_a_fresh_marker_of_an_uncommitted_batch():
     assert T.mid_batch(marker, 99.0, lambda b: b == 4) is False  # its batch committed
     unnamed = T.parse_marker(json.dumps({"t": 100.0, "batch": None}))
     assert T.mid_batch(unnamed, 99.0, lambda b: True) is True  # a source hold: no id
+    # a fresh query's batch 0 on empty ranges holds too, but its replay writes nothing
+    assert T.mid_batch(marker, 99.0, never, planned=lambda b: 0) is False
+    assert T.mid_batch(marker, 99.0, never, planned=lambda b: 120) is True
+    assert T.mid_batch(marker, 99.0, never, planned=lambda b: None) is True  # unknown
 
 
 def test_a_source_hold_is_mid_batch_only_once_the_other_tasks_have_written():

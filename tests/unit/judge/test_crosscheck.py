@@ -75,26 +75,3 @@ def test_a_missing_live_anomaly_is_shown_and_leaves_the_verdict_open(run):
     assert doc["columns"][0]["verdict"] == V.UNKNOWN
     assert "disagree on 3" in doc["columns"][0]["reasons"][-1]
     assert doc["exit_code"] == V.EXIT_INCOMPLETE
-
-
-def test_aborted_reads_of_a_redone_committed_transaction_are_set_aside():
-    """A transaction redone under its number (late-produce: aborted, then committed): its
-    aborted attempt's records are aborted reads live, copies for the batch pass."""
-    from types import SimpleNamespace
-
-    from verifier.judge.checks.crosscheck import _set_aside
-
-    status = pa.table({"pid": ["t-0", "t-0"], "ses": [1, 1], "txn": [9, 10],
-                       "status": ["committed", "aborted"]})
-    base = {"isolation": "read_uncommitted", "topic": "x", "partition": 1, "pid": "t-0",
-            "seq": 30, "offset": 39, "ses": 1}
-    rows = [{**base, "kind": "aborted-read", "txn": 9},  # set aside
-            {**base, "kind": "aborted-read", "txn": 10},  # compared: its txn aborted
-            {**base, "kind": "duplicate-same-session", "txn": 9}]  # compared: not a read
-    kept, aside = _set_aside(rows, SimpleNamespace(status=status))
-    assert aside == 1
-    assert [(r["kind"], r["offset"]) for r in kept] == [("aborted-read", 39),
-                                                         ("duplicate-same-session", 39)]
-    # the key fields, and the session and transaction (a torn transaction's key)
-    assert all(set(r) == {"kind", "isolation", "topic", "partition", "pid", "seq", "offset",
-                          "ses", "txn"} for r in kept)

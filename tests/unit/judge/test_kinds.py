@@ -133,6 +133,19 @@ def test_aborted_record_only_read_uncommitted_is_no_aborted_read_committed(t):
     assert {a["isolation"] for a in found.get("aborted-read", [])} == {"read_uncommitted"}
 
 
+def test_aborted_attempt_of_a_number_redone_and_committed_is_an_aborted_read(t):
+    """A generator redoes a failed transaction under its number and identities (the
+    recorded late-produce run: transaction 9 aborted, then committed): the aborted
+    attempt's records, meant to abort, are aborted reads though the number committed
+    (the live checks judge them by the same ``abort`` field)."""
+    t.send(0, 0, txn=9, offset=0).see(0, 0, 0, txn=9, combos=RU_ONLY, abort=True)
+    t.txn(9, end="abort", abort=True)
+    t.write(0, 0, 2, txn=9).txn(9)
+    found = _only(t.check("aborted-read"), "aborted-read")
+    assert {(a["offset"], a["isolation"]) for a in found} == {(0, "read_uncommitted")}
+    assert found[0]["evidence"] == {"txn_status": "committed", "abort_intent": True}
+
+
 def test_committed_transaction_partly_visible_is_torn(t):
     t.write(0, 0, 0, txn=0).send(1, 0, txn=0, offset=0).txn(0)
     t.see(1, 0, 0, txn=0, combos=RU_ONLY)  # partition 1's record hidden at read_committed

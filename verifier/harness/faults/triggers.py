@@ -149,12 +149,17 @@ def parse_marker(text: str) -> dict | None:
 
 
 def mid_batch(marker: dict | None, started_at_s: float | None,
-              committed: Callable[[int], bool], written: dict | None = None) -> bool:
+              committed: Callable[[int], bool], written: dict | None = None,
+              planned: Callable[[int], int | None] = lambda batch: None) -> bool:
     """Whether the marker shows a batch partly written and not committed *now*: present,
     written since the process's latest start (a SIGKILLed predecessor leaves its marker
     behind), its batch, when named, not in the commit log, and, for a hold in the source
     (one task held while the others run), the driver's word that the others have written
-    (``written``: the ``holding.written`` file's content, at or after the marker)."""
+    (``written``: the ``holding.written`` file's content, at or after the marker), and
+    not empty (``planned``: the offsets the batch planned to read, None if unknown). An
+    empty batch holds too (Spark runs a fresh query's batch 0 on empty ranges and calls
+    ``foreachBatch`` on it), but its replay writes nothing twice: in a run on the loaded
+    machine (2026-11-27) a kill "mid-batch" of that batch 0 replayed nothing."""
     if marker is None:
         return False
     if started_at_s is not None and float(marker["t"]) < started_at_s:
@@ -163,7 +168,9 @@ def mid_batch(marker: dict | None, started_at_s: float | None,
             written is None or float(written.get("t", 0)) < float(marker["t"])):
         return False
     batch = marker.get("batch")
-    return not (isinstance(batch, int) and committed(batch))
+    if not isinstance(batch, int):
+        return True
+    return not committed(batch) and planned(batch) != 0
 
 
 def open_transaction(events: list[dict]) -> dict | None:
@@ -240,15 +247,24 @@ def probe_mid_batch(proc) -> tuple[dict | None, str]:
     def committed(batch: int) -> bool:
         return checkpoint is not None and (Path(checkpoint) / "commits" / str(batch)).exists()
 
+    offsets = getattr(proc, "batch_offsets", None) or (lambda batch: None)
+    planned: dict[int, int | None] = {}
+
+    def planned_once(batch: int) -> int | None:
+        if batch not in planned:
+            planned[batch] = offsets(batch)
+        return planned[batch]
+
     if not mid_batch(marker, None if started is None else started / 1000, committed,
-                     written):
+                     written, planned_once):
         if marker is not None and marker.get("where") == "source":
             return None, "a batch held, its other tasks still writing"
+        if marker is not None and planned_once(marker.get("batch", -1)) == 0:
+            return None, f"batch {marker['batch']} held, but it is empty"
         return None, "no batch held partly written"
     state = {"mid_batch": True, "batch": marker.get("batch"), "hold": marker.get("where")}
-    offsets = getattr(proc, "batch_offsets", None)
-    if offsets is not None and isinstance(state["batch"], int):
-        state["batch_offsets"] = offsets(state["batch"])
+    if isinstance(state["batch"], int):
+        state["batch_offsets"] = planned_once(state["batch"])
     return state, ""
 
 

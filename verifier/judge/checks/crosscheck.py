@@ -4,9 +4,10 @@ The observer's live checks (verifier.judge.definitions.stream) and the batch pas
 the same definitions; on a finished run both must name the same anomalies of the kinds
 the live path decides, for the reader the live path ran in (the Spark observer). The
 comparison is on :func:`~verifier.judge.definitions.stream.same_anomaly_key` with
-multiplicity. The batch's aborted reads are compared where the transaction meant to
-abort (the live path judges by the records' abort intent; a transaction that died open
-needs its history, which only the batch path reads).
+multiplicity. The live checks judge aborted reads by the records' abort intent; those
+of a transaction that died open or failed its commit need its history, which the live
+path's remainder reads after the drain: compared with the stream alone, the batch's
+aborted reads are those meant to abort; compared with the whole live result, all of them.
 
 A difference turns the columns it concerns UNKNOWN (never hidden), with the differing
 rows in ``verdict.json`` ``live_vs_batch``.
@@ -18,7 +19,6 @@ from collections import Counter
 
 import orjson
 import pyarrow as pa
-import pyarrow.compute as pc
 from pyspark.sql import functions as F
 
 from verifier.judge import verdict as V
@@ -47,9 +47,9 @@ REST_KINDS = (TORN, HANGING, INCONSISTENT)
 
 def batch_rows(d: Derived, remainder: bool = False, rest: bool = False) -> list[dict]:
     """The batch checks' anomalies of the live kinds (and lost/unseen with
-    ``remainder``; torn, hanging and inconsistent offsets with ``rest``), as the observer
-    read them: an inconsistent offset where its two levels got different records (the
-    evidence's ``seen``), every hanging partition."""
+    ``remainder``; torn, hanging and inconsistent offsets, and the aborted reads not meant
+    to abort, with ``rest``), as the observer read them: an inconsistent offset where its
+    two levels got different records (the evidence's ``seen``), every hanging partition."""
     extra = [LOST, UNSEEN] if remainder else []
     extra += list(REST_KINDS) if rest else []
     rows = d.anomalies(*[k for k in LIVE_KINDS if k != FOREIGN], *extra).unionByName(
@@ -59,7 +59,7 @@ def batch_rows(d: Derived, remainder: bool = False, rest: bool = False) -> list[
     mine = F.array_contains(F.split(F.coalesce(F.col("reader"), F.lit("")), ","), OBSERVER)
     mine = mine | F.col("kind").isin(HANGING, INCONSISTENT)
     meant = F.coalesce(F.get_json_object("evidence", "$.abort_intent") == "true", F.lit(False))
-    rows = rows.where(mine & ((F.col("kind") != ABORTED_READ) | meant))
+    rows = rows.where(mine & ((F.col("kind") != ABORTED_READ) | meant | F.lit(rest)))
     out = [r.asDict() for r in rows.select(*KEY_FIELDS, "ses", "txn", "evidence").collect()]
     return [{k: v for k, v in r.items() if k != "evidence"} for r in out
             if r["kind"] != INCONSISTENT or _levels_differ(r["evidence"])]
@@ -85,23 +85,6 @@ def remainder(run: RunData, d: Derived, states: dict[str, LiveChecks]) -> list[d
     return out
 
 
-def _set_aside(rows: list[dict], d: Derived) -> tuple[list[dict], int]:
-    """The live rows to compare, and how many are set aside: aborted reads (judged live by
-    the record's abort intent) of a transaction number whose last attempt committed. A
-    generator that redoes a transaction reuses its number and identities, so the batch
-    pass, which judges by the number's final status, sees the aborted attempt's records
-    (read_uncommitted only: read_committed never shows them) as copies of the committed
-    ones, and the live path as aborted reads. Both are right about different things; the
-    verdict is not at stake (aborted reads are expected at read_uncommitted)."""
-    st = d.status
-    done = pc.equal(st["status"], "committed")
-    committed = set(zip(*(st.filter(done)[k].to_pylist() for k in ("pid", "ses", "txn")),
-                        strict=True))
-    keep = [r for r in rows if not (r["kind"] == ABORTED_READ
-                                    and (r["pid"], r["ses"], r["txn"]) in committed)]
-    return [{k: r.get(k) for k in (*KEY_FIELDS, "ses", "txn")} for r in keep], len(rows) - len(keep)
-
-
 def compare(run: RunData, d: Derived, live: pa.Table | list[dict], cap: int = 20,
             states: dict[str, LiveChecks] | None = None, full: bool = False) -> dict:
     """``verdict.json`` ``live_vs_batch``: counts of both sides and the rows only one
@@ -111,7 +94,7 @@ def compare(run: RunData, d: Derived, live: pa.Table | list[dict], cap: int = 20
     torn, hanging and inconsistent offsets included) and every kind of it is compared."""
     if isinstance(live, pa.Table):
         live = live.select([*KEY_FIELDS, "ses", "txn"]).to_pylist()
-    rows, aside = _set_aside(live, d)
+    rows = [{k: r.get(k) for k in (*KEY_FIELDS, "ses", "txn")} for r in live]
     if states is not None and not full:
         rows += remainder(run, d, states)
     ours = Counter(same_anomaly_key(r) for r in rows)
@@ -134,7 +117,6 @@ def compare(run: RunData, d: Derived, live: pa.Table | list[dict], cap: int = 20
     kinds += list(REST_KINDS) if full else []
     return {"compared": True, "kinds": kinds, "reader": OBSERVER,
             "live": sum(ours.values()), "batch": sum(theirs.values()),
-            "set_aside": {"aborted reads of a transaction number that later committed": aside},
             "agree": not differ, "n_differ": len(differ),
             "modes": sorted({x["mode"] or "(unattributed)" for x in differ}),
             "where": sorted({(x["mode"] or "(unattributed)", x["isolation"]) for x in differ}),

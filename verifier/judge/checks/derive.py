@@ -37,11 +37,12 @@ from verifier.judge.model import ISOLATIONS, READ_COMMITTED, RunData
 
 #: observation columns the pass reads (ci: index of the (reader, isolation) pair)
 PASS_COLUMNS = ("topic", "partition", "offset", "ci", "fgn", "pid", "p", "seq", "ses", "txn",
-                "ts_send")  # fmt: skip
+                "ts_send", "abort")  # fmt: skip
 OBS_SCHEMA = pa.schema([
     ("topic", pa.string()), ("partition", pa.int32()), ("offset", pa.int64()),
     ("ci", pa.int32()), ("fgn", pa.bool_()), ("pid", pa.string()), ("p", pa.int32()),
     ("seq", pa.int64()), ("ses", pa.int32()), ("txn", pa.int64()), ("ts_send", pa.int64()),
+    ("abort", pa.bool_()),
 ])  # fmt: skip
 
 

@@ -123,20 +123,22 @@ def _exact(obs: pa.Table, t: pa.Table) -> dict[int, tuple[dict, dict]]:
 
 def placements(obs: pa.Table, ctx: Ctx) -> pa.Table:
     """One row per (offset, decoded identity) read in this partition: decoded rows per
-    (reader, isolation) (``d<k>``), the smallest session, transaction and send time.
+    (reader, isolation) (``d<k>``), the smallest session, transaction and send time, and
+    whether the record was meant to abort (its ``abort`` field).
 
     Built from the rows, not from the per-offset cells: where readers disagree at an
     offset each identity keeps only the readers that decoded *it* (a reader that got
     undecodable bytes, or another record, there did not get this one).
     """
     dec = obs.filter(pc.invert(obs["fgn"]))
-    cols = {k: dec[k] for k in ("offset", *IDENTITY, "ses", "txn", "ts_send")}
+    cols = {k: dec[k] for k in ("offset", *IDENTITY, "ses", "txn", "ts_send", "abort")}
     for c in range(len(ctx.combos)):
         cols[f"d{c}"] = _int(pc.equal(dec["ci"], c))
-    aggs = [("ses", "min"), ("txn", "min"), ("ts_send", "min")]
+    aggs = [("ses", "min"), ("txn", "min"), ("ts_send", "min"), ("abort", "any")]
     aggs += [(f"d{c}", "sum") for c in range(len(ctx.combos))]
     g = pa.table(cols).group_by(["offset", *IDENTITY]).aggregate(aggs)
-    return g.rename_columns([n.removesuffix("_min").removesuffix("_sum") for n in g.column_names])
+    return g.rename_columns([n.removesuffix("_min").removesuffix("_sum").removesuffix("_any")
+                             for n in g.column_names])
 
 
 def at_home(pl: pa.Table, ctx: Ctx, topic: str, part: int) -> pa.ChunkedArray:

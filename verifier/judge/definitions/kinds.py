@@ -266,9 +266,13 @@ def _txn_cells(c: pa.Table, ctx: K.Ctx) -> pa.Table:
 
 
 def aborted(c: pa.Table, ctx: K.Ctx, at: dict) -> list[dict]:
-    """Records of a transaction that did not commit, delivered (reported at both levels)."""
+    """Records of a transaction that did not commit, delivered (reported at both levels):
+    meant to abort (the record's ``abort``: an aborted attempt of a number a later
+    attempt committed is no copy of the committed records), or of a transaction the
+    history does not show committed (a session killed inside it, a failed commit)."""
     t = _txn_cells(c, ctx)
-    t = t.filter(pc.is_in(pc.fill_null(t["status"], "open"), pa.array(NOT_COMMITTED)))
+    t = t.filter(pc.or_(pc.is_in(pc.fill_null(t["status"], "open"), pa.array(NOT_COMMITTED)),
+                        pc.fill_null(t["abort"], False)))
     out = []
     for r in t.to_pylist():
         status = r["status"] or "open"
@@ -280,7 +284,8 @@ def aborted(c: pa.Table, ctx: K.Ctx, at: dict) -> list[dict]:
                             "seq": r["seq"], "txn": r["txn"], "offset": r["offset"],
                             "offsets": [r["offset"]], "t": r["ts_send"],
                             "evidence": _ev(txn_status=status,
-                                            abort_intent=r["abort_intent"])})  # fmt: skip
+                                            abort_intent=True if r["abort"] else
+                                            r["abort_intent"])})  # fmt: skip
     return out
 
 
