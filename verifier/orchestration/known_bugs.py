@@ -41,12 +41,16 @@ class Combination:
     #: broker settings for the run (``apply``: dynamic, or start: server.properties)
     broker: tuple[tuple[str, str], ...] = ()
     apply: str = "dynamic"
+    #: feature levels the cluster runs at (``transaction.version``), set with Kafka's
+    #: feature tool after the start: a cluster of their own
+    features: tuple[tuple[str, int], ...] = ()
     #: names the scenario variant that carries the settings (``kafka-14402-verification-off``)
     variant: str = ""
     note: str = ""
 
     def setting_text(self) -> str:
-        return ", ".join(f"{k}={v}" for k, v in self.broker) or "defaults"
+        return ", ".join([f"{k}={v}" for k, v in self.broker] +
+                         [f"{k}={v} (feature)" for k, v in self.features]) or "defaults"
 
 
 @dataclass(frozen=True)
@@ -69,7 +73,7 @@ class KnownBug:
 
 _BUG_KEYS = {"id", "also", "title", "mechanism", "schedule", "scenario", "columns", "sources",
              "combination"}
-_COMBO_KEYS = {"kafka", "client", "status", "broker", "apply", "variant", "note"}
+_COMBO_KEYS = {"kafka", "client", "status", "broker", "apply", "variant", "note", "features"}
 _VARIANT = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")
 
 
@@ -106,11 +110,17 @@ def parse_known_bugs(text: str, source: str = "<string>") -> list[KnownBug]:
                 raise UsageError(f"{where}: a combination with broker settings names its "
                                  "variant (lower-case words joined by -), e.g. variant = "
                                  "\"verification-off\"")
+            levels = c.get("features") or {}
+            if not all(isinstance(v, int) and not isinstance(v, bool) and v >= 0
+                       for v in levels.values()):
+                raise UsageError(f"{where}: features are levels, whole numbers >= 0: {levels}")
+            features = tuple(sorted((str(k), int(v)) for k, v in levels.items()))
             if c.get("apply", "dynamic") not in ("dynamic", "start"):
                 raise UsageError(f"{where}: apply must be dynamic or start")
             combos.append(Combination(kafka=str(c["kafka"]), client=str(c["client"]),
                                       status=c["status"], broker=broker,
                                       apply=c.get("apply", "dynamic"), variant=variant,
+                                      features=features,
                                       note=str(c.get("note", ""))))
         bugs.append(KnownBug(id=str(b["id"]), title=str(b.get("title", "")),
                              mechanism=str(b.get("mechanism", "")),
@@ -130,9 +140,15 @@ class VersionPlan:
     broker settings), the clients side by side, and the grid's cells."""
 
     kafka: str
+    features: tuple[tuple[str, int], ...] = ()
     clients: list[str] = field(default_factory=list)
     scenarios: list[Scenario] = field(default_factory=list)
     cells: list[tuple[KnownBug, Combination]] = field(default_factory=list)
+
+    @property
+    def key(self) -> str:
+        """``4.1.1`` or ``4.1.1+transaction.version=0``: its outputs' folder name too."""
+        return self.kafka + "".join(f"+{k}={v}" for k, v in self.features)
 
 
 def plan_known_bugs(bugs: list[KnownBug], scenarios: dict[str, Scenario],
@@ -143,7 +159,7 @@ def plan_known_bugs(bugs: list[KnownBug], scenarios: dict[str, Scenario],
     is not there is left out: ``--scenario`` picks bugs); ``versions`` and ``clients``
     keep only those combinations. Variants run after the scenario without settings, so
     a dynamic setting never outlives its run into another one."""
-    plans: dict[str, VersionPlan] = {}
+    plans: dict[tuple, VersionPlan] = {}
     for bug in bugs:
         base = scenarios.get(bug.scenario)
         if base is None:
@@ -152,7 +168,8 @@ def plan_known_bugs(bugs: list[KnownBug], scenarios: dict[str, Scenario],
             if (versions and combo.kafka not in versions) or \
                     (clients and combo.client not in clients):
                 continue
-            plan = plans.setdefault(combo.kafka, VersionPlan(combo.kafka))
+            key = (combo.kafka, combo.features)
+            plan = plans.setdefault(key, VersionPlan(combo.kafka, combo.features))
             if combo.client not in plan.clients:
                 plan.clients.append(combo.client)
             name = bug.run_name(combo)
@@ -163,8 +180,9 @@ def plan_known_bugs(bugs: list[KnownBug], scenarios: dict[str, Scenario],
             plan.cells.append((bug, combo))
     for plan in plans.values():
         plan.scenarios.sort(key=lambda s: s.broker is not None)
-    order = list(versions or []) + [v for v in plans if v not in (versions or [])]
-    return [plans[v] for v in dict.fromkeys(order) if v in plans]
+    order = {v: i for i, v in enumerate(dict.fromkeys(
+        list(versions or []) + [k[0] for k in plans]))}
+    return sorted(plans.values(), key=lambda p: (order[p.kafka], p.features))
 
 
 def run_outcome(doc: dict, bug: KnownBug, client: str) -> str:
@@ -195,7 +213,7 @@ def status_match(status: str, outcomes: list[str]) -> str:
 
 def known_bug_grid(plans: list[VersionPlan], docs: dict[str, list[dict]]) -> dict:
     """The grid as data: a row per bug and combination, with the outcomes of its runs
-    (``docs``: per broker version, that version's run documents), whether they match the
+    (``docs``: per plan key, its run documents), whether they match the
     documented status, the held requests' answers and the runs' wall time;
     ``exit_code`` 1 on a mismatch, 2 on an open row, else 0."""
     from verifier.report.versions import held_answers
@@ -203,7 +221,7 @@ def known_bug_grid(plans: list[VersionPlan], docs: dict[str, list[dict]]) -> dic
     rows = []
     for plan in plans:
         for bug, combo in plan.cells:
-            runs = [d for d in docs.get(plan.kafka, []) if d.get("scenario") == bug.run_name(combo)]
+            runs = [d for d in docs.get(plan.key, []) if d.get("scenario") == bug.run_name(combo)]
             outcomes = [run_outcome(d, bug, combo.client) for d in runs]
             label = next((c for d in runs for c in d.get("clients") or []
                           if c.split()[0] == combo.client), combo.client)
@@ -225,6 +243,33 @@ def known_bug_grid(plans: list[VersionPlan], docs: dict[str, list[dict]]) -> dic
     return {"rows": rows, "exit_code": code}
 
 
+class FeatureLevels:
+    """An environment whose cluster runs at the given feature levels, set with Kafka's
+    feature tool right after the start (everything else is the environment's own)."""
+
+    def __init__(self, env, levels: dict[str, int], out=sys.stdout) -> None:
+        self._env, self._levels, self._out = env, levels, out
+
+    def __getattr__(self, name):
+        return getattr(self._env, name)
+
+    def __enter__(self):
+        from verifier.harness.features import set_feature_levels
+
+        self._env.__enter__()
+        try:
+            before = set_feature_levels(self._env.bootstrap_servers, self._levels)
+        except BaseException:
+            self._env.__exit__(None, None, None)
+            raise
+        print(f"kafka-features: {self._levels} (before: "
+              f"{ {k: before.get(k, 0) for k in self._levels} })", file=self._out, flush=True)
+        return self
+
+    def __exit__(self, *exc):
+        return self._env.__exit__(*exc)
+
+
 def run_known_bugs(make_env, plans: list[VersionPlan], opts, spark, out=sys.stdout) -> int:
     """Run every version's plan on a fresh local cluster of that version (outputs in
     ``OUT/kafka-<version>/``), then print the grid and write ``OUT/known-bugs.json``.
@@ -235,19 +280,22 @@ def run_known_bugs(make_env, plans: list[VersionPlan], opts, spark, out=sys.stdo
     t0 = time.monotonic()
     docs: dict[str, list[dict]] = {}
     for plan in plans:
-        print(f"\n##### Kafka {plan.kafka}: {', '.join(s.name for s in plan.scenarios)} "
+        levels = "".join(f", {k} {v}" for k, v in plan.features)
+        print(f"\n##### Kafka {plan.kafka}{levels}: {', '.join(s.name for s in plan.scenarios)} "
               f"({', '.join(plan.clients)})", file=out, flush=True)
         t1 = time.monotonic()
         clients = tuple(plan.clients) if len(plan.clients) > 1 else ()
-        run_opts = replace(opts, out=Path(opts.out) / f"kafka-{plan.kafka}", clients=clients,
+        run_opts = replace(opts, out=Path(opts.out) / f"kafka-{plan.key}", clients=clients,
                            client=plan.clients[0])
         collected: list[dict] = []
+        env = make_env(plan.kafka)
+        if plan.features:
+            env = FeatureLevels(env, dict(plan.features), out)
         try:
-            run_matrix(make_env(plan.kafka), plan.scenarios, run_opts, spark, out,
-                       collect=collected)
+            run_matrix(env, plan.scenarios, run_opts, spark, out, collect=collected)
         except Exception as exc:  # noqa: BLE001 - one version's cluster failing is open rows
-            print(f"Kafka {plan.kafka} could not run: {type(exc).__name__}: {exc}", file=out)
-        docs[plan.kafka] = collected
+            print(f"Kafka {plan.key} could not run: {type(exc).__name__}: {exc}", file=out)
+        docs[plan.key] = collected
         print(f"Kafka {plan.kafka}: {time.monotonic() - t1:.0f}s", file=out, flush=True)
     grid = known_bug_grid(plans, docs)
     write_known_bug_grid(grid, Path(opts.out) / "known-bugs.json",

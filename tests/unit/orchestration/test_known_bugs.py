@@ -35,10 +35,25 @@ def test_kafka_14402_is_affected_before_3_6_and_with_the_verification_off():
     assert rows == {("3.5.2", "defaults", "affected"),
                     ("4.1.1", "transaction.partition.verification.enable=false", "affected"),
                     ("4.1.1", "defaults", "fixed")}
+    assert {c.client for c in bug.combinations} == {"kafka-python", "java"}  # any client
+
+
+def test_kafka_17754_is_fixed_only_by_transaction_version_2_on_both_sides():
+    (bug,) = [b for b in _bugs() if b.id == "KAFKA-17754"]
+    fixed = [(c.kafka, c.client, c.features) for c in bug.combinations if c.status == "fixed"]
+    assert fixed == [("4.1.1", "java", ())]
+    control = [c for c in bug.combinations if c.features]
+    assert [(c.client, c.features, c.status) for c in control] == [
+        ("java", (("transaction.version", 0),), "affected")]
+    plans = kb.plan_known_bugs(_bugs(), {"kafka-17754": load_scenario("kafka-17754")})
+    # the feature level gets a cluster of its own, after the default one of its version
+    assert [p.key for p in plans] == ["3.5.2", "4.1.1", "4.1.1+transaction.version=0"]
+    assert plans[2].clients == ["java"] and plans[2].features == (("transaction.version", 0),)
 
 
 def test_plan_one_cluster_per_version_variants_after_the_defaults():
-    plans = kb.plan_known_bugs(_bugs(), {"kafka-14402": load_scenario("kafka-14402")})
+    plans = kb.plan_known_bugs(_bugs(), {"kafka-14402": load_scenario("kafka-14402")},
+                               clients=["kafka-python"])
     assert [p.kafka for p in plans] == ["3.5.2", "4.1.1"]
     names = [s.name for s in plans[1].scenarios]
     assert names == ["kafka-14402", "kafka-14402-verification-off"]
@@ -49,7 +64,7 @@ def test_plan_one_cluster_per_version_variants_after_the_defaults():
     assert plans[0].scenarios[0].broker is None
     # --kafka-versions keeps only those combinations, in the order given
     only = kb.plan_known_bugs(_bugs(), {"kafka-14402": load_scenario("kafka-14402")},
-                              versions=["4.1.1"])
+                              versions=["4.1.1"], clients=["kafka-python"])
     assert [p.kafka for p in only] == ["4.1.1"] and len(only[0].cells) == 2
     # a bug whose scenario is not selected (--scenario) is left out
     assert kb.plan_known_bugs(_bugs(), {}) == []
@@ -79,7 +94,8 @@ def _doc(scenario, verdicts, clients=("kafka-python 3.0.12",), run_dir=None, tot
 
 
 def _plans():
-    return kb.plan_known_bugs(_bugs(), {"kafka-14402": load_scenario("kafka-14402")})
+    return kb.plan_known_bugs(_bugs(), {"kafka-14402": load_scenario("kafka-14402")},
+                              clients=["kafka-python"])
 
 
 def test_grid_reproduced_everywhere_exits_0():
@@ -147,10 +163,13 @@ def test_the_cli_plans_from_the_bugs_and_refuses_an_empty_selection():
 
     args = argparse.Namespace(client="kafka-python")
     scenarios = [load_scenario("kafka-14402")]
-    runs, versions, clients = _known_bug_runs(args, scenarios, [], ())
+    runs, versions, clients = _known_bug_runs(args, scenarios, [], ("kafka-python",))
     assert versions == ["3.5.2", "4.1.1"] and clients == ()
     assert [s.name for s in runs] == ["kafka-14402", "kafka-14402",
                                       "kafka-14402-verification-off"]
     assert len(args.known_bug_plans) == 2
     with pytest.raises(UsageError, match="no combination"):
         _known_bug_runs(args, scenarios, ["3.9.1"], ())
+    # without --clients every client a combination names runs, side by side
+    _, _, clients = _known_bug_runs(args, scenarios, [], ())
+    assert set(clients) == {"kafka-python", "java"}
