@@ -259,7 +259,8 @@ def probe_mid_batch(proc) -> tuple[dict | None, str]:
                      written, planned_once):
         if marker is not None and marker.get("where") == "source":
             return None, "a batch held, its other tasks still writing"
-        if marker is not None and planned_once(marker.get("batch", -1)) == 0:
+        if marker is not None and isinstance(marker.get("batch"), int) and \
+                planned_once(marker["batch"]) == 0:
             return None, f"batch {marker['batch']} held, but it is empty"
         return None, "no batch held partly written"
     state = {"mid_batch": True, "batch": marker.get("batch"), "hold": marker.get("where")}
