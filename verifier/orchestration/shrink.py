@@ -420,8 +420,8 @@ def fmt(value) -> str:
 
 def describe(spec: dict) -> str:
     """A schedule's size in one phrase: faults, load, rate, partitions, modes."""
-    w = spec["workload"]
-    return (f"{len(spec.get('faults') or [])} faults, {fmt(w['duration_s'])} s at "
+    w, n = spec["workload"], len(spec.get("faults") or [])
+    return (f"{n} fault{'' if n == 1 else 's'}, {fmt(w['duration_s'])} s at "
             f"{fmt(w['rate'])}/s, {w['partitions']} partitions, {len(w['modes'])} modes")
 
 

@@ -12,9 +12,11 @@ from verifier.orchestration.scenario import load_scenario, parse_scenario
 from verifier.orchestration.shrink import (
     Fingerprint,
     Observed,
+    Result,
     Shrinker,
     fingerprints_of,
     reruns_needed,
+    with_faults,
 )
 from verifier.orchestration.shrink_plan import chaos_argv, load_failed_run, scenario_toml
 from verifier.rundata.errors import UsageError
@@ -256,3 +258,47 @@ def test_the_command_refuses_what_it_cannot_shrink_with_exit_64(tmp_path, capsys
         {"grid": {}, "runs": [{"exit_code": 1, "run_dir": "runs/x/20261127T000000Z"}]}))
     assert main(["shrink", str(matrix)]) == EXIT_USAGE
     assert "its FAILed runs: runs/x/20261127T000000Z" in capsys.readouterr().err
+
+
+def test_the_runner_runs_each_candidate_as_a_scenario_file_and_reads_its_verdict(
+        tmp_path, monkeypatch):
+    import io
+
+    from verifier.orchestration import shrink_runner
+    from verifier.orchestration.planning import RunOptions
+    from verifier.orchestration.shrink_plan import FailedRun
+    from verifier.orchestration.shrink_runner import ChaosRunner, write_outputs
+
+    seen = []
+
+    def fake_run_one(env, scenario, opts, spark, out):
+        seen.append((scenario, opts.out))
+        return {"run_dir": str(opts.out / "x"), "columns": [
+            {"name": FP.column, "verdict": "FAIL", "forbidden": [FP.kind]}]}
+
+    monkeypatch.setattr(shrink_runner, "run_one", fake_run_one)
+    monkeypatch.setattr(shrink_runner, "validate_scenario", lambda *_a: [])
+    spec = load_scenario("pipeline-restart").to_json()
+    runner = ChaosRunner(None, RunOptions(out=tmp_path), None, tmp_path, "planted", FP.column,
+                         io.StringIO())
+    obs = runner(spec, "drop fault x")
+    assert obs.fingerprints == {FP} and obs.verdict == "FAIL"
+    scenario, out = seen[0]
+    assert scenario.to_json() == {**spec, "name": "planted"}
+    assert out == tmp_path / "runs" / "01"
+    assert (tmp_path / "candidates" / "01.toml").read_text().startswith("# drop fault x")
+
+    best = with_faults(spec, spec["faults"][:1])
+    result = Result(spec, best, FP, [obs], 1.0, 2, [], [obs], "done", 600.0)
+    config = {"seed": 3, "environment": "local", "producers": {},
+              "pipelines": {"foreach-batch": {"spec": "foreach-batch",
+                                              "guarantee": "exactly-once"}}}
+    failed = FailedRun(tmp_path, config, {}, FP, ())
+    paths = write_outputs(result, failed, tmp_path)
+    text = paths["scenario"].read_text()
+    assert "--pipeline foreach-batch --pipeline-guarantee exactly-once --seed" not in text
+    assert "--seed 3 --pipeline foreach-batch --pipeline-guarantee exactly-once" in text
+    assert "reproduces: 1/1 runs (confirmation)" in text
+    assert len(parse_scenario(text, "shrunk").faults) == 1
+    report = paths["report"].read_text()
+    assert "- before: 2 faults, 90 s" in report and "- after: 1 fault, 90 s" in report
