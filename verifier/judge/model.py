@@ -126,25 +126,30 @@ class Drain:
     partitions: list[dict] = field(default_factory=list)
     behind: list[dict] = field(default_factory=list)
     deadline_s: float | None = None
+    #: the observer's positions were compared on every partition (drain format 2); format
+    #: 1 compared them only once no transaction was open anywhere
+    per_partition: bool = True
 
     def behind_keys(self) -> set[tuple[str, int]]:
         return {(b["topic"], int(b["partition"])) for b in self.behind}
 
-    def _parts(self) -> tuple[set, set, set, bool]:
-        """(observer behind {(t, p, iso)}, open txn {(t, p)}, whole partition {(t, p)},
-        observer never checked)."""
-        obs, open_txn, whole = set(), set(), set()
+    def _parts(self) -> tuple[dict, set, set, bool]:
+        """(observer behind {(t, p, iso): "at position/end"}, open txn {(t, p)}, whole
+        partition {(t, p)}, observer never checked)."""
+        obs, open_txn, whole = {}, set(), set()
         for b in self.behind:
             key = (str(b["topic"]), int(b["partition"]))
             if b.get("isolation"):
-                obs.add((*key, str(b["isolation"])))
+                obs[(*key, str(b["isolation"]))] = (
+                    f" (stopped at {b['observer_position']}/{b['end_offset']})"
+                    if "observer_position" in b and "end_offset" in b else "")
             elif str(b.get("reason", "")).startswith(OPEN_TXN_REASON):
                 open_txn.add(key)
             else:
                 whole.add(key)
-        # the drain waits for a stable log before it looks at the observer: while a
+        # format 1 waited for a stable log before it looked at the observer: while a
         # transaction stayed open, the observer's positions were never compared
-        return obs, open_txn, whole, bool(open_txn)
+        return obs, open_txn, whole, bool(open_txn) and not self.per_partition
 
     def incomplete(self, topic: str, partition: int, reader: str, isolation: str) -> bool:
         """True when ``reader`` may not have read all of (topic, partition) at ``isolation``.
@@ -153,7 +158,8 @@ class Drain:
         - not completed and nothing named in ``behind``: every part is incomplete;
         - ``{"isolation": ...}`` entries (observer behind): that part, for the observer;
         - an open transaction on (t, p): every reader at read_committed (nothing past the
-          LSO is visible there), and the observer everywhere (never checked);
+          LSO is visible there); in a drain.json of format 1 also the observer
+          everywhere (its positions were never compared);
         - any other entry: the whole partition, every reader, both levels.
         The plain reader reads each partition to the end offset it looks up after the
         drain, so outside those entries its parts are complete.
@@ -187,7 +193,8 @@ class Drain:
                 out.append(f"every partition for reader {OBSERVER} (the drain stopped "
                            "before comparing its positions)")
             else:
-                out += [f"{t}-{p} {i} for reader {OBSERVER}" for t, p, i in sorted(obs)
+                out += [f"{t}-{p} {i} for reader {OBSERVER}{at}"
+                        for (t, p, i), at in sorted(obs.items())
                         if t in topics and i in isolations]  # fmt: skip
         return out
 

@@ -219,25 +219,42 @@ def committed_position(where: PipelineLayout) -> dict[str, int]:
 def drain(run_dir: Path, procs: list[PipelineProcess], entries: dict,
           timeout: float) -> list[str]:
     """Wait until each pipeline committed a batch past the end offsets the drain saw at
-    its isolation level; returns what stayed behind (the judge says unseen there)."""
+    its isolation level; returns what stayed behind (the judge says unseen there). Past
+    ``timeout`` it goes on while a pipeline behind still plans or commits batches, as the
+    observer's drain does (verifier.orchestration.drain: stall window and cap)."""
+    import time
+
+    from streaming.progress import offset_log_batches
+    from verifier.orchestration.drain import CAP_FACTOR, Movement, decide, stall_for
+
     try:
-        ends = read_json(RunLayout(run_dir).drain, "drain").get("end_offsets") or {}
+        ends = read_json(RunLayout(run_dir).drain, "drain",
+                         versions=(1,)).get("end_offsets") or {}
     except VerifierError:
         return ["no drain.json: the pipelines' drain was not checked"]
     behind: list[str] = []
+    started, movement = time.monotonic(), Movement()
 
     def probe():
         behind.clear()
+        late, marks, now = [], {}, time.monotonic() - started
         for proc in procs:
             iso = entries[proc.where.name]["isolation"]
             pos = committed_position(proc.where)
+            planned = offset_log_batches(proc.where.checkpoint)
+            marks[f"pipeline/{proc.name}"] = (sorted(pos.items()), planned[-1:])
             for tp, end in sorted((ends.get(iso) or {}).items()):
                 if pos.get(tp, 0) < int(end):
                     behind.append(f"{proc.name} {tp} at {pos.get(tp, 0)}/{end}")
+                    late.append({"mover": f"pipeline/{proc.name}"})
+        movement.look(now, marks)
+        if decide(late, movement, now, timeout, stall_for(timeout),
+                  CAP_FACTOR * timeout) in ("stalled", "cap"):
+            raise GiveUp(UsageError("the pipelines' drain stopped"))
         return not behind, list(behind)
 
     try:
-        wait_until(probe, timeout=timeout, what="the pipelines' drain",
+        wait_until(probe, timeout=CAP_FACTOR * timeout + 5, what="the pipelines' drain",
                    expected="each pipeline's committed position >= the end offsets",
                    describe=lambda b: f"{len(b)} behind: {', '.join(b[:6])}",
                    max_interval=0.5)

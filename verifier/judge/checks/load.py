@@ -167,8 +167,9 @@ def load_observations(spark, folder: Path, combos: list[tuple[str, str]]):
 
 
 def load_drain(path: Path) -> Drain:
-    """drain.json (docs/formats.md §4.2): completion, end offsets, what was behind."""
-    doc = read_json(path, "drain")
+    """drain.json (docs/formats.md §4.2, format 2 or 1): completion, end offsets, what was
+    behind."""
+    doc = read_json(path, "drain", versions=(1,))
     try:
         ends = doc.get("end_offsets") or {}
         rc, ru = ends.get("read_committed", {}), ends.get("read_uncommitted", {})
@@ -179,7 +180,8 @@ def load_drain(path: Path) -> Drain:
                           "end_read_committed": int(rc[key]),
                           "end_read_uncommitted": int(ru[key])})  # fmt: skip
         drain = Drain(completed=bool(doc["completed"]), partitions=parts,
-                      behind=list(doc.get("behind", [])), deadline_s=doc.get("deadline_s"))
+                      behind=list(doc.get("behind", [])), deadline_s=doc.get("deadline_s"),
+                      per_partition=doc["version"] >= 2)
         drain.behind_keys()
         return drain
     except (KeyError, TypeError, ValueError, AttributeError) as exc:
