@@ -3,6 +3,10 @@
 ``RunBuilder.write`` models the common case (a send acknowledged at an offset and seen
 by every reader at both levels); tests then add the one twist that makes an anomaly, or
 the near miss that must not.
+
+The builder judges through the pass its ``engine`` names: None (the unit tier) runs the
+definitions in plain Arrow (:mod:`verifier.judge.selftest.local`, no JVM); a SparkSession
+runs the batch checks themselves (the integration tier runs every case both ways).
 """
 
 from __future__ import annotations
@@ -20,13 +24,17 @@ ALL = (("spark", "read_committed"), ("spark", "read_uncommitted"),
        ("plain", "read_committed"), ("plain", "read_uncommitted"))  # fmt: skip
 RC_ONLY = tuple(c for c in ALL if c[1] == "read_committed")
 RU_ONLY = tuple(c for c in ALL if c[1] == "read_uncommitted")
+#: OBSERVATION_COLUMNS as Arrow types (the Arrow pass's observations)
+OBS_ARROW = pa.schema([(c, {"string": pa.string(), "int": pa.int32(), "bigint": pa.int64(),
+                            "boolean": pa.bool_()}[t]) for c, t in OBSERVATION_COLUMNS.items()])
 
 
 class RunBuilder:
     """Accumulates history events and observation rows, then builds a :class:`RunData`."""
 
-    def __init__(self, spark, mode: str = "at-least-once", topic: str = "t", sink="exactly-once"):
-        self.spark = spark
+    def __init__(self, engine=None, mode: str = "at-least-once", topic: str = "t",
+                 sink="exactly-once"):
+        self.spark = engine
         self.producers = {"p1": ProducerSpec("p1", mode, mode, topic)}
         self.sink = sink
         self.events: list[dict] = []
@@ -99,13 +107,18 @@ class RunBuilder:
         hist = pa.Table.from_pylist(
             self.events, HISTORY_SCHEMA.append(pa.field("pid", pa.string()))
         )
+        combos = sorted({(r["reader"], r["isolation"]) for r in self.rows}) or list(ALL)
+        drain = Drain(self.drain.completed, self.ends, self.drain.behind)
+        config = RunConfig(RUN, "unit", self.sink, self.producers)
+        if self.spark is None:  # the Arrow pass reads plain tables
+            obs = pa.Table.from_pylist(
+                [{c: r[c] for c in OBSERVATION_COLUMNS} for r in self.rows], OBS_ARROW)
+            return RunData(config, None, obs, combos, drain, None,
+                           {pid: True for pid in self.producers}, [], history=hist)
         obs_schema = ", ".join(f"`{c}` {t}" for c, t in OBSERVATION_COLUMNS.items())
         obs = self.spark.createDataFrame(
             [tuple(r[c] for c in OBSERVATION_COLUMNS) for r in self.rows], obs_schema
         )
-        combos = sorted({(r["reader"], r["isolation"]) for r in self.rows}) or list(ALL)
-        drain = Drain(self.drain.completed, self.ends, self.drain.behind)
-        config = RunConfig(RUN, "unit", self.sink, self.producers)
         return RunData(
             config,
             self.spark.createDataFrame(hist),
@@ -119,7 +132,7 @@ class RunBuilder:
 
     def check(self, name: str) -> dict[str, list[dict]]:
         """Run one check; kind -> every anomaly sample (cap large enough for tests)."""
-        (out,) = run_checks(self.build(), only={name}, cap=100)
+        (out,) = self._run_checks(self.build(), only={name}, cap=100)
         assert out.error is None, out.error
         found: dict[str, list[dict]] = {}
         for g in out.groups:
@@ -131,7 +144,14 @@ class RunBuilder:
         from verifier.judge import verdict as V
 
         run = self.build()
-        return {c["name"]: c for c in V.build(run, run_checks(run, cap=100), {})["columns"]}
+        return {c["name"]: c for c in V.build(run, self._run_checks(run, cap=100), {})["columns"]}
+
+    def _run_checks(self, run: RunData, **kw):
+        if self.spark is None:
+            from verifier.judge.selftest import local
+
+            return local.run_checks(run, **kw)
+        return run_checks(run, **kw)
 
 
 def verdict_without_checks(run_dir) -> dict:

@@ -1,18 +1,13 @@
-"""The checks tier runs on tiny frames: one shuffle partition saves most of each job's
-task overhead on two shared cores. Restored afterwards for the rest of the suite."""
+"""The checks' hand-written cases run on the definitions in plain Arrow here (no JVM);
+tests/integration/judge/test_batch_pass.py runs the same cases through Spark."""
 
 from __future__ import annotations
 
 import pytest
 
 
-@pytest.fixture(scope="module", autouse=True)
-def _few_partitions(request):
-    if "spark" not in request.fixturenames:
-        yield
-        return
-    spark = request.getfixturevalue("spark")
-    before = spark.conf.get("spark.sql.shuffle.partitions")
-    spark.conf.set("spark.sql.shuffle.partitions", "1")
-    yield
-    spark.conf.set("spark.sql.shuffle.partitions", before)
+@pytest.fixture
+def engine():
+    """What judges a :class:`~tests.unit.judge.builders.RunBuilder` run: None, the Arrow
+    pass (:mod:`verifier.judge.selftest.local`)."""
+    return None

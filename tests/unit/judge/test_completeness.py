@@ -12,8 +12,8 @@ BEHIND_U0_SPARK_RC = {"topic": "u", "partition": 0, "isolation": "read_committed
                       "reason": "observer behind", "observer_position": 1, "end_offset": 2}
 
 
-def test_loss_in_a_complete_topic_fails_while_another_topic_is_behind(spark):
-    b = RunBuilder(spark, mode="at-least-once").producer("q1", "idempotent", "u")
+def test_loss_in_a_complete_topic_fails_while_another_topic_is_behind(engine):
+    b = RunBuilder(engine, mode="at-least-once").producer("q1", "idempotent", "u")
     b.write(0, 0, 0).send(0, 1, offset=1).write(0, 2, 2)  # t-0: seq 1 gone from the log
     b.write(0, 0, 0, pid="q1").send(0, 1, offset=1, pid="q1")
     b.see(0, 1, 1, pid="q1", combos=[c for c in ALL if c != ("spark", "read_committed")])
@@ -30,8 +30,8 @@ def test_loss_in_a_complete_topic_fails_while_another_topic_is_behind(spark):
     assert any("u-0 read_committed for reader spark" in r for r in cols["idempotent"]["reasons"])
 
 
-def test_record_missing_everywhere_in_a_behind_part_is_lost_for_the_complete_readers(spark):
-    b = RunBuilder(spark, mode="at-least-once")
+def test_record_missing_everywhere_in_a_behind_part_is_lost_for_the_complete_readers(engine):
+    b = RunBuilder(engine, mode="at-least-once")
     b.write(0, 0, 0).send(0, 1, offset=1)
     b.drain = Drain(completed=False, behind=[{**BEHIND_U0_SPARK_RC, "topic": "t"}])
     found = b.check("lost")
@@ -41,8 +41,8 @@ def test_record_missing_everywhere_in_a_behind_part_is_lost_for_the_complete_rea
     assert b.verdicts()["at-least-once"]["verdict"] == "FAIL"
 
 
-def test_transactional_column_at_the_other_level_is_not_left_open(spark):
-    t = RunBuilder(spark, mode="transactional")
+def test_transactional_column_at_the_other_level_is_not_left_open(engine):
+    t = RunBuilder(engine, mode="transactional")
     t.write(0, 0, 0, txn=0).txn(0)
     t.drain = Drain(completed=False, behind=[{**BEHIND_U0_SPARK_RC, "topic": "t"}])
     cols = t.verdicts()

@@ -9,8 +9,8 @@ from verifier.judge.model import Drain
 
 
 @pytest.fixture
-def b(spark):
-    return RunBuilder(spark)
+def b(engine):
+    return RunBuilder(engine)
 
 
 def _only(found, kind):
@@ -110,8 +110,8 @@ def test_sparse_offsets_and_resend_of_unwritten_record_are_no_reorder(b):
 
 
 @pytest.fixture
-def t(spark):
-    return RunBuilder(spark, mode="transactional")
+def t(engine):
+    return RunBuilder(engine, mode="transactional")
 
 
 def test_aborted_record_read_committed(t):

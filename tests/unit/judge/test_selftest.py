@@ -1,6 +1,7 @@
 """The self-test's mutation engine: copies stay self-consistent runs, each mutation says
-what it expects, the judging of a copy counts misses and false alarms; and a short run of
-the whole engine on a small recorded real run (tests/data/runs/baseline)."""
+what it expects, the judging of a copy counts misses and false alarms. A short run of the
+whole engine (which judges through Spark) is in the integration tier
+(tests/integration/judge/test_selftest_engine.py)."""
 
 from __future__ import annotations
 
@@ -16,7 +17,7 @@ import pytest
 from verifier.cli import EXIT_INCOMPLETE, main
 from verifier.judge.checks.load import read_run_files
 from verifier.judge.definitions.stream import LIVE_KINDS
-from verifier.judge.selftest import Analysis, SelfTestRow, _judge, live_rows, selftest
+from verifier.judge.selftest import Analysis, _judge, live_rows
 from verifier.judge.selftest.image import RunImage
 from verifier.judge.selftest.mutations import (
     MUTATIONS,
@@ -149,29 +150,3 @@ def _keys(rows: list[dict]) -> list[tuple]:
     return [_key(r) for r in rows]
 
 
-def test_selftest_on_a_recorded_run_detects_the_issue_situations(spark, tmp_path):
-    """Each copy also goes through the whole live path (the stream checks, then the
-    follower's remainder after the drain) and the live path finds the injected kinds the
-    Spark observer can show, the same as the batch checks (live = batch)."""
-    only = {"foreign-record", "inconsistent-offset", "inconsistent-offset-observer",
-            "torn-transaction", "hanging-transaction", "marker-gap"}
-    result = selftest(BASELINE, seed=3, keep=tmp_path / "kept", spark=spark, only=only)
-    assert [r.mutation for r in result.rows] == [
-        "torn-transaction", "hanging-transaction", "inconsistent-offset",
-        "inconsistent-offset-observer", "foreign-record", "marker-gap"]
-    assert result.ok, result.render()
-    assert all(isinstance(r, SelfTestRow) and r.kept is None and not r.live_differ
-               for r in result.rows)  # fmt: skip
-    found = {r.mutation: r.live_found for r in result.rows}
-    assert found["torn-transaction"] == ["lost@read_committed +1",
-                                         "torn-transaction@read_committed +1"]
-    # the open transaction's record is no aborted read for the live path: it judges by
-    # abort intent, and this one never meant to abort (the batch pass's alone, §1.1)
-    assert found["hanging-transaction"] == ["hanging-transaction +1"]
-    assert found["inconsistent-offset-observer"] == [
-        "foreign-record@read_uncommitted +1", "inconsistent-offset +1",
-        "lost@read_uncommitted +1"]
-    assert found["inconsistent-offset"] == []  # the plain reader's: the batch pass's alone
-    assert found["marker-gap"] == []
-    assert "6/6 mutations as expected: PASS" in result.render()
-    assert not (tmp_path / "kept").exists()

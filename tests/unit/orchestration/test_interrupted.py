@@ -7,7 +7,6 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-import orjson
 import pytest
 
 from verifier.cli import EXIT_INCOMPLETE, main
@@ -45,19 +44,6 @@ def test_mark_interrupted_turns_passes_unknown_and_keeps_a_fail():
     clean = {"exit_code": 0, "columns": [{"name": "a", "verdict": "PASS", "reasons": []}]}
     mark_interrupted(clean, MARK)
     assert clean["exit_code"] == EXIT_INCOMPLETE
-
-
-def test_analyze_says_the_run_was_interrupted_and_claims_no_pass(spark, interrupted_run,
-                                                                  capsys):
-    rc = main(["analyze", str(interrupted_run)])
-    out = capsys.readouterr().out
-    assert rc == EXIT_INCOMPLETE
-    assert out.startswith(f"run interrupted: {MARK}"), out[:500]
-    assert "INTERRUPTED" in out.splitlines()[1], out[:500]  # the table's head line
-    doc = orjson.loads(RunLayout(interrupted_run).verdict.read_bytes())
-    assert doc["interrupted"] == MARK and doc["exit_code"] == EXIT_INCOMPLETE
-    assert {c["verdict"] for c in doc["columns"]} == {"UNKNOWN"}
-    assert all(any("interrupted" in r for r in c["reasons"]) for c in doc["columns"])
 
 
 def test_analyze_says_so_even_when_the_run_stopped_before_its_drain(interrupted_run, capsys):

@@ -2,9 +2,9 @@
 whose observer files are fed through the live checks as the sink would: followed in
 steps while "the run goes" it equals the same run read in one go; as recorded nothing is
 forbidden; a record the observer never read is lost, a committed transaction it read in
-part is torn, two levels that read different records at an offset are inconsistent; and
-the batch pass, on the same data, names exactly the same anomalies (the definitions are
-shared: live = batch on every kind the live path decides)."""
+part is torn, two levels that read different records at an offset are inconsistent. That
+the batch pass names exactly the same anomalies on the same data is checked in the
+integration tier (tests/integration/orchestration/test_live_verdict_batch.py)."""
 
 from __future__ import annotations
 
@@ -175,29 +175,6 @@ def test_torn_and_inconsistent_found_live(mutated):
     assert {c["name"]: c["verdict"] for c in doc["columns"]} == {
         "at-most-once": "PASS", "at-least-once": "PASS", "idempotent": "FAIL",
         "transactional@read_committed": "FAIL", "transactional@read_uncommitted": "PASS"}
-
-
-@pytest.mark.parametrize("name", ["combined", "late-produce", "mutated"])
-def test_live_equals_batch_on_recorded_runs(spark, tmp_path, request, name):
-    """The batch pass over the same files finds the same anomalies of every kind the live
-    path decides (torn, hanging and inconsistent offsets included), and so the same
-    verdicts."""
-    from verifier.orchestration.analyze import analyze
-    from verifier.orchestration.crosscheck import settle
-
-    if name == "mutated":
-        run = request.getfixturevalue("mutated")
-    else:
-        run = _copy(tmp_path, name)
-        _feed(run)
-    live = live_doc(run, RunFollower(run, load_config(layout(run).config)))
-    batch = analyze(spark, run, live=live.pop("_live"))
-    section = batch["live_vs_batch"]
-    assert section["compared"] and section["agree"], section["differ"]
-    assert "torn-transaction" in section["kinds"] and "inconsistent-offset" in section["kinds"]
-    doc = settle(live, batch, 1.0)
-    assert doc["batch"]["agree"], doc["batch"]["differ"]
-    assert doc["exit_code"] == batch["exit_code"]
 
 
 def test_a_batch_pass_that_judged_otherwise_or_crashed_leaves_the_column_open(tmp_path):
