@@ -57,18 +57,20 @@ def check_line(check: dict) -> str:
 def render_comparison(rows: list[dict]) -> str:
     """After a chaos run: each column's observed kinds against the advice."""
     lines = ["=== verdicts against the advice (verifier advise)"]
+    said: dict[str, int] = {}  # a scenario run N times (--repeat) says a same line once
     for r in rows:
         if r["agree"]:
             shown = ", ".join(r["demonstrated"]) or "nothing"
-            lines.append(f"{r['scenario']:<18} {r['column']:<32} {r['verdict']:<8} agrees "
-                         f"(showed {shown}; the advice allows "
-                         f"{', '.join(r['predicted']) or 'nothing'})")
+            line = (f"{r['scenario']:<18} {r['column']:<32} {r['verdict']:<8} agrees "
+                    f"(showed {shown}; the advice allows "
+                    f"{', '.join(r['predicted']) or 'nothing'})")
         else:
             seen = ", ".join(f"{k} x{r['counts'][k]}" for k in r["disagree"])
-            lines.append(f"{r['scenario']:<18} {r['column']:<32} {r['verdict']:<8} DISAGREES: "
-                         f"{seen} "
-                         f"where the advice says none can happen (the advisor or the client "
-                         f"is wrong)")
+            line = (f"{r['scenario']:<18} {r['column']:<32} {r['verdict']:<8} DISAGREES: "
+                    f"{seen} where the advice says none can happen (the advisor or the "
+                    f"client is wrong)")
+        said[line] = said.get(line, 0) + 1
+    lines += [line if n == 1 else f"{line} (in {n} runs)" for line, n in said.items()]
     return "\n".join(lines)
 
 
