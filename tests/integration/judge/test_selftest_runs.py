@@ -1,7 +1,9 @@
 """`verifier selftest` on a small recorded real run of every scenario (tests/data/runs/):
 every injected anomaly detected with its kind and place, no false alarm (issue 22).
 
-Needs Spark only (no cluster); slow (a dozen analyses per run), hence this tier.
+Needs Spark only (no cluster): each run is analysed whole once; its copies are judged on
+what their mutation touched (verifier.judge.selftest.scope). One test keeps the whole-run
+analysis of every copy as the reference: both give the same table.
 """
 
 from __future__ import annotations
@@ -42,3 +44,16 @@ def test_selftest_passes_on_a_recorded_run(spark, run_dir, tmp_path):
         live = {x.split(" ")[0].split("@")[0] for x in r.live_found}
         if r.kind != "legal" and r.mutation != "inconsistent-offset":
             assert r.kind in live, (r.mutation, r.live_found)
+
+
+def test_scoped_judging_gives_the_table_of_the_whole_run_analysis(spark):
+    """The combined run (every mode, transactions across partitions, a restarted
+    producer): each copy judged on its scope (the partitions and transactions its
+    mutation touched, the rest from the run's analysis, without Spark) gives the same
+    row, verdicts and live-versus-batch comparison as the copy analysed whole through
+    Spark, as `verifier analyze` would."""
+    run = RUNS / "combined"
+    scoped = selftest(run, seed=1, spark=spark)
+    whole = selftest(run, seed=1, spark=spark, scoped=False)
+    assert scoped.as_json() == whole.as_json(), (scoped.render(), whole.render())
+    assert scoped.ok and len(scoped.rows) >= 12, scoped.render()

@@ -29,6 +29,7 @@ from verifier.judge.selftest.mutations import (
     lost,
     torn,
 )  # fmt: skip
+from verifier.judge.selftest.scope import scope_of
 
 BASELINE = Path(__file__).resolve().parents[2] / "data" / "runs" / "baseline"
 
@@ -72,11 +73,23 @@ def test_shift_moves_every_later_offset_everywhere(tmp_path):
 
 @pytest.mark.parametrize("make", MUTATIONS, ids=[m.__name__ for m in MUTATIONS])
 def test_every_mutation_applies_to_a_recorded_run_and_writes_a_valid_copy(make, tmp_path):
-    img = RunImage.load(BASELINE)
+    """... and stays within a scope of the run (verifier.judge.selftest.scope): a few of
+    its partitions, among them every place an injected anomaly is expected."""
+    run = RunImage.load(BASELINE)
+    img = run.clone()
     m = make(img, Catalog(img, [], random.Random("1")))
     assert isinstance(m, Mutation)
     assert bool(m.expects) != m.legal, m
     read_run_files(img.write(tmp_path / "copy"))
+    scope = scope_of(run, img)
+    assert scope is not None and scope.parts, m
+    everything = {(t, p) for pid in run.config["producers"]
+                  for t in [run.topic_of(pid)] for p in run.partitions(t)}  # fmt: skip
+    assert scope.parts < everything, m
+    for e in m.expects:
+        at = dict(e.match)
+        if "topic" in at and "partition" in at:
+            assert (at["topic"], at["partition"]) in scope.parts, (e.where(), scope)
 
 
 def _analysis(counts: dict, rows=(), verdict="PASS") -> Analysis:

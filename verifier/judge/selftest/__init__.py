@@ -5,12 +5,15 @@ baseline); then, one copy per mutation, each anomaly kind the run's modes can sh
 injected (lost, duplicates of each kind, duplicate delivery, reorder, aborted read, torn
 and hanging transactions, inconsistent offset, foreign record), and so are legal near
 misses (an info send never written, a marker gap, a re-send after a restart, interleaved
-producers). Every copy is analysed by the same checks and verdicts as ``verifier
-analyze``; a row of the result says whether the injected anomaly was detected with the
-right kind and place, whether each column's verdict is what the expectation table says
-(the baseline's, or FAIL where the injected kind is forbidden), and which anomalies
-appeared that nothing injected (false alarms). Seeded: the same seed picks the same
-targets. Importable for the orchestrator::
+producers). Every copy is judged by the same definitions and verdicts as ``verifier
+analyze``, on what its mutation can change: the partitions and transactions it touched
+(:mod:`verifier.judge.selftest.scope`, without Spark), the rest of the run as its own
+analysis found it (``scoped=False`` analyses each copy whole, the reference); a row of
+the result says whether the injected anomaly was detected with the right kind and place,
+whether each column's verdict is what the expectation table says (the baseline's, or
+FAIL where the injected kind is forbidden), and which anomalies appeared that nothing
+injected (false alarms). Seeded: the same seed picks the same targets. Importable for
+the orchestrator::
 
     result = selftest("runs/ack-loss/20261122T071848Z", seed=1)
     result.ok, result.rows, print(result.render())
@@ -53,6 +56,8 @@ class Analysis:
     live_differ: list[str] = field(default_factory=list)
     #: what the live path found, per (kind, isolation)
     live_counts: Counter = field(default_factory=Counter)
+    #: ``live_differ`` as rows (crosscheck.compare's ``differ``), for a scope to filter
+    live_differ_rows: list[dict] = field(default_factory=list)
 
 
 @dataclass
@@ -156,22 +161,26 @@ def analyse(spark, run_dir: Path) -> Analysis:
     return Analysis(rows, counts, {c["name"]: c["verdict"] for c in doc["columns"]},
                     {c.name: c for c in V.columns_of(run)},
                     [o.name for o in outcomes if o.error], run.config.sink,
-                    V.fault_kinds(run.nemesis), live_differ, live_counts)  # fmt: skip
+                    V.fault_kinds(run.nemesis), [_differ_text(x) for x in live_differ],
+                    live_counts, live_differ)  # fmt: skip
 
 
-def _live_against_batch(run, d, run_dir: Path) -> tuple[list[str], Counter]:
+def _differ_text(x: dict) -> str:
+    return (f"{x['side']}: {x['kind']} {x['topic']}-{x['partition']} {x['isolation']} "
+            f"pid {x['pid']} seq {x['seq']} offset {x['offset']}")
+
+
+def _live_against_batch(run, d, run_dir: Path) -> tuple[list[dict], Counter]:
     """The mutation through the whole live path (:func:`live_rows`), compared with the
     batch checks as a run's cross-check compares them
     (``verifier.orchestration.crosscheck``: every kind the live path decides). Returns the
-    rows only one side has, as text, and the live rows per (kind, isolation)."""
+    rows only one side has and the live rows per (kind, isolation)."""
     from verifier.judge.checks.crosscheck import compare
     from verifier.judge.definitions.stream import anomaly_table
 
     found, whole = live_rows(run, run_dir)
     got = compare(run, d, anomaly_table(found), cap=ALL_ROWS, full=whole)
-    return ([f"{x['side']}: {x['kind']} {x['topic']}-{x['partition']} {x['isolation']} "
-             f"pid {x['pid']} seq {x['seq']} offset {x['offset']}" for x in got["differ"]],
-            Counter((r["kind"], r["isolation"]) for r in found))
+    return got["differ"], Counter((r["kind"], r["isolation"]) for r in found)
 
 
 def live_rows(run, run_dir: Path) -> tuple[list[dict], bool]:
@@ -212,15 +221,22 @@ def live_remainder(run, run_dir: Path, states: dict, obs: dict):
     :class:`~verifier.judge.checks.remainder.Remainder`."""
     import pyarrow as pa
 
-    from verifier.judge.checks.remainder import LiveRemainder
-    from verifier.judge.definitions.stream import delivery_order
     from verifier.rundata.history import HistoryFollower
 
     cfg = run.config
-    rest = LiveRemainder(cfg.run, {pid: p.topic for pid, p in cfg.producers.items()})
     chunks = [t for t in (HistoryFollower(layout(run_dir).history(pid), cfg.run, pid).poll()
                           for pid in cfg.producers) if t is not None]  # fmt: skip
-    chunk = pa.concat_tables(chunks) if chunks else None
+    return remainder_of(run, pa.concat_tables(chunks) if chunks else None, states, obs)
+
+
+def remainder_of(run, chunk, states: dict, obs: dict):
+    """:func:`live_remainder` on histories already read (``chunk``: the operations with a
+    ``pid`` column, as a follower returns them)."""
+    from verifier.judge.checks.remainder import LiveRemainder
+    from verifier.judge.definitions.stream import delivery_order
+
+    cfg = run.config
+    rest = LiveRemainder(cfg.run, {pid: p.topic for pid, p in cfg.producers.items()})
     if chunk is not None and chunk.num_rows:
         rest.add_history(chunk)
     rest.settle(states)
@@ -268,8 +284,13 @@ def _judge(m: Mutation, base: Analysis, got: Analysis) -> SelfTestRow:
 
 
 def selftest(run_dir: Path | str, seed: int = 0, keep: Path | str | None = None, spark=None,
-             only: set[str] | None = None, progress=None) -> SelfTestResult:
+             only: set[str] | None = None, progress=None, scoped: bool = True) -> SelfTestResult:
     """Mutate copies of ``run_dir`` and check each (see the module docstring).
+
+    ``scoped``: judge each copy on what its mutation changed only (the partitions and
+    transactions it touched, :mod:`verifier.judge.selftest.scope`), the rest taken from
+    the run's own analysis; False analyses every copy whole, through Spark, as ``verifier
+    analyze`` would (the reference: both give the same table).
 
     ``keep``: a folder where every copy whose row is not ok is kept (a bug report's
     evidence); ``only``: mutation names to run (default all); ``progress``: called with
@@ -277,9 +298,10 @@ def selftest(run_dir: Path | str, seed: int = 0, keep: Path | str | None = None,
     :class:`~verifier.rundata.formats.RunFormatError` for a run that cannot be read.
     """
     from verifier.judge.checks.load import read_run_files
+    from verifier.judge.selftest.scope import analyse_scoped, scope_of
 
     run_dir = Path(run_dir)
-    read_run_files(run_dir)  # a run that cannot be read fails here, before Spark works
+    meta = read_run_files(run_dir)  # a run that cannot be read fails here, before Spark works
     ours = spark is None
     if ours:  # the CLI and the orchestrator pass theirs (configured by streaming.session)
         from pyspark.sql import SparkSession
@@ -304,15 +326,19 @@ def selftest(run_dir: Path | str, seed: int = 0, keep: Path | str | None = None,
                 continue
             if progress is not None:
                 progress(i, len(MUTATIONS), m.name)
-            copy = img.write(scratch / f"{i:02d}-{m.name}")
-            row = _judge(m, base, analyse(spark, copy))
+            scope = scope_of(image, img) if scoped else None
+            if scope is not None:
+                row = _judge(m, base, analyse_scoped(base, image, img, scope, meta))
+            else:
+                copy = img.write(scratch / f"{i:02d}-{m.name}")
+                row = _judge(m, base, analyse(spark, copy))
+                shutil.rmtree(copy, ignore_errors=True)
             if not row.ok and keep is not None:
                 dest = Path(keep) / f"{i:02d}-{m.name}"
                 shutil.rmtree(dest, ignore_errors=True)
                 Path(keep).mkdir(parents=True, exist_ok=True)
-                shutil.copytree(copy, dest)
+                img.write(dest)
                 row.kept = str(dest)
-            shutil.rmtree(copy, ignore_errors=True)
             rows.append(row)
         return SelfTestResult(str(run_dir), seed, rows, skipped, base.verdicts)
     finally:

@@ -38,6 +38,9 @@ class RunImage:
     drain: dict
     progress: dict[str, dict] = field(default_factory=dict)
     changed_obs: set[tuple[str, str]] = field(default_factory=set)
+    #: topic -> its partitions (``partitions``), until an edit of the rows or the drain;
+    #: a mutation's catalogue asks once per candidate record
+    _parts: dict = field(default_factory=dict, repr=False, compare=False)
 
     # -- reading and writing ---------------------------------------------------------
 
@@ -115,6 +118,11 @@ class RunImage:
         return sorted(self.obs)
 
     def partitions(self, topic: str) -> list[int]:
+        if topic not in self._parts:
+            self._parts[topic] = self._partitions(topic)
+        return list(self._parts[topic])
+
+    def _partitions(self, topic: str) -> list[int]:
         keys = set(self.drain.get("end_offsets", {}).get("read_uncommitted", {}))
         out = {int(k.rpartition("-")[2]) for k in keys if k.rpartition("-")[0] == topic}
         for t in self.obs.values():
@@ -154,6 +162,7 @@ class RunImage:
     def set_obs(self, combo: tuple[str, str], table: pa.Table) -> None:
         self.obs[combo] = table
         self.changed_obs.add(combo)
+        self._parts.clear()
 
     def shift(self, topic: str, part: int, start: int, k: int = 1) -> None:
         """Every offset >= ``start`` of (topic, part) moves by ``k``, everywhere."""
@@ -179,6 +188,7 @@ class RunImage:
         self._move_ends(topic, part, 0, k, isolations)
 
     def _move_ends(self, topic, part, start, k, isolations) -> None:
+        self._parts.clear()
         key = f"{topic}-{part}"
         for section in ("end_offsets", "observer_positions"):
             for iso, ends in (self.drain.get(section) or {}).items():
