@@ -22,6 +22,13 @@ NODES         ?= 3
 TEST_BASE_PORT ?= 19100
 TEST_STATE_DIR ?= .state/test-cluster-$(TEST_BASE_PORT)
 PYTEST_ARGS   ?=
+# pytest-xdist workers of the integration tier: one per core here (2); each runs its own
+# cluster and Spark session, so more workers than cores only adds memory and contention
+TEST_WORKERS  ?= 2
+XDIST         := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
+# stops the integration tier's shared clusters (one per xdist worker) that are left
+CLUSTERS_DOWN  = for d in $(TEST_STATE_DIR) $(TEST_STATE_DIR)-gw*; do [ -f "$$d/cluster.json" ] \
+	&& $(BIN)/verifier cluster down --state-dir "$$d" >/dev/null 2>&1; done; true
 # ENV=docker: `make chaos` on containers (verifier chaos --environment docker)
 ENV           ?= embedded
 # the private Docker engine of the container tier (compose/docker-engine.sh): its data,
@@ -48,20 +55,30 @@ $(VENV)/.installed: pyproject.toml
 jars: $(VENV)/.installed
 	$(BIN)/verifier setup
 
-# Unit and integration tiers. The integration tier starts a real 3-node cluster (and a
-# local Spark) on TEST_BASE_PORT; it is stopped afterwards even when tests fail.
+# Unit and integration tiers, one pytest run each; the wall time of each is printed at
+# the end. The unit tier starts no JVM. The integration tier runs on TEST_WORKERS
+# pytest-xdist workers (0: in one process), a test file per worker at a time (module
+# fixtures are set up once); each worker starts its own 3-node cluster (and local Spark)
+# on ports derived from TEST_BASE_PORT (tests/conftest.py port_base) in
+# TEST_STATE_DIR-gwN. The clusters are stopped afterwards even when tests fail.
 test: setup
+	@start=$$(date +%s); \
+	$(BIN)/pytest tests/unit $(PYTEST_ARGS); unit=$$?; mid=$$(date +%s); \
 	VERIFIER_TEST_BASE_PORT=$(TEST_BASE_PORT) VERIFIER_TEST_STATE_DIR=$(TEST_STATE_DIR) \
-	  $(BIN)/pytest tests/unit tests/integration $(PYTEST_ARGS); \
-	  rc=$$?; $(BIN)/verifier cluster down --state-dir $(TEST_STATE_DIR) >/dev/null 2>&1; exit $$rc
+	  $(BIN)/pytest tests/integration $(XDIST) $(PYTEST_ARGS); integ=$$?; end=$$(date +%s); \
+	$(CLUSTERS_DOWN); \
+	printf 'make test wall time: unit %dm%02ds (exit %d), integration %dm%02ds (exit %d), total %dm%02ds\n' \
+	  $$(((mid-start)/60)) $$(((mid-start)%60)) $$unit $$(((end-mid)/60)) $$(((end-mid)%60)) $$integ \
+	  $$(((end-start)/60)) $$(((end-start)%60)); \
+	[ $$unit -eq 0 ] && [ $$integ -eq 0 ]
 
 unit: setup
 	$(BIN)/pytest tests/unit $(PYTEST_ARGS)
 
 integration: setup
 	VERIFIER_TEST_BASE_PORT=$(TEST_BASE_PORT) VERIFIER_TEST_STATE_DIR=$(TEST_STATE_DIR) \
-	  $(BIN)/pytest tests/integration $(PYTEST_ARGS); \
-	  rc=$$?; $(BIN)/verifier cluster down --state-dir $(TEST_STATE_DIR) >/dev/null 2>&1; exit $$rc
+	  $(BIN)/pytest tests/integration $(XDIST) $(PYTEST_ARGS); \
+	  rc=$$?; $(CLUSTERS_DOWN); exit $$rc
 
 # The chaos tier (tests/chaos, marker `chaos`): the quick profile end to end, with its
 # outputs checked. Minutes long, so not part of `make test`.
