@@ -296,7 +296,7 @@ def run_known_bugs(make_env, plans: list[VersionPlan], opts, spark, out=sys.stdo
         except Exception as exc:  # noqa: BLE001 - one version's cluster failing is open rows
             print(f"Kafka {plan.key} could not run: {type(exc).__name__}: {exc}", file=out)
         docs[plan.key] = collected
-        print(f"Kafka {plan.kafka}: {time.monotonic() - t1:.0f}s", file=out, flush=True)
+        print(f"Kafka {plan.key}: {time.monotonic() - t1:.0f}s", file=out, flush=True)
     grid = known_bug_grid(plans, docs)
     write_known_bug_grid(grid, Path(opts.out) / "known-bugs.json",
                          {"profile": opts.profile, "seed": opts.seed, "repeat": opts.repeat})
