@@ -313,12 +313,14 @@ def selftest(run_dir: Path | str, seed: int = 0, keep: Path | str | None = None,
     try:
         base = analyse(spark, run_dir)
         image = RunImage.load(run_dir)
+        catalog = Catalog(image.clone(), base.rows, random.Random(seed))
+        assert catalog._clean is not None  # indexed once, before the bound copies share it
         rows, skipped = [], []
         for i, make in enumerate(MUTATIONS):
             name = make.__name__
             img = image.clone()
             rng = random.Random(f"{seed}:{name}")
-            m = make(img, Catalog(img, base.rows, rng))
+            m = make(img, catalog.bound(img, rng))
             if m is None:
                 skipped.append(f"{name}: no suitable record in this run")
                 continue

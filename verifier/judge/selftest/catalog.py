@@ -5,10 +5,12 @@ mutations share (:mod:`verifier.judge.selftest.mutations`)."""
 
 from __future__ import annotations
 
+import copy
 import random
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 
 from verifier.judge.model import (
     HANGING,
@@ -196,9 +198,24 @@ class Catalog:
         if r.txn is None:
             return True
         recs = self.txns.get((r.pid, r.ses, r.txn), {}).get("records", set())
-        clean = {(x.p, x.seq) for x in self.records
-                 if (x.pid, x.ses, x.txn) == (r.pid, r.ses, r.txn)}  # fmt: skip
-        return bool(recs) and recs <= clean
+        return bool(recs) and recs <= self._clean.get((r.pid, r.ses, r.txn), set())
+
+    @cached_property
+    def _clean(self) -> dict[tuple, set]:
+        """Per transaction (pid, ses, txn): its clean records' (p, seq), built once (asked
+        per candidate record, it was a pass over every record each time)."""
+        out: dict[tuple, set] = defaultdict(set)
+        for x in self.records:
+            if x.txn is not None:
+                out[(x.pid, x.ses, x.txn)].add((x.p, x.seq))
+        return out
+
+    def bound(self, img: RunImage, rng: random.Random) -> Catalog:
+        """This catalogue for a clone of its image (the same content before a mutation
+        edits it) with its own random choices: the run's records are indexed once."""
+        other = copy.copy(self)
+        other.img, other.rng = img, rng
+        return other
 
 
 # -- helpers ---------------------------------------------------------------------------
