@@ -213,7 +213,7 @@ class Shrinker:
                 if self.fingerprint in obs.fingerprints:
                     trial.outcome = "fails"
                     self.best = copy.deepcopy(spec)
-                    self.say(f"shrink: {label}: FAILs the same way: kept")
+                    self.say(f"shrink: {label}: FAILs the same way: the new best")
                     return True
         except BudgetSpent:
             self.say(f"shrink: {label}: undecided, the budget is spent")
@@ -420,9 +420,14 @@ def fmt(value) -> str:
 
 def describe(spec: dict) -> str:
     """A schedule's size in one phrase: faults, load, rate, partitions, modes."""
-    w, n = spec["workload"], len(spec.get("faults") or [])
-    return (f"{n} fault{'' if n == 1 else 's'}, {fmt(w['duration_s'])} s at "
-            f"{fmt(w['rate'])}/s, {w['partitions']} partitions, {len(w['modes'])} modes")
+    w = spec["workload"]
+    return (f"{_n(len(spec.get('faults') or []), 'fault')}, {fmt(w['duration_s'])} s at "
+            f"{fmt(w['rate'])}/s, {_n(w['partitions'], 'partition')}, "
+            f"{_n(len(w['modes']), 'mode')}")
+
+
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}{'' if count == 1 else 's'}"
 
 
 def trial_lines(trials: list[Trial]) -> Iterator[str]:
