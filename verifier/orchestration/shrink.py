@@ -433,5 +433,5 @@ def _n(count: int, noun: str) -> str:
 def trial_lines(trials: list[Trial]) -> Iterator[str]:
     for t in trials:
         verdicts = ", ".join(o.verdict or "?" for o in t.runs)
-        yield f"- {t.label}: {t.outcome}" + (f" ({len(t.runs)} runs: {verdicts})"
+        yield f"- {t.label}: {t.outcome}" + (f" ({_n(len(t.runs), 'run')}: {verdicts})"
                                             if t.runs else "")
