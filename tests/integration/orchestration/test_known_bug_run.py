@@ -3,8 +3,8 @@ on Kafka 3.5.2 with kafka-python, one short run. The late Produce is accepted (3
 partition verification), the producer's next transaction commits it, read_committed sees
 duplicates: FAIL, the documented status (affected), so the grid matches and exits 0. The
 schedule's order is read from the run's nemesis history (docs/formats.md §3): the Produce
-held, the InitProducerId response (the epoch bump after the abort) that released it, the
-broker's answer, and any next request of the producer held back until that answer.
+held, the EndTxn response that released it, the broker's answer, and any next request of
+the producer held back until that answer.
 
 The 4.1.1 pair (verification off: FAIL; on: PASS) is in tests/chaos/test_known_bugs.py:
 the three runs together take longer than this tier's budget on a loaded 2-core machine.
@@ -48,7 +48,7 @@ def hold_events(run_dir: Path) -> list[dict]:
 
 
 def assert_forced_schedule(run_dir: Path, accepted: bool) -> list[dict]:
-    """The late Produces were held, released by the producer's epoch bump after the abort,
+    """The late Produces were held, released by their transaction's EndTxn response,
     answered (``accepted``: written, else refused); a next request of the producer held
     back meanwhile went on only after that answer. Returns the late Produces' answers."""
     events = hold_events(run_dir)
@@ -64,12 +64,11 @@ def assert_forced_schedule(run_dir: Path, accepted: bool) -> list[dict]:
         assert any(p["partition"] == 0 for p in held["request"]["partitions"])
         assert ("release", n) in where and ("answer", n) in where, events
         release = events[where[("release", n)]]["detail"]
-        # released by the coordinator's grant of the epoch bump that follows the abort
-        # (its markers written), for its own transactional id: not by a timer
-        assert release["reason"] == "InitProducerId response", release
-        assert release["trigger"]["api"] == "InitProducerId"
+        # released by the EndTxn response of its own transactional id, not by a timer
+        assert release["reason"] == "EndTxn response", release
+        assert release["trigger"]["api"] == "EndTxn"
         assert release["trigger"]["transactional_id"] == txn
-        assert release["trigger"]["error_code"] == 0
+        assert release["trigger"]["committed"] is False  # the client aborted it
         assert where[("hold", n)] < where[("release", n)] < where[("answer", n)]
         answer = events[where[("answer", n)]]["detail"]["response"]
         answers.append(answer)
