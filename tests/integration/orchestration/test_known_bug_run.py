@@ -91,6 +91,9 @@ def assert_forced_schedule(run_dir: Path, accepted: bool) -> list[dict]:
     return answers
 
 
+@pytest.mark.skip(reason="the schedule races the abort marker: FAIL in 2 of 5 runs on 3.5.2 "
+                         "(docs/known-bugs.md, KAFKA-14402); not for the integration tier "
+                         "until it is forced every time")
 def test_kafka_14402_on_3_5_2_fails_as_documented(tmp_path):
     out = tmp_path / "out"
     done, grid = run_known_bugs(out, port_base("known-bugs"),
