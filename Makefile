@@ -22,9 +22,12 @@ NODES         ?= 3
 TEST_BASE_PORT ?= 19100
 TEST_STATE_DIR ?= .state/test-cluster-$(TEST_BASE_PORT)
 PYTEST_ARGS   ?=
-# pytest-xdist workers of the integration tier: one per core here (2); each runs its own
-# cluster and Spark session, so more workers than cores only adds memory and contention
-TEST_WORKERS  ?= 2
+# pytest-xdist workers of the integration tier (0: one process). Each worker runs its own
+# cluster and Spark session on its own ports; 2 (one per core here) is the aim, but its
+# first run (2026-11-27, load 21-45 from other sessions) ended with 5 failures and 2
+# errors not yet identified (docs/benchmarks.md), so the default stays one process until
+# a quiet run shows 2 green: make test TEST_WORKERS=2
+TEST_WORKERS  ?= 0
 XDIST         := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
 # stops the integration tier's shared clusters (one per xdist worker) that are left
 CLUSTERS_DOWN  = for d in $(TEST_STATE_DIR) $(TEST_STATE_DIR)-gw*; do [ -f "$$d/cluster.json" ] \
