@@ -12,6 +12,7 @@ import importlib
 import logging
 import sys
 
+from verifier.cli.helptext import HelpFormatter, epilog
 from verifier.rundata.errors import UsageError, VerifierError
 
 EXIT_OK = 0
@@ -40,11 +41,24 @@ class _Parser(argparse.ArgumentParser):
         self.exit(EXIT_USAGE, f"{self.prog}: error: {message}\n")
 
 
+def _epilog() -> str:
+    return epilog(
+        ("verifier chaos --profile quick", "every delivery mode under the quick profile's "
+         "faults, verdicts side by side"),
+        ("verifier advise my-producer.properties", "in seconds, no cluster: the guarantee a "
+         "producer configuration gives, per fault"),
+        ("verifier analyze runs/ack-loss/<run>", "re-run every check offline on a finished "
+         "run"),
+        before="COMMAND --help shows each command's own flags and examples.")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
         prog="verifier",
         description="Which delivery guarantee does a Kafka producer configuration and a "
         "Spark Structured Streaming pipeline really give under failure?",
+        epilog=_epilog(),
+        formatter_class=HelpFormatter,
     )
     parser.add_argument("-v", "--verbose", action="store_true", help="debug logging")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", parser_class=_Parser)

@@ -11,6 +11,7 @@ import sys
 from importlib import metadata
 from pathlib import Path
 
+from verifier.cli.helptext import HelpFormatter, examples
 from verifier.rundata.errors import UsageError
 
 EXIT_OK, EXIT_FINDING, EXIT_INCOMPLETE = 0, 1, 2
@@ -47,7 +48,15 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "pipeline FILE.py, or a preset name (a delivery mode, a pipeline preset).",
         epilog="exit codes: 0 advice given, nothing to report; 1 a configuration the client "
                "refuses, one the client silently weakens, or a client check that disagrees "
-               "with the table; 2 a client check could not run; 64 usage error")
+               "with the table; 2 a client check could not run; 64 usage error\n\n"
+               + examples(
+                   ("verifier advise my-producer.properties", "kafka-python settings (the "
+                    "default client): the guarantee, per fault"),
+                   ("verifier advise app.properties --client java", "the same for Kafka's "
+                    "Java producer"),
+                   ("verifier advise idempotent transactional kafka-sink", "the tool's "
+                    "presets: delivery modes, a pipeline")),
+        formatter_class=HelpFormatter)
     p.add_argument("files", nargs="+", metavar="FILE")
     p.add_argument("--client", choices=CLIENTS, default=DEFAULT_CLIENT,
                    help="the producer client the configuration is for")

@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from verifier.cli.helptext import HelpFormatter, epilog
 from verifier.rundata.errors import UsageError
 from verifier.rundata.layout import RunLayout
 
@@ -15,6 +16,14 @@ def register(sub: argparse._SubParsersAction) -> None:
         "analyze",
         help="re-run every check offline on a finished run and "
         "write verdict.json, junit.xml, report.html",
+        epilog=epilog(
+            ("verifier analyze runs/ack-loss/<run>", "verdict.json, junit.xml, report.html "
+             "into the run folder"),
+            ("verifier analyze runs/ack-loss/<run> --out /tmp/again --sample 100",
+             "elsewhere, keeping more anomalies per kind"),
+            ("verifier analyze runs/ack-loss/<run> --spark-conf spark.driver.memory=4g",
+             "a long run: more driver memory")),
+        formatter_class=HelpFormatter,
     )
     p.add_argument("run_dir", type=Path, help="runs/<scenario>/<timestamp>")
     p.add_argument(
@@ -33,6 +42,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     q = sub.add_parser(
         "report",
         help="re-render junit.xml, report.html and the terminal table from a run's verdict.json",
+        epilog=epilog(
+            ("verifier report runs/ack-loss/<run>", "report.html and junit.xml again, the "
+             "table printed (no Spark)"),
+            ("verifier report runs/<chaos-out> --format markdown", "a chaos run's matrix as "
+             "markdown, for a pull request comment"),
+            ("verifier report runs/ack-loss/<run> --out /tmp/report", "write elsewhere")),
+        formatter_class=HelpFormatter,
     )
     q.add_argument("run_dir", type=Path)
     q.add_argument("--out", type=Path, default=None, help="output folder (default RUN_DIR)")

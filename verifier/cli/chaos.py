@@ -13,6 +13,7 @@ import threading
 from concurrent.futures import Future
 from pathlib import Path
 
+from verifier.cli.helptext import HelpFormatter, epilog, examples
 from verifier.orchestration.scenario import (
     SINKS,
     load_profiles,
@@ -107,7 +108,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="the local cluster's folder")
     p.set_defaults(func=cmd_chaos)
     c = sub.add_parser("cleanup", help="stop what a chaos run that is no longer running "
-                                       "left behind (processes, network namespaces)")
+                                       "left behind (processes, network namespaces)",
+                       epilog=epilog(
+                           ("verifier cleanup", "stop a killed run's processes, remove its "
+                            "namespaces"),
+                           ("verifier -v cleanup", "the same, logging each step")),
+                       formatter_class=HelpFormatter)
     c.set_defaults(func=cmd_cleanup)
 
 
@@ -148,7 +154,15 @@ def _epilog() -> str:
               "none of its operations, never came, or met its load stalled)",
               "  64  usage error (bad flags, scenario, fault spec, producer settings)",
               "  130 interrupted (SIGINT, SIGTERM, SIGHUP); the run folder says so",
-              "a dead run's leftovers: `verifier cleanup` (the next chaos run does it too)"]
+              "a dead run's leftovers: `verifier cleanup` (the next chaos run does it too)",
+              "",
+              examples(
+                  ("verifier chaos --profile quick", "three scenarios, minutes: every "
+                   "delivery mode side by side"),
+                  ("verifier chaos --scenario ack-loss --repeat 3", "one scenario three "
+                   "times (seeds 1, 2, 3)"),
+                  ("verifier chaos --scenario ack-loss --producer-config "
+                   "my-producer.properties", "your producer settings as an extra column"))]
     return "\n".join(lines)
 
 

@@ -6,13 +6,22 @@ import argparse
 import time
 from pathlib import Path
 
+from verifier.cli.helptext import HelpFormatter, epilog
 from verifier.harness.cluster import ClusterSpec, LocalCluster, default_state_dir, up
 from verifier.rundata import jvm
 from verifier.rundata.errors import ClusterError, UsageError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("cluster", help="start, inspect, fault and stop the local Kafka cluster")
+    p = sub.add_parser("cluster", help="start, inspect, fault and stop the local Kafka cluster",
+                       epilog=epilog(
+                           ("verifier cluster up --nodes 3", "a 3-node KRaft cluster on "
+                            "127.0.0.1"),
+                           ("verifier cluster kill 2", "SIGKILL node 2 (also: stop, pause, "
+                            "resume, start, restart)"),
+                           ("verifier cluster down", "stop every node, delete the cluster "
+                            "folder")),
+                       formatter_class=HelpFormatter)
     csub = p.add_subparsers(dest="cluster_command", metavar="ACTION", parser_class=type(p))
     csub.required = True
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from verifier.cli.helptext import HelpFormatter, epilog
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("image", help="build the Kafka image for --environment docker and "
@@ -12,7 +14,12 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    "jars Maven resolves (no registry: the Java base image is "
                                    "imported from this machine's JDK). Reused while its "
                                    "inputs are unchanged. Needs a Docker engine (DOCKER_HOST) "
-                                   "and the docker extra.")
+                                   "and the docker extra.",
+                       epilog=epilog(
+                           ("verifier image", "the default broker version's image"),
+                           ("verifier image --kafka-version 3.6.2 --force", "another "
+                            "release, rebuilt even if up to date")),
+                       formatter_class=HelpFormatter)
     p.add_argument("--kafka-version", default=None,
                    help="broker version (default KAFKA_VERSION or 4.1.1)")
     p.add_argument("--force", action="store_true",

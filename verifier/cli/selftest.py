@@ -8,12 +8,20 @@ from pathlib import Path
 
 import orjson
 
+from verifier.cli.helptext import HelpFormatter, epilog
+
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "selftest",
         help="mutate copies of a recorded run, one anomaly or near miss each, and show "
         "that the checks catch every anomaly with no false alarm",
+        epilog=epilog(
+            ("verifier selftest runs/ack-loss/<run> --seed 1", "every mutation on copies of "
+             "the run"),
+            ("verifier selftest runs/ack-loss/<run> --only lost,reorder --keep /tmp/st",
+             "two mutations, keeping a copy that fails")),
+        formatter_class=HelpFormatter,
     )
     p.add_argument("run_dir", type=Path, help="runs/<scenario>/<timestamp>")
     p.add_argument("--seed", type=int, default=0, help="picks the targets (same seed, same copies)")

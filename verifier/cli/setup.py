@@ -4,12 +4,21 @@ from __future__ import annotations
 
 import argparse
 
+from verifier.cli.helptext import HelpFormatter, epilog
 from verifier.rundata import jvm
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("setup", help="check Java, resolve the Kafka/Spark jars and build the Java "
-                                      "generator with Maven")
+                                      "generator with Maven",
+                       epilog=epilog(
+                           ("verifier setup", "everything: broker, Spark connector, tools, "
+                            "the Java generator"),
+                           ("verifier setup --no-spark --no-java-generator", "only what a "
+                            "producer-only chaos run needs"),
+                           ("verifier setup --kafka-versions 3.5.2,3.6.2", "also these broker "
+                            "releases, for chaos --kafka-versions")),
+                       formatter_class=HelpFormatter)
     p.add_argument("--no-spark", action="store_true", help="skip the Spark Kafka connector")
     p.add_argument("--no-tools", action="store_true", help="skip kafka-tools (benchmarks)")
     p.add_argument("--no-java-generator", action="store_true",

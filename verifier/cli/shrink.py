@@ -10,6 +10,7 @@ import time
 from concurrent.futures import Future
 from pathlib import Path
 
+from verifier.cli.helptext import HelpFormatter, examples
 from verifier.rundata.errors import UsageError
 
 
@@ -28,7 +29,13 @@ def register(sub: argparse._SubParsersAction) -> None:
                        epilog="exit codes: 0 a scenario written (shrunk, or the original if "
                               "nothing could go); 2 the FAIL does not reproduce often enough "
                               "to shrink, or the run could not start; 64 usage error; 130 "
-                              "interrupted. docs/shrink.md")
+                              "interrupted. docs/shrink.md\n\n" + examples(
+                                  ("verifier shrink runs/ack-loss/<run>", "the smallest "
+                                   "scenario that still FAILs (30 minutes at most)"),
+                                  ("verifier shrink runs/ack-loss/<run> --column "
+                                   "idempotent --budget 10m --calibrate 1 --confirm 1",
+                                   "one column, a tighter budget")),
+                       formatter_class=HelpFormatter)
     p.add_argument("run_dir", type=Path, metavar="RUN_DIR",
                    help="a FAILed scenario run's folder (printed under its FAIL)")
     p.add_argument("--column", default=None, metavar="C",
