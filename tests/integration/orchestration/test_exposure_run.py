@@ -2,10 +2,11 @@
 
 The at-least-once generator is SIGSTOPped (``process-pause``) from before an ack loss and
 a broker pause until after both (a pause: a broker kill's window lasts until the broker is
-ready again, 10-30 s after its restart, and may outlast the generator's stop): they meet no load of its, so its column is NOT EXERCISED
-(stalled), never PASS, and the run exits 3. The idempotent column keeps sending through
-both: PASS, and its ack-loss exposure equals what the proxy's own connection log says
-the rule did to it (each hit closes one of its connections, "closed after append by rule").
+ready again, 10-30 s after its restart, and may outlast the generator's stop): they meet
+no load of its, so its column is NOT EXERCISED (stalled), never PASS, and the run exits 3.
+The idempotent column keeps sending through both: PASS, and its ack-loss exposure equals
+what the proxy's own connection log says the rule did to it (each hit closes one of its
+connections, "closed after append by rule").
 """
 
 from __future__ import annotations
