@@ -121,15 +121,31 @@ def facts_of(run_dir: Path, doc: dict, run, history=None) -> E.RunFacts:
         except Exception:  # noqa: BLE001 - no histories: exposure from the rest
             history = None
     sends, txns = _sends_and_txns(history) if history is not None else ({}, {})
-    client_pid = {}
-    for pid, spec in config.producers.items():
-        cid = (getattr(spec, "settings", None) or {}).get("client_id")
-        if cid:
-            client_pid[cid] = pid
+    client_pid = _user_client_ids(Path(run_dir))
     return E.RunFacts(nemesis=run.nemesis, columns=columns, sends=sends, txns=txns,
                       batches=_batches(Path(run_dir), config),
                       topic_of={pid: s.topic for pid, s in config.producers.items()},
                       client_pid=client_pid)
+
+
+def _user_client_ids(run_dir: Path) -> dict[str, str]:
+    """client id -> pid for producers whose configuration names its own client id (a
+    user's ``client.id``: config.json ``producers.<pid>.overrides`` or ``settings``);
+    the others are ``verifier.generator.<pid>`` (verifier.judge.exposure)."""
+    from verifier.rundata.formats import RunFormatError, read_json
+
+    try:
+        producers = read_json(RunLayout(run_dir).config, "run-config").get("producers") or {}
+    except (RunFormatError, OSError):
+        return {}
+    out = {}
+    for pid, entry in producers.items():
+        for part in ("overrides", "settings"):
+            conf = (entry or {}).get(part) or {}
+            cid = conf.get("client_id") or conf.get("client.id")
+            if isinstance(cid, str) and cid:
+                out[cid] = pid
+    return out
 
 
 def add_exposure(doc: dict, run_dir: Path | str, run, history=None) -> None:

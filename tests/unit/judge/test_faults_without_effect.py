@@ -96,3 +96,29 @@ def test_a_failed_observer_kill_exercised_no_column(tmp_path):
 
     doc = _judge(_edited(tmp_path, "observer-kill", failed))
     assert set(_verdicts(doc).values()) == {V.NOT_EXERCISED}
+
+
+def test_a_users_own_client_id_is_counted_as_its_column(tmp_path):
+    """A user's producer file that sets client.id (config.json ``overrides``): the proxy
+    counts its requests under that id, and the exposure still finds its column."""
+    run = _edited(tmp_path, "ack-loss", lambda op: op)
+    cfg_path = RunLayout(run).config
+    cfg = orjson.loads(cfg_path.read_bytes())
+    cfg["producers"]["idempotent-0"]["overrides"] = {"client_id": "orders-service"}
+    cfg_path.write_bytes(orjson.dumps(cfg))
+
+    def with_clients(op):
+        if op.get("f") == "heal" and op.get("fault") == "ack-loss" and op["type"] == "ok":
+            op["detail"]["clients"] = {
+                "orders-service": [300, 25], "verifier.generator.at-least-once-0": [300, 24],
+                "verifier.generator.at-most-once-0": [300, 25],
+                "verifier.generator.transactional-0": [219, 25]}
+        return op
+
+    path = RunLayout(run).nemesis
+    lines = [orjson.loads(x) for x in path.read_bytes().splitlines() if x.strip()]
+    path.write_bytes(b"".join(orjson.dumps(with_clients(op)) + b"\n" for op in lines))
+    doc = _judge(run)
+    (idem,) = [c for c in doc["columns"] if c["name"] == "idempotent"]
+    assert idem["exposure"]["faults"][0]["acted"] == 25
+    assert idem["verdict"] != V.NOT_EXERCISED
