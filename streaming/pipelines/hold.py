@@ -78,14 +78,28 @@ def hold_open(marker: str | None, hold_ms: int, batch: int | None = None,
         write_marker(path, batch, where)
     try:
         if path is not None and where == "source":
-            deadline = time.monotonic() + WRITTEN_WAIT_S
-            while not written_path(path).exists() and time.monotonic() < deadline:
-                time.sleep(0.1)
-        time.sleep(hold_ms / 1000)
+            _wait_written(path)
+        time.sleep(hold_ms / 1000)  # the hold itself: the window a kill lands in
     finally:
         if path is not None:
             path.unlink(missing_ok=True)
             written_path(path).unlink(missing_ok=True)
+
+
+def _wait_written(marker: Path) -> None:
+    """Until the driver says the held batch's other tasks have written; a batch whose
+    tasks take longer than WRITTEN_WAIT_S is held anyway, and the trigger, which needs the
+    written file, does not fire on it."""
+    from verifier.rundata.errors import WaitTimeout
+    from verifier.rundata.waiting import wait_until
+
+    try:
+        wait_until(lambda: (written_path(marker).exists(), None), timeout=WRITTEN_WAIT_S,
+                   what="the held batch's other tasks to write",
+                   expected=f"{written_path(marker)} present", interval=0.1,
+                   max_interval=0.1)
+    except WaitTimeout:
+        pass
 
 
 def others_written(spark) -> bool:

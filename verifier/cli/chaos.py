@@ -43,7 +43,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="run only this scenario, by name or your own scenario file "
                         "(repeatable)")
     p.add_argument("--seed", type=int, default=1, help="seeds fault times and proxy rules")
-    p.add_argument("--repeat", type=_repeat_count, default=1, metavar="N",
+    p.add_argument("--repeat", type=run_count(" per scenario"), default=1, metavar="N",
                    help="run each scenario N times, run k with seed SEED+k-1, each in its "
                         "own folder (OUT/<scenario>/<time>-rep<k>of<N>); each cell shows "
                         "its outcomes (FAIL 2/3 · PASS 1/3), the exit code the worst")
@@ -117,16 +117,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.set_defaults(func=cmd_cleanup)
 
 
-def _repeat_count(text: str) -> int:
-    """``--repeat N``: a whole number of runs, 1 or more (argparse: a usage error, 64)."""
-    try:
-        n = int(text)
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number of runs per scenario, "
-                                         f"1 or more: {text!r}")
-    return n
+def run_count(per: str = ""):
+    """An argparse type for a number of runs (``--repeat N``, shrink's ``--calibrate N``):
+    a whole number, 1 or more; anything else a usage error (64) before anything starts."""
+    def parse(text: str) -> int:
+        try:
+            n = int(text)
+        except ValueError:
+            n = 0
+        if n < 1:
+            raise argparse.ArgumentTypeError(f"expected a whole number of runs{per}, "
+                                             f"1 or more: {text!r}")
+        return n
+
+    return parse
 
 
 class _HelpFormatter(argparse.RawDescriptionHelpFormatter,

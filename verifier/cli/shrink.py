@@ -10,6 +10,7 @@ import time
 from concurrent.futures import Future
 from pathlib import Path
 
+from verifier.cli.chaos import run_count
 from verifier.cli.helptext import HelpFormatter, examples
 from verifier.rundata.errors import UsageError
 
@@ -45,9 +46,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--budget", default="30m", metavar="30m",
                    help="wall time for every run, calibration and confirmation included "
                         "(s, m, h)")
-    p.add_argument("--calibrate", type=_count, default=3, metavar="N",
+    p.add_argument("--calibrate", type=run_count(), default=3, metavar="N",
                    help="runs of the original that measure its reproduction rate")
-    p.add_argument("--confirm", type=_count, default=3, metavar="N",
+    p.add_argument("--confirm", type=run_count(), default=3, metavar="N",
                    help="runs of the shrunk scenario that measure its rate")
     p.add_argument("--out", type=Path, default=None,
                    help="output folder (default RUN_DIR/shrink)")
@@ -58,15 +59,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_shrink)
 
 
-def _count(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        n = 0
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"expected a whole number of runs, 1 or more: "
-                                         f"{text!r}")
-    return n
 
 
 def cmd_shrink(args: argparse.Namespace) -> int:
