@@ -93,6 +93,16 @@ def connector_jars() -> list[str]:
     return [str(p) for p in jarset.jars()]
 
 
+def session_running() -> bool:
+    """Whether this process already has a SparkContext (a test's shared session): a
+    command that finds one uses it and leaves it running. Asked of the context, not of
+    ``SparkSession.getActiveSession()``: that is per thread of the JVM, and py4j may answer
+    from another thread, where it says none, and the command then stopped the test's."""
+    from pyspark import SparkContext
+
+    return SparkContext._active_spark_context is not None
+
+
 def spark_session(
     app_name: str = "delivery-verifier",
     master: str | None = None,

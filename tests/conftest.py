@@ -91,14 +91,48 @@ def bootstrap(cluster: LocalCluster) -> str:
     return cluster.bootstrap_servers
 
 
+#: the shared session's JVM output (log4j included): a context that stops in the middle of
+#: the tier says why there
+SPARK_LOG = TEST_STATE_DIR.parent / f"{TEST_STATE_DIR.name}-spark.log"
+#: (the test after which the shared context was found stopped, its log's last errors)
+_SPARK_STOPPED: list[tuple[str, list[str]]] = []
+
+
 @pytest.fixture(scope="session")
 def spark():
-    """One local SparkSession with the Kafka connector, shared by every test."""
+    """One local SparkSession with the Kafka connector, shared by every test. 2 GB of
+    driver heap: the tier analyses a few hundred runs in this one JVM for half an hour."""
     from streaming.session import spark_session
 
-    s = spark_session(app_name="verifier-tests")
+    SPARK_LOG.parent.mkdir(parents=True, exist_ok=True)
+    SPARK_LOG.write_text("")
+    s = spark_session(app_name="verifier-tests", conf={"spark.driver.memory": "2g"},
+                      log_file=SPARK_LOG)
     yield s
     s.stop()
+
+
+@pytest.fixture(autouse=True)
+def _spark_still_running(request):
+    """After each test that used the shared session: if its context has stopped, name the
+    test and keep the log's last errors for the end of the run (every later Spark test
+    fails with "Cannot call methods on a stopped SparkContext", which does not say why)."""
+    yield
+    if "spark" not in request.fixturenames or _SPARK_STOPPED:
+        return
+    s = request.getfixturevalue("spark")
+    if s.sparkContext._jsc is None or s.sparkContext._jsc.sc().isStopped():
+        lines = SPARK_LOG.read_text(errors="replace").splitlines() if SPARK_LOG.exists() else []
+        errors = [ln for ln in lines if "ERROR" in ln or "Exception" in ln or "Error:" in ln]
+        _SPARK_STOPPED.append((request.node.nodeid, (errors or lines)[-30:]))
+
+
+def pytest_terminal_summary(terminalreporter):
+    for nodeid, lines in _SPARK_STOPPED:
+        terminalreporter.section("the shared Spark session stopped")
+        terminalreporter.write_line(f"found stopped after {nodeid}; {SPARK_LOG}, last errors:")
+        for ln in lines:
+            terminalreporter.write_line("  " + ln[:300])
 
 
 @pytest.fixture

@@ -70,9 +70,7 @@ def _conf(pairs: list[str]) -> dict[str, str]:
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
-    from pyspark.sql import SparkSession
-
-    from streaming.session import spark_session
+    from streaming.session import session_running, spark_session
     from verifier.judge.checks.load import read_run_files
     from verifier.orchestration.analyze import analyze, interrupted, write_outputs
     from verifier.report import render_terminal
@@ -83,7 +81,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         print(f"run interrupted: {reason}; not a complete run, no column can PASS",
               flush=True)
     files = read_run_files(args.run_dir)  # bad input fails here, before Spark starts
-    ours = SparkSession.getActiveSession() is None  # inside tests a session is shared
+    ours = not session_running()  # inside tests a session is shared
     # the JVM's start-up lines and log4j output go to a log file beside the outputs
     spark = spark_session(app_name="verifier-analyze", master=args.spark_master, conf=conf,
                           log_file=RunLayout(args.out or args.run_dir).spark_log)

@@ -38,14 +38,12 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def cmd_selftest(args: argparse.Namespace) -> int:
     """Exit 0: every anomaly detected, no false alarm; 1 otherwise; 2: unreadable run."""
-    from pyspark.sql import SparkSession
-
-    from streaming.session import spark_session
+    from streaming.session import session_running, spark_session
     from verifier.judge.checks.load import read_run_files
     from verifier.judge.selftest import selftest
 
     read_run_files(args.run_dir)  # a run that cannot be read exits 2 before Spark starts
-    ours = SparkSession.getActiveSession() is None
+    ours = not session_running()
     spark = spark_session(app_name="verifier-selftest", master=args.spark_master)
     try:
         only = set(args.only.split(",")) if args.only else None

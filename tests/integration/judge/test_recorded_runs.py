@@ -17,9 +17,15 @@ SCENARIOS = sorted(p.name for p in RUNS.iterdir() if (p / "config.json").is_file
 
 
 def test_every_scenario_has_a_recorded_run():
+    """Every scenario but the known bugs' (they force a documented bug and fail on the
+    affected versions, so no recorded run of theirs keeps every promise)."""
+    from verifier.orchestration.known_bugs import load_known_bugs
+
     scenario_files = Path(__file__).resolve().parents[3] / "verifier" / "orchestration" / \
         "scenarios"
-    assert set(SCENARIOS) == {p.stem for p in scenario_files.glob("[!_]*.toml")}
+    bugs = {b.scenario for b in load_known_bugs()}
+    assert bugs, "the known bugs' table names no scenario"
+    assert set(SCENARIOS) == {p.stem for p in scenario_files.glob("[!_]*.toml")} - bugs
 
 
 @pytest.mark.parametrize("scenario", SCENARIOS)

@@ -29,9 +29,10 @@ def test_selftest_on_a_recorded_run_detects_the_issue_situations(spark, tmp_path
     found = {r.mutation: r.live_found for r in result.rows}
     assert found["torn-transaction"] == ["lost@read_committed +1",
                                          "torn-transaction@read_committed +1"]
-    # the open transaction's record is no aborted read for the live path: it judges by
-    # abort intent, and this one never meant to abort (the batch pass's alone, §1.1)
-    assert found["hanging-transaction"] == ["hanging-transaction +1"]
+    # the open transaction never meant to abort: the live path's remainder (TxnReads)
+    # finds its record read at read_uncommitted by its status, as the batch pass does
+    assert found["hanging-transaction"] == ["aborted-read@read_uncommitted +1",
+                                            "hanging-transaction +1"]
     assert found["inconsistent-offset-observer"] == [
         "foreign-record@read_uncommitted +1", "inconsistent-offset +1",
         "lost@read_uncommitted +1"]

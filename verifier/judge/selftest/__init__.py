@@ -304,11 +304,13 @@ def selftest(run_dir: Path | str, seed: int = 0, keep: Path | str | None = None,
     meta = read_run_files(run_dir)  # a run that cannot be read fails here, before Spark works
     ours = spark is None
     if ours:  # the CLI and the orchestrator pass theirs (configured by streaming.session)
+        from pyspark import SparkContext
         from pyspark.sql import SparkSession
 
-        ours = SparkSession.getActiveSession() is None
-        spark = SparkSession.getActiveSession() or SparkSession.builder.master(
-            "local[2]").appName("verifier-selftest").getOrCreate()
+        # a running context (a test's) is asked directly: getActiveSession is per JVM thread
+        ours = SparkContext._active_spark_context is None
+        spark = SparkSession.builder.master("local[2]").appName(
+            "verifier-selftest").getOrCreate()  # a running context's session if there is one
     scratch = Path(tempfile.mkdtemp(prefix="verifier-selftest-"))
     try:
         base = analyse(spark, run_dir)
