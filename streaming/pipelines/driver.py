@@ -97,16 +97,18 @@ def session(app: str, master: str, where: PipelineLayout, entry: dict,
     return spark_session(app_name=app, master=master, conf=conf)
 
 
-def kafka_source(spark, bootstrap_servers: str, topics, isolation: str, security: dict):
+def kafka_source(spark, bootstrap_servers: str, topics, isolation: str, security: dict,
+                 fail_on_data_loss: bool = True):
     """The frame a pipeline's ``build`` receives: Spark's Kafka source on the run's topics
-    (lazy: nothing connects before a query starts)."""
+    (lazy: nothing connects before a query starts). ``fail_on_data_loss``: the source's
+    failOnDataLoss (a scenario's ``[pipelines]`` table may run it false too)."""
     return (
         spark.readStream.format("kafka").options(**security)
         .option("kafka.bootstrap.servers", bootstrap_servers)
         .option("subscribe", ",".join(topics))
         .option("kafka.isolation.level", isolation)
         .option("startingOffsets", "earliest")
-        .option("failOnDataLoss", "true")
+        .option("failOnDataLoss", "true" if fail_on_data_loss else "false")
         .option("kafkaConsumer.pollTimeoutMs", str(POLL_TIMEOUT_MS))
         .load()
     )
@@ -123,7 +125,8 @@ def built_writer(spark, pipeline, source):
 
 def start_query(spark, pipeline, plan, entry: dict, where: PipelineLayout, security: dict):
     source = kafka_source(spark, plan.bootstrap_servers, plan.topics,
-                          entry.get("isolation", "read_committed"), security)
+                          entry.get("isolation", "read_committed"), security,
+                          bool(entry.get("fail_on_data_loss", True)))
     writer = built_writer(spark, pipeline, source)
     return (writer.queryName(f"pipeline-{pipeline.name}")
             .option("checkpointLocation", str(where.checkpoint)).start())
@@ -166,12 +169,14 @@ def check_only(spec: str, guarantee: str | None) -> int:
 
 
 def read_back(spark, pipeline, plan, entry: dict, where: PipelineLayout,
-              security: dict) -> None:
-    """The output as identity rows, and the checkpoints' batches, into the run folder."""
+              security: dict, query_error: str | None = None) -> None:
+    """The output as identity rows, and the checkpoints' batches, into the run folder;
+    ``query_error``: Spark's message when the query stopped with an error."""
     started = time.monotonic()
     source = R.source_of(where, pipeline.read_output is not None)
     info = {"pipeline": pipeline.name, "source": source,
-            "batches": R.checkpoint_batches(where)}
+            "batches": R.checkpoint_batches(where),
+            **({"query_error": query_error} if query_error else {})}
     try:
         if source == "topic":
             values, batches = R.read_topic(plan.bootstrap_servers, entry["output_topic"],
@@ -202,6 +207,20 @@ def supervise(query, stop: threading.Event, tick=None) -> int:
     return EXIT_OK
 
 
+def stop_message(query) -> str:
+    """Spark's message of a query that stopped with an error: the exception's own text
+    (a StreamingQueryException wraps the cause, e.g. the Kafka source's "Some data may
+    have been lost ..."), without the JVM stack, at most 2000 characters."""
+    try:
+        exc = query.exception()
+    except Exception as err:  # noqa: BLE001 - the JVM going away: say that much
+        return f"the query stopped; its exception could not be read: {err}"
+    if exc is None:
+        return "the query stopped without an exception"
+    text = str(getattr(exc, "desc", None) or exc)
+    return " ".join(text.split("\n=== Streaming Query ===")[0].split())[:2000]
+
+
 def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.check is not None:
@@ -222,7 +241,7 @@ def main(argv: list[str] | None = None) -> int:
     master = plan.spark_master or os.environ.get("SPARK_MASTER") or DEFAULT_MASTER
     spark = session(f"pipeline-{args.pipeline}-{plan.run}", master, where, entry,
                     plan.bootstrap_servers)
-    code = EXIT_OK
+    code, query_error = EXIT_OK, None
     try:
         if not args.readback_only:
             try:
@@ -236,11 +255,13 @@ def main(argv: list[str] | None = None) -> int:
             log.info("pipeline %s (%s) started: pid %d", pipeline.name, pipeline.spec,
                      os.getpid())
             code = supervise(query, stop, lambda: watch_source_hold(spark, where.holding))
+            if code == EXIT_QUERY_FAILED:
+                query_error = stop_message(query)
             try:
                 query.stop()  # before the read-back, and before the brokers go (notes §4.6)
             except Exception as exc:  # noqa: BLE001 - a JVM already going away
                 log.warning("stopping the query: %s", exc)
-        read_back(spark, pipeline, plan, entry, where, security)
+        read_back(spark, pipeline, plan, entry, where, security, query_error)
     finally:
         try:
             spark.stop()

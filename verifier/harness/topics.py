@@ -123,6 +123,21 @@ def wait_in_sync(bootstrap_servers: str, topics: list[str], timeout: float = 120
                       describe=lambda b: f"not in sync: {b}")
 
 
+def log_start_offsets(bootstrap_servers: str, topics: list[str],
+                      **client_config) -> dict[tuple[str, int], int]:
+    """Log start offset per partition: the earliest offset a reader can fetch (above 0
+    once retention or a deletion removed the records before it)."""
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap_servers, enable_auto_commit=False,
+                             **{"client_id": "verifier.admin", **client_config})
+    try:
+        tps = [TopicPartition(t, p) for t in topics
+               for p in sorted(consumer.partitions_for_topic(t) or ())]
+        return {(tp.topic, tp.partition): off
+                for tp, off in consumer.beginning_offsets(tps).items()}
+    finally:
+        consumer.close()
+
+
 def end_offsets(bootstrap_servers: str, topics: list[str], isolation_level: str,
                 **client_config) -> dict[tuple[str, int], int]:
     """End offset per partition at an isolation level: the last stable offset under

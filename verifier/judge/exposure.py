@@ -39,6 +39,9 @@ PROXY_FAULTS = ("ack-loss", "hold", "latency", "blackhole", "reset")
 BROKER_FAULTS = ("broker-kill", "broker-pause", "network-partition", "broker-config")
 KILL_FAULTS = ("producer-kill", "observer-kill", "process-kill", "checkpoint-lost",
                "process-pause")
+#: the run's topics keep records seconds only: it concerns the pipelines under test, whose
+#: unread records it deletes (never a producer column: the log, not the producer, lost them)
+TOPIC_FAULTS = ("retention",)
 #: Produce's API key: a proxy rule on it concerns every producer column
 API_PRODUCE = 0
 #: the client id prefix of the tool's generators (producers/: verifier.generator.<pid>)
@@ -159,6 +162,8 @@ def concerns(w: Window, col: ColumnSpec, producers_mode: dict[str, str]) -> bool
             mode = proc.removeprefix("producer:").split("/")[0]
             return col.pipeline is None and col.mode == mode
         return col.pipeline is None and producers_mode.get(proc) == col.mode
+    if w.fault in TOPIC_FAULTS:
+        return col.pipeline is not None
     if col.pipeline is not None:  # a pipeline is judged on its own driver's faults
         return False
     if w.fault in PROXY_FAULTS:
@@ -273,6 +278,8 @@ def acted_on(w: Window, col: ColumnSpec, facts: RunFacts) -> tuple[int | None, s
             n += txns
             what += f", and {txns} transaction(s) open in it"
         return n, what
+    if w.fault in TOPIC_FAULTS:
+        return _deleted_unread(w, facts.batches.get(f"pipeline/{col.pipeline}", []))
     if proc is not None and (proc.startswith("pipeline/") or proc == "observer"):
         if proc == "observer":
             readers = [f"observer/{iso}" for iso in col.isolations]
@@ -305,6 +312,24 @@ def acted_on(w: Window, col: ColumnSpec, facts: RunFacts) -> tuple[int | None, s
                                       f"transaction records ({opened}) at the {_act(w)}")
         return unacked, f"sends unacknowledged at the {_act(w)}"
     return None, f"no exposure rule for {w.fault}"
+
+
+def _deleted_unread(w: Window, batches: list[Batch]) -> tuple[int | None, str]:
+    """Records retention deleted in the window that the pipeline had not committed when
+    it began: per partition from the larger of its committed position and the log start
+    then, up to the log start at the heal (the nemesis's start and heal details)."""
+    before, after = w.start_detail.get("log_start"), w.heal_detail.get("log_start")
+    if before is None or after is None:
+        return None, "log start offsets not recorded"
+    position: dict[str, int] = {}
+    for b in batches:
+        if b.committed is not None and b.committed <= (w.start or 0):
+            for (topic, part), (_, end) in b.ranges.items():
+                key = f"{topic}-{part}"
+                position[key] = max(position.get(key, 0), end)
+    n = sum(max(0, int(gone) - max(position.get(tp, 0), int(before.get(tp, 0))))
+            for tp, gone in after.items())
+    return n, "records deleted by retention before the pipeline read them"
 
 
 #: faults on the producers' path: a stalled load there means the fault met no traffic

@@ -129,6 +129,14 @@ class Drain:
     #: the observer's positions were compared on every partition (drain format 2); format
     #: 1 compared them only once no transaction was open anywhere
     per_partition: bool = True
+    #: {(topic, partition): log start offset} after the drain, where above 0 (drain.json
+    #: ``log_start_offsets``): records below it were deleted (retention) and no reader
+    #: can be blamed for not delivering them
+    log_start: dict = field(default_factory=dict)
+
+    def deleted(self, topic: str, partition: int, offset: int | None) -> bool:
+        """Was the record at ``offset`` deleted from the log before the readers' end?"""
+        return offset is not None and offset < self.log_start.get((topic, int(partition)), 0)
 
     def behind_keys(self) -> set[tuple[str, int]]:
         return {(b["topic"], int(b["partition"])) for b in self.behind}
@@ -240,3 +248,5 @@ class CheckOutcome:
     error: str | None = None  # traceback text when the check crashed
     summary: str | None = None  # one line: exception class and first line of its message
     seconds: float = 0.0
+    #: a pipeline's query that stopped with an error: Spark's message (never PASS)
+    stopped: str | None = None

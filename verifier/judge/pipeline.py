@@ -92,12 +92,15 @@ class BatchIndex:
 
 
 def judge(spec: PipelineSpec, log: pa.Table, out: pa.Table, batches: list[dict],
-          drain_ends: dict[str, int] | None, run_id: str, cap: int = 20
-          ) -> tuple[CheckOutcome, dict]:
+          drain_ends: dict[str, int] | None, run_id: str, cap: int = 20,
+          log_start: dict[str, int] | None = None) -> tuple[CheckOutcome, dict]:
     """The pipeline's check outcome and its counts (``sent``: input records in the log at
     its isolation level, ``observed``: output rows). ``drain_ends``: per
     ``"topic-partition"`` the end offset the drain reached at that level (None: the
-    drain did not complete, every missing record is unseen)."""
+    drain did not complete, every missing record is unseen). ``log_start``: per
+    ``"topic-partition"`` the log start offset after the drain (where the plain reader
+    began): a missing record below it was deleted by retention before the pipeline read
+    it, which its evidence says."""
     index = BatchIndex(batches)
     position = index.committed_ends(batches)
     where: dict[tuple, list[tuple]] = defaultdict(list)
@@ -133,6 +136,12 @@ def judge(spec: PipelineSpec, log: pa.Table, out: pa.Table, batches: list[dict],
         late = (drain_ends is None or position.get(tp, 0) < drain_ends.get(tp, 0)
                 or position.get(tp, 0) <= offset)
         kind = UNSEEN if late else LOST
+        gone = (log_start or {}).get(tp, 0)
+        if offset < gone:
+            ev["deleted"] = (f"offset {offset} is below {tp}'s log start offset {gone} "
+                             "after the drain (the plain reader's earliest offset): "
+                             "retention deleted it before this pipeline read it; the "
+                             "producer wrote it and the observer read it")
         found[kind].append(_row(spec, kind, topic, ident, offset,
                                 {**ev, "position": position.get(tp)}))
     outcome = CheckOutcome(f"pipeline:{spec.name}", KINDS)
@@ -168,19 +177,21 @@ __all__ = ["KINDS", "BatchIndex", "PipelineSpec", "input_log", "judge"]
 
 
 def read_input_log(run_dir, isolation: str) -> pa.Table:
-    """The run's topics at ``isolation`` as the plain reader read them after the drain
-    (the Spark observer's rows when the plain reader has none)."""
+    """The run's topics at ``isolation``: every offset the plain reader read after the
+    drain or the Spark observer read while the run went (records retention deleted
+    before the plain reader's turn are in the observer's rows only)."""
     import pyarrow.dataset as ds
 
     from verifier.rundata.layout import RunLayout
 
     cols = ["topic", "partition", "offset", "foreign", *KEY]
+    files = []
     for reader in ("plain", "spark"):
         folder = RunLayout(run_dir).observations_of(reader, isolation)
-        files = sorted(str(f) for f in folder.glob("[!._]*.parquet")) if folder.is_dir() else []
-        if files:
-            return input_log(ds.dataset(files, format="parquet").to_table(columns=cols))
-    raise FileNotFoundError(f"no observations at {isolation} in {run_dir}")
+        files += sorted(str(f) for f in folder.glob("[!._]*.parquet")) if folder.is_dir() else []
+    if not files:
+        raise FileNotFoundError(f"no observations at {isolation} in {run_dir}")
+    return input_log(ds.dataset(files, format="parquet").to_table(columns=cols))
 
 
 def judge_run(run_dir, config, drain, cap: int = 20) -> tuple[list[CheckOutcome], dict]:
@@ -200,8 +211,10 @@ def judge_run(run_dir, config, drain, cap: int = 20) -> tuple[list[CheckOutcome]
             if drain.completed:
                 key = f"end_{spec.isolation}"
                 ends = {f"{p['topic']}-{p['partition']}": int(p[key]) for p in drain.partitions}
+            starts = {f"{t}-{p}": o for (t, p), o in drain.log_start.items()}
             outcome, c = judge(spec, read_input_log(run_dir, spec.isolation), rows,
-                               info.get("batches") or [], ends, config.run, cap)
+                               info.get("batches") or [], ends, config.run, cap, starts)
+            outcome.stopped = info.get("query_error")
             counts[spec.label] = c
         except Exception as exc:  # noqa: BLE001 - a check that cannot run is UNKNOWN
             outcome = CheckOutcome(f"pipeline:{spec.name}", KINDS, error=traceback.format_exc(),

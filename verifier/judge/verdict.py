@@ -75,7 +75,9 @@ def _entry(col: Column, kind: str, sink: str, faults: set[str]) -> str:
     entry = X.strictest(entries)
     cond = next((X.CONDITIONS.get((col.expect, i, kind)) for i in col.isolations), None)
     if entry == X.EXPECTED and cond and cond not in faults:
-        return X.TOLERATED  # expected only under its condition
+        # expected only under its condition; else tolerated, or what OTHERWISE says
+        return next((X.OTHERWISE[(col.expect, i, kind)] for i in col.isolations
+                     if (col.expect, i, kind) in X.OTHERWISE), X.TOLERATED)
     return entry
 
 
@@ -105,6 +107,8 @@ def _reasons_unknown(col: Column, run: RunData, outcomes, anomalies, topics) -> 
         if o.error and any(anomalies[k]["expectation"] in (X.FORBIDDEN, X.INCONCLUSIVE)
                            for k in o.kinds):  # fmt: skip
             reasons.append(f"check {o.name} crashed: {o.summary}")
+        if o.stopped and o.name == col.mode:  # a pipeline's query ended with an error
+            reasons.append(f"the query stopped with an error: {o.stopped}")
     readers = {r for r, i in run.combos if i in col.isolations} or {OBSERVER}
     parts = run.drain.incomplete_where(topics, col.isolations, readers)
     hiding = [k for k in HIDDEN_BY_INCOMPLETE

@@ -39,7 +39,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from streaming.progress import Offsets, checkpoint_dir, offset_log_batches, read_progress
-from verifier.harness.topics import end_offsets
+from verifier.harness.topics import end_offsets, log_start_offsets
 from verifier.rundata.errors import WaitTimeout
 from verifier.rundata.formats import header, read_json, write_json_atomic
 from verifier.rundata.layout import layout
@@ -166,6 +166,10 @@ class DrainResult:
     behind: list[dict] = field(default_factory=list)
     #: {mover: seconds since the drain began of its last move}
     moved_at: dict[str, float] = field(default_factory=dict)
+    #: {(topic, partition): log start offset} after the drain: the earliest offset the
+    #: plain reader (reading from the beginning next) can fetch; above 0 where retention
+    #: deleted records (the retention fault), which no reader can read any more
+    log_start: Offsets = field(default_factory=dict)
 
     @property
     def extended_s(self) -> float:
@@ -186,6 +190,8 @@ class DrainResult:
             "readers_moved_at": {k: round(v, 3) for k, v in sorted(self.moved_at.items())
                                  if k.startswith("observer/")},
             "behind": self.behind,
+            **({"log_start_offsets": nest(self.log_start)} if any(self.log_start.values())
+               else {}),
         }  # fmt: skip
 
 
@@ -265,14 +271,31 @@ def drain(bootstrap_servers: str, topics: list[str], run_dir: Path, timeout: flo
 
 def drain_to_file(bootstrap_servers: str, topics: list[str], run_dir: Path, timeout: float,
                   **kwargs) -> DrainResult:
-    """:func:`drain`, writing ``RUN/drain.json`` whether it completes or not."""
+    """:func:`drain`, writing ``RUN/drain.json`` whether it completes or not, with the
+    partitions' log start offsets looked up at its end."""
+    client_config = {k: v for k, v in kwargs.items() if k not in DRAIN_OPTIONS}
     try:
         result = drain(bootstrap_servers, topics, run_dir, timeout, **kwargs)
     except DrainIncomplete as exc:
+        exc.result.log_start = _log_start(bootstrap_servers, topics, client_config)
         write_drain(run_dir, exc.result)
         raise
+    result.log_start = _log_start(bootstrap_servers, topics, client_config)
     write_drain(run_dir, result)
     return result
+
+
+#: drain()'s own keyword arguments (the rest are the clients' settings)
+DRAIN_OPTIONS = ("isolation_levels", "cap_factor", "stall_s", "interval")
+
+
+def _log_start(bootstrap_servers: str, topics: list[str], client_config: dict) -> Offsets:
+    """Each partition's log start offset; {} when the brokers do not answer (then no
+    record counts as deleted)."""
+    try:
+        return log_start_offsets(bootstrap_servers, topics, **client_config)
+    except Exception:  # noqa: BLE001 - drain.json is written either way
+        return {}
 
 
 def write_drain(run_dir: Path, result: DrainResult) -> Path:

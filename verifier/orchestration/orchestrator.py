@@ -71,6 +71,9 @@ class ScenarioRun:
         self.processes: dict[str, ManagedProcess] = {}
         #: the pipelines under test (verifier.orchestration.pipelines), their drivers
         self.pipes: list = []
+        from verifier.orchestration.pipelines import for_scenario
+
+        self.pipelines = for_scenario(opts.pipelines, scenario)  # with its variants
         self.tails = {p.pid: HistoryTail(self.layout.history(p.pid))
                       for p in self.plans}
         self.notes: list[str] = [f"your producer config: {n}" for n in opts.user_notes]
@@ -147,14 +150,14 @@ class ScenarioRun:
 
     def _pipeline_setup(self) -> dict[str, int]:
         """The pipelines' drivers (not started) and their output topics."""
-        from verifier.orchestration.pipelines import PipelineProcess
+        from verifier.orchestration.pipelines import PipelineProcess, output_topic
 
         topics = {}
-        for p in self.opts.pipelines:
+        for p in self.pipelines:
             proc = PipelineProcess(self.run_dir, p.name, self.layout.config, self.child_env)
             self.pipes.append(proc)
             self.processes[proc.name] = proc
-            topics[f"{self.run_id}.out.{p.name}"] = self.scenario.workload.partitions
+            topics[output_topic(self.run_id, p.name)] = self.scenario.workload.partitions
         return topics
 
     def _broker_settings(self) -> None:
@@ -185,10 +188,10 @@ class ScenarioRun:
         extra = {"kafka_version": getattr(self.env, "kafka_version", "unknown"),
                  "scenario_spec": self.scenario.to_json(),
                  "schedule": schedule.to_json(), "notes": list(self.notes)}
-        if self.opts.pipelines:
+        if self.pipelines:
             from verifier.orchestration import pipelines as P
 
-            extra["pipelines"] = P.plan_entries(list(self.opts.pipelines), self.run_id,
+            extra["pipelines"] = P.plan_entries(self.pipelines, self.run_id,
                                                 hold=P.kills_pipelines(schedule.faults))
         self.plan = self._plan(extra)
         self.plan.write(self.layout.config)
@@ -387,7 +390,7 @@ class ScenarioRun:
                     self._stop_generators()
                     self._ensure_observer()
                     for proc in self.pipes:  # died on its own: from its checkpoint
-                        if not proc.alive:
+                        if not proc.alive and not self._stopped_query(proc):
                             self.notes.append(f"{proc.name} had exited ({proc.returncode}) "
                                               f"and was restarted: {proc.log_tail(3)}")
                             proc.restart()
@@ -418,6 +421,13 @@ class ScenarioRun:
                 self.follower.stop()
             self._connections_saved()  # if the verification did not get to it
         return doc
+
+    def _stopped_query(self, proc) -> bool:
+        """A pipeline whose query stopped with an error stays stopped (restarted from its
+        checkpoint it would stop again); the judge reports it with Spark's message."""
+        from verifier.orchestration.pipelines import stopped
+
+        return stopped(proc)
 
     def _drain(self) -> None:
         topics = [p.topic for p in self.plans]

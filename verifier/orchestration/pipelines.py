@@ -39,10 +39,26 @@ class PlannedPipeline:
     spec: str
     guarantee: str
     isolation: str = "read_committed"
+    #: the Kafka source's failOnDataLoss (Spark's default true; a scenario's
+    #: ``[pipelines] fail_on_data_loss`` runs a pipeline once per value given)
+    fail_on_data_loss: bool = True
 
     @property
     def process_name(self) -> str:
         return f"{PROCESS_PREFIX}/{self.name}"
+
+
+def for_scenario(pipelines, scenario) -> list[PlannedPipeline]:
+    """The pipelines as ``scenario`` runs them: once per ``fail_on_data_loss`` value of
+    its ``[pipelines]`` table, side by side (``delta@failOnDataLoss=false``); as given
+    when it names none."""
+    from dataclasses import replace
+
+    values = tuple((getattr(scenario, "pipelines", None) or {}).get("fail_on_data_loss", ()))
+    if not values:
+        return list(pipelines)
+    return [replace(p, name=f"{p.name}@failOnDataLoss={str(v).lower()}", fail_on_data_loss=v)
+            for p in pipelines for v in values]
 
 
 def plan_pipelines(specs: tuple[str, ...], guarantee: str | None) -> list[PlannedPipeline]:
@@ -117,8 +133,18 @@ def kills_pipelines(faults) -> bool:
 def plan_entries(pipelines: list[PlannedPipeline], run_id: str, hold: bool) -> dict:
     """config.json ``pipelines`` (verifier.rundata.pipelines)."""
     return {p.name: {"spec": _absolute(p.spec), "guarantee": p.guarantee,
-                     "isolation": p.isolation, "output_topic": f"{run_id}.out.{p.name}",
-                     "hold_ms": HOLD_MS if hold else 0} for p in pipelines}
+                     "isolation": p.isolation, "output_topic": output_topic(run_id, p.name),
+                     "hold_ms": HOLD_MS if hold else 0,
+                     "fail_on_data_loss": p.fail_on_data_loss} for p in pipelines}
+
+
+def _topic(name: str) -> str:
+    """A pipeline's name as a topic name's part (Kafka allows [a-zA-Z0-9._-])."""
+    return name.replace("@", ".").replace("=", "-")
+
+
+def output_topic(run_id: str, name: str) -> str:
+    return f"{run_id}.out.{_topic(name)}"
 
 
 def _absolute(spec: str) -> str:
@@ -205,6 +231,16 @@ def read_json_plain(path: Path) -> dict:
     return orjson.loads(path.read_bytes())
 
 
+#: a driver's exit code when its query stopped with an error (streaming.pipelines.driver)
+EXIT_QUERY_FAILED = 2
+
+
+def stopped(proc: PipelineProcess) -> bool:
+    """Did the pipeline's query stop with an error (its driver exited saying so)? Such a
+    query is not restarted: from its checkpoint it would stop again (failOnDataLoss)."""
+    return not proc.alive and proc.returncode == EXIT_QUERY_FAILED
+
+
 def committed_position(where: PipelineLayout) -> dict[str, int]:
     """The live checkpoint's committed end offset per ``"topic-partition"``."""
     from streaming.progress import commit_log_batches, planned_end_offsets
@@ -239,6 +275,8 @@ def drain(run_dir: Path, procs: list[PipelineProcess], entries: dict,
         behind.clear()
         late, marks, now = [], {}, time.monotonic() - started
         for proc in procs:
+            if stopped(proc):  # its query ended with an error: nothing more will come
+                continue
             iso = entries[proc.where.name]["isolation"]
             pos = committed_position(proc.where)
             planned = offset_log_batches(proc.where.checkpoint)
@@ -275,11 +313,15 @@ def stop(procs: list[PipelineProcess], timeout: float = STOP_TIMEOUT) -> list[st
                 pass
     for proc in procs:
         code = proc.terminate(timeout=timeout)
-        if code not in (0, None):
+        if code == EXIT_QUERY_FAILED:
+            notes.append(f"{proc.name}: its query stopped with an error and was not "
+                         "restarted (the verdict gives Spark's message)")
+        elif code not in (0, None):
             notes.append(f"{proc.name} exited {code}: {proc.log_tail(3)}")
     return notes
 
 
-__all__ = ["HOLD_MS", "PROCESS_PREFIX", "PipelineProcess", "PlannedPipeline",
-           "check_user_pipelines", "committed_position", "drain", "kills_pipelines",
-           "plan_entries", "plan_pipelines", "stop", "wait_ready"]
+__all__ = ["EXIT_QUERY_FAILED", "HOLD_MS", "PROCESS_PREFIX", "PipelineProcess",
+           "PlannedPipeline", "check_user_pipelines", "committed_position", "drain",
+           "for_scenario", "kills_pipelines", "output_topic", "plan_entries",
+           "plan_pipelines", "stop", "stopped", "wait_ready"]

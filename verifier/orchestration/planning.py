@@ -178,7 +178,9 @@ def validate_scenario(scenario: Scenario, opts: RunOptions, env) -> list[str]:
     run_id = f"{scenario.name}-check-s{opts.seed}"
     plans = plan_producers(scenario, run_id, opts)
     processes = {p.process_name for p in plans} | {"observer"}
-    processes |= {p.process_name for p in opts.pipelines}
+    from verifier.orchestration.pipelines import for_scenario
+
+    processes |= {p.process_name for p in for_scenario(opts.pipelines, scenario)}
     problems = []
     from verifier.orchestration.pipelines import kills_pipelines
 

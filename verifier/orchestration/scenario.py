@@ -75,6 +75,9 @@ class Scenario:
     clients: dict = field(default_factory=dict)
     #: the ``[broker]`` table: broker settings the scenario needs (None: the defaults)
     broker: BrokerSettings | None = None
+    #: the ``[pipelines]`` table: how the pipelines under test run here
+    #: (``fail_on_data_loss``: a tuple of values, each pipeline once per value)
+    pipelines: dict = field(default_factory=dict)
 
     def to_json(self) -> dict:
         return {
@@ -87,6 +90,8 @@ class Scenario:
             "connections": dict(self.connections),
             "clients": dict(self.clients),
             **({"broker": self.broker.to_json()} if self.broker else {}),
+            **({"pipelines": {k: list(v) for k, v in self.pipelines.items()}}
+               if self.pipelines else {}),
         }
 
     def broker_faults(self) -> tuple[dict, ...]:
@@ -151,7 +156,7 @@ def parse_scenario(text: str, name: str, source: str = "<string>") -> Scenario:
     except tomllib.TOMLDecodeError as exc:
         raise UsageError(f"{source}: not valid TOML: {exc}") from exc
     _check_keys(source, data, {"description", "workload", "faults", "options",
-                               "connections", "clients", "broker"})
+                               "connections", "clients", "broker", "pipelines"})
     options = data.get("options", {})
     # no "nodes": every scenario of a matrix shares one environment (3 local nodes, or the
     # user's cluster), so a per-scenario node count could not be honoured
@@ -176,7 +181,25 @@ def parse_scenario(text: str, name: str, source: str = "<string>") -> Scenario:
         connections=_connection_checks(source, data.get("connections", {})),
         clients=_clients(source, data.get("clients", {})),
         broker=broker,
+        pipelines=parse_pipelines(f"{source} [pipelines]", data.get("pipelines", {})),
     )
+
+
+def parse_pipelines(where: str, data) -> dict:
+    """``[pipelines]``: ``fail_on_data_loss`` = true, false or a list of both (the Kafka
+    source's failOnDataLoss; each pipeline under test runs once per value, side by side)."""
+    if not isinstance(data, dict):
+        raise UsageError(f"{where}: expected a table")
+    _check_keys(where, data, {"fail_on_data_loss"})
+    if "fail_on_data_loss" not in data:
+        return {}
+    raw = data["fail_on_data_loss"]
+    values = raw if isinstance(raw, list) else [raw]
+    if not values or not all(isinstance(v, bool) for v in values) or \
+            len(set(values)) != len(values):
+        raise UsageError(f"{where}: fail_on_data_loss must be true, false or [true, false], "
+                         f"not {raw!r}")
+    return {"fail_on_data_loss": tuple(values)}
 
 
 def _flatten(prefix: str, value, out: dict) -> None:

@@ -24,7 +24,9 @@ EXACTLY_ONCE = ("file", "delta", "foreach-batch-idempotent")
 AT_LEAST_ONCE = ("kafka-sink", "foreach-batch")
 
 #: pipeline-restart, shortened: two driver kills far enough apart that the restarted
-#: driver runs batches again before the second
+#: driver runs batches again before the second, each waiting for a batch partly written
+#: (a kill at a planned time alone landed before a driver's first batch in CI: NOT
+#: EXERCISED, rightly)
 SHORT_RESTART = """
 description = "pipeline-restart, short"
 [options]
@@ -38,11 +40,13 @@ kind = "process-kill"
 target = { process = "pipeline" }
 start = [12, 14]
 duration = 2
+params = { trigger = "mid-batch", within = 240 }
 [[faults]]
 kind = "process-kill"
 target = { process = "pipeline" }
 start = [50, 54]
 duration = 2
+params = { trigger = "mid-batch", within = 300 }
 """
 
 NO_FAULT = """

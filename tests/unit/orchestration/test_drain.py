@@ -151,6 +151,8 @@ def ends(monkeypatch):
     current = {RC: {("t", 0): 10, ("t", 1): 0}, RU: {("t", 0): 10, ("t", 1): 0}}
     monkeypatch.setattr(drain_mod, "end_offsets",
                         lambda _bs, _topics, iso, **_kw: dict(current[iso]))
+    monkeypatch.setattr(drain_mod, "log_start_offsets",  # nothing deleted
+                        lambda _bs, _topics, **_kw: {("t", 0): 0, ("t", 1): 0})
     return current
 
 

@@ -12,6 +12,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from verifier.harness.faults.retention import heal_retention, start_retention
 from verifier.harness.faults.spec import PROCESS_KINDS, PROXY_KINDS, ScheduledFault
 from verifier.harness.faults.targets import ProcessTarget, TargetError, resolve_broker
 from verifier.harness.faults.triggers import (
@@ -351,6 +352,7 @@ HANDLERS: dict[str, tuple[Handler, Handler]] = {
     "checkpoint-lost": (start_process_kill, heal_checkpoint_lost),
     "process-pause": (start_process_pause, heal_process_pause),
     "broker-config": (start_broker_config, heal_broker_config),
+    "retention": (start_retention, heal_retention),
 }
 
 

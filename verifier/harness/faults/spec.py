@@ -46,7 +46,10 @@ PROCESS_KINDS = ("producer-kill", "observer-kill", "process-kill", "checkpoint-l
 #: broker settings changed with the admin API for the fault's window (a scenario's
 #: dynamic ``[broker]`` table), restored at heal; works on any cluster
 CONFIG_KINDS = ("broker-config",)
-KINDS = (*PROXY_KINDS, *BROKER_KINDS, *PROCESS_KINDS, *CONFIG_KINDS)
+#: the run's topics keep records only seconds for the window: unread records deleted
+#: (verifier.harness.faults.retention)
+TOPIC_KINDS = ("retention",)
+KINDS = (*PROXY_KINDS, *BROKER_KINDS, *PROCESS_KINDS, *CONFIG_KINDS, *TOPIC_KINDS)
 SPEC_FIELDS = {"kind", "target", "start", "duration", "params"}
 
 
@@ -168,9 +171,10 @@ def _validate_target(kind: str, target, node_ids, processes) -> None:
             raise UsageError(f"unknown process {target['process']!r}; known: "
                              f"{sorted(processes)}")
         return
-    if kind in CONFIG_KINDS:
+    if kind in CONFIG_KINDS or kind in TOPIC_KINDS:
         if target != {"all": True}:
-            raise UsageError(f"target must be {{\"all\": true}} (every broker), not {target!r}")
+            every = "every broker" if kind in CONFIG_KINDS else "every topic of the run"
+            raise UsageError(f"target must be {{\"all\": true}} ({every}), not {target!r}")
         return
     validate_broker_target(target, node_ids, allow_all=kind in PROXY_KINDS)
 
@@ -189,6 +193,10 @@ def _validate_params(kind: str, params: dict) -> None:
                 not all(isinstance(k, str) and isinstance(v, str) for k, v in settings.items()):
             raise UsageError("params must be {\"settings\": {NAME: VALUE, ...}} with string "
                              f"values, not {params!r}")
+    elif kind in TOPIC_KINDS:
+        from verifier.harness.faults.retention import validate_params
+
+        validate_params(params)
     elif params:
         raise UsageError(f"takes no params, got {sorted(params)}")
 

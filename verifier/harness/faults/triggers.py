@@ -21,6 +21,8 @@ trigger                       kinds                the state
                                                    answered an append (some partition without
                                                    error): the rule drops only those
 ``held``                      hold                 the rule held a request
+``pipelines-down``            retention            every pipeline under test's driver is down
+                                                   (killed, not restarted yet)
 ============================  ===================  ===========================================
 
 A kill acts when its state is seen (looked at again under the nemesis's action lock, so
@@ -51,6 +53,7 @@ TRIGGERS: dict[str, tuple[str, ...]] = {
     "in-transaction": ("producer-kill", "process-kill"),
     "appended": ("ack-loss",),
     "held": ("hold",),
+    "pipelines-down": ("retention",),
 }
 #: triggers of a fault that acts over a window (a proxy rule): the rule is set at the
 #: start and the trigger is its first hit; the limit is at most the window, by default it
@@ -60,7 +63,7 @@ WINDOW_TRIGGERS = ("appended", "held")
 #: then the backlog's first batch, 20-60 s on a loaded 2-core machine and up to ~2
 #: minutes with several pipelines; in-transaction: the generator is inside one most of
 #: the time, a few seconds unless it is stalled
-DEFAULT_WITHIN_S = {"mid-batch": 120.0, "in-transaction": 30.0}
+DEFAULT_WITHIN_S = {"mid-batch": 120.0, "in-transaction": 30.0, "pipelines-down": 120.0}
 #: the longest limit a scenario may ask for (the load's end waits for a pending trigger)
 MAX_WITHIN_S = 600.0
 PARAMS = ("trigger", "within")

@@ -106,7 +106,7 @@ def load_config(path: Path) -> RunConfig:
 
 def pipeline_specs(entries: dict) -> dict:
     """config.json ``pipelines``: name -> PipelineSpec (its column and expectation row)."""
-    from verifier.judge.expectations import PIPELINE_GUARANTEES
+    from verifier.judge.expectations import PIPELINE_GUARANTEES, pipeline_row
     from verifier.judge.pipeline import PipelineSpec
     from verifier.rundata.pipelines import label
 
@@ -114,7 +114,8 @@ def pipeline_specs(entries: dict) -> dict:
     for name, e in entries.items():
         if e.get("guarantee") not in PIPELINE_GUARANTEES:
             raise KeyError(f"pipeline {name}: guarantee {e.get('guarantee')!r}")
-        out[name] = PipelineSpec(name, label(name), f"pipeline/{e['guarantee']}",
+        out[name] = PipelineSpec(name, label(name),
+                                 pipeline_row(e["guarantee"], e.get("fail_on_data_loss", True)),
                                  str(e.get("isolation", "read_committed")))
     return out
 
@@ -181,7 +182,9 @@ def load_drain(path: Path) -> Drain:
                           "end_read_uncommitted": int(ru[key])})  # fmt: skip
         drain = Drain(completed=bool(doc["completed"]), partitions=parts,
                       behind=list(doc.get("behind", [])), deadline_s=doc.get("deadline_s"),
-                      per_partition=doc["version"] >= 2)
+                      per_partition=doc["version"] >= 2,
+                      log_start={(k.rpartition("-")[0], int(k.rpartition("-")[2])): int(o)
+                                 for k, o in (doc.get("log_start_offsets") or {}).items()})
         drain.behind_keys()
         return drain
     except (KeyError, TypeError, ValueError, AttributeError) as exc:

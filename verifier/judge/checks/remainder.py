@@ -114,7 +114,8 @@ class LiveRemainder:
         maybe = H.sends(view.attempts(ident, H.IDENTITY), status, self.topics)
         for iso, live in states.items():
             rows += missing(live, maybe,
-                            lambda t, p, iso=iso: drain.incomplete(t, p, OBSERVER, iso))
+                            lambda t, p, iso=iso: drain.incomplete(t, p, OBSERVER, iso),
+                            drain.deleted)
         # torn: only transactions with an open attempt can be partly visible
         txns = cand.filter(pc.is_valid(cand["txn"])).select(H.TXN_KEYS)
         txns = txns.group_by(H.TXN_KEYS).aggregate([])

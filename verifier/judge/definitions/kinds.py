@@ -204,7 +204,9 @@ def _maybe_reordered(f: pa.Table) -> bool:
 def lost(i: pa.Table, ctx: K.Ctx, at: dict) -> list[dict]:
     """Must-see identities some reader at some level did not deliver (unseen where that
     reader's part is incomplete). Placed at home, at the offset its send was
-    acknowledged (if one was)."""
+    acknowledged (if one was). A send acknowledged below the partition's log start
+    offset after the drain (``Drain.deleted``: retention deleted it) is none: the log no
+    longer holds it, which is neither its producer's fault nor a reader's."""
     i = i.filter(pc.fill_null(i["must_see"], False))
     nc = len(ctx.combos)
     seen = [pc.fill_null(i[f"s{k}"], False) for k in range(nc)]
@@ -220,6 +222,8 @@ def lost(i: pa.Table, ctx: K.Ctx, at: dict) -> list[dict]:
         ev = _ev(in_log=any(flags), seen_by=seen_by, acknowledged=r["ok"],
                  transactional=r["transactional"], acked_offset=r["acked_offset"])  # fmt: skip
         off = r["acked_offset"]
+        if ctx.drain.deleted(at["topic"], r["p"], off):
+            continue  # retention deleted it: no reader could deliver it, no producer lost it
         for iso in isos:
             missing = [k for k in ctx.iso_combos[iso] if not flags[k]]
             for kind, who in ((LOST, [k for k in missing if not late[k]]),

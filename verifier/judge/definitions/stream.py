@@ -407,13 +407,15 @@ def delivery_order(obs: pa.Table) -> pa.Table:
     return t.drop_columns(["_i"])
 
 
-def missing(live: LiveChecks, sends: pa.Table, late) -> list[dict]:
+def missing(live: LiveChecks, sends: pa.Table, late, deleted=None) -> list[dict]:
     """lost / unseen after the drain, from the live state and the sends alone: a send
     that had to be visible (``sends``: one row per identity, ``must_see``; see
     :func:`verifier.judge.checks.history.sends`) whose sequence no range of its producer
     holds at its home. ``late(topic, partition)``: is this level's part incomplete
-    (unseen rather than lost)? The remainder the batch pass computes with every reader;
-    here for the observer, in time proportional to the sends and the ranges."""
+    (unseen rather than lost)? ``deleted(topic, partition, offset)``: did retention
+    delete the record before the drain's end (``Drain.deleted``: then it is none)? The
+    remainder the batch pass computes with every reader; here for the observer, in time
+    proportional to the sends and the ranges."""
     must = sends.filter(pc.fill_null(sends["must_see"], False))
     out = []
     for r in must.select(["topic", "pid", "p", "seq", "t_send", "acked_offset", "ok",
@@ -422,6 +424,8 @@ def missing(live: LiveChecks, sends: pa.Table, late) -> list[dict]:
         if st is not None and st.sessions_with(r["pid"], r["seq"]):
             continue
         off = r["acked_offset"]
+        if deleted is not None and deleted(r["topic"], r["p"], off):
+            continue
         out.append({"kind": UNSEEN if late(r["topic"], r["p"]) else LOST, "topic": r["topic"],
                     "partition": r["p"], "isolation": live.isolation, "reader": live.reader,
                     "pid": r["pid"], "ses": None, "seq": r["seq"], "txn": None, "offset": off,
