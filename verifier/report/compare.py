@@ -260,19 +260,24 @@ def fault_kinds(doc: dict) -> list[str]:
 
 
 def workload(doc: dict) -> dict:
-    """The run's workload from its config.json (``{}`` when unreadable)."""
+    """The run's workload from its config.json (``{}`` when unreadable), with the number
+    of its generators (``producers``)."""
     if not doc.get("run_dir"):
         return {}
     try:
-        return read_json(RunLayout(Path(doc["run_dir"])).config, "run-config").get(
-            "workload") or {}
+        config = read_json(RunLayout(Path(doc["run_dir"])).config, "run-config")
+        work = dict(config.get("workload") or {})
     except (RunFormatError, OSError, AttributeError):
         return {}
+    if config.get("producers"):  # a pipeline's request is every generator's
+        work["producers"] = len(config["producers"])
+    return work
 
 
 def load_of(doc: dict, col: dict, work: dict | None = None) -> dict | None:
     """What a column's generator sent against what the workload asked for: sent,
-    requested (rate x duration), achieved and requested rate. None without a duration."""
+    requested (rate x duration), achieved and requested rate. None without a duration.
+    A pipeline reads every generator's topic: its request is theirs together."""
     work = workload(doc) if work is None else work
     sent = (col.get("counts") or {}).get("sent")
     seconds = work.get("duration_s") or (doc.get("phases") or {}).get(
@@ -280,6 +285,8 @@ def load_of(doc: dict, col: dict, work: dict | None = None) -> dict | None:
     if sent is None or not seconds:
         return None
     rate = work.get("rate")
+    if rate and str(col.get("name", "")).startswith("pipeline:"):
+        rate *= work.get("producers") or 1
     return {"sent": sent, "seconds": seconds, "rate": sent / seconds,
             "requested_rate": rate, "requested": round(rate * seconds) if rate else None}
 

@@ -40,3 +40,15 @@ def test_a_paced_idle_run_shows_its_rate_not_zero(monkeypatch):
     for col in doc["columns"]:
         col["counts"]["sent"] = 5
     assert rate_row(doc)[:2] == ["sent/s (of 0.125)", "0.12"]
+
+
+def test_a_pipeline_is_asked_for_every_generators_records():
+    """A pipeline reads every generator's topic: four generators at 40/s for 75 s ask it
+    for 12,000 records, not 3,000 (a run printed "sent 53795 of 14579 (369%)")."""
+    from verifier.report.compare import load_of, load_text
+
+    work = {"rate": 40.0, "duration_s": 75, "producers": 4}
+    pipeline = {"name": "pipeline:delta", "counts": {"sent": 11_400}}
+    producer = {"name": "idempotent", "counts": {"sent": 2_850}}
+    assert load_text(load_of({}, pipeline, work)).startswith("sent 11400 of 12000 (95%)")
+    assert load_text(load_of({}, producer, work)).startswith("sent 2850 of 3000 (95%)")
