@@ -46,6 +46,13 @@ CONF_BOOTSTRAP = "verifier.pipeline.kafka.bootstrap.servers"
 #: after part of it is written, and the file that says a batch is holding now
 CONF_HOLD_MS = "verifier.pipeline.hold_ms"
 CONF_HOLD_MARKER = "verifier.pipeline.hold_marker"
+#: where the batch holds: "source" (the first row of Spark partition 0's task, once the
+#: batch's other tasks have written: a driver kill) or "task" (partway through partition
+#: 0's task, rows of it written: an executor kill; streaming.pipelines.hold)
+CONF_HOLD_WHERE = "verifier.pipeline.hold_where"
+#: record headers a Kafka sink may write, read back as evidence (readback): the batch and
+#: the task attempt (``<stage>.<partition>.<attempt>``) that wrote the record
+HEADER_BATCH, HEADER_TASK = "verifier.batch", "verifier.task"
 
 _NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 
@@ -164,6 +171,7 @@ def check_writer(pipeline: Pipeline, writer) -> None:
             "follow identities from input to output")
 
 
-__all__ = ["CONF_BOOTSTRAP", "CONF_HOLD_MARKER", "CONF_HOLD_MS", "CONF_PATH", "CONF_TOPIC",
-           "GUARANTEES", "Pipeline", "PipelineError", "check_writer", "load_pipeline",
-           "output_columns", "split_specs"]
+__all__ = ["CONF_BOOTSTRAP", "CONF_HOLD_MARKER", "CONF_HOLD_MS", "CONF_HOLD_WHERE",
+           "CONF_PATH", "CONF_TOPIC", "GUARANTEES", "HEADER_BATCH", "HEADER_TASK",
+           "Pipeline", "PipelineError", "check_writer", "load_pipeline", "output_columns",
+           "split_specs"]

@@ -37,6 +37,7 @@ from streaming.pipelines.contract import (
     CONF_BOOTSTRAP,
     CONF_HOLD_MARKER,
     CONF_HOLD_MS,
+    CONF_HOLD_WHERE,
     CONF_PATH,
     CONF_TOPIC,
     PipelineError,
@@ -93,7 +94,12 @@ def session(app: str, master: str, where: PipelineLayout, entry: dict,
         [*(str(p) for p in jvm.spark_kafka_jars().jars()), *(str(p) for p in delta.jars())]),
         CONF_PATH: str(where.output), CONF_TOPIC: str(entry.get("output_topic") or ""),
         CONF_BOOTSTRAP: bootstrap_servers, CONF_HOLD_MS: str(entry.get("hold_ms") or 0),
-        CONF_HOLD_MARKER: str(where.holding)}
+        CONF_HOLD_MARKER: str(where.holding),
+        # a run that kills executors holds partway through a task (streaming.pipelines.hold)
+        CONF_HOLD_WHERE: str(entry.get("hold_where") or "source"),
+        # on the standalone cluster the run started: one executor per worker
+        # (verifier.harness.spark_standalone.pipeline_conf)
+        **(entry.get("spark_conf") or {})}
     return spark_session(app_name=app, master=master, conf=conf)
 
 
@@ -178,13 +184,14 @@ def read_back(spark, pipeline, plan, entry: dict, where: PipelineLayout,
             "batches": R.checkpoint_batches(where),
             **({"query_error": query_error} if query_error else {})}
     try:
+        tasks = None  # a Kafka sink's task attempts, from its records' headers
         if source == "topic":
-            values, batches = R.read_topic(plan.bootstrap_servers, entry["output_topic"],
-                                           **plan.client_security()), None
+            values, batches, tasks = R.read_topic_records(
+                plan.bootstrap_servers, entry["output_topic"], **plan.client_security())
         else:
             frame = R.read_frame(spark, where, source, pipeline.read_output)
             values, batches = R.frame_values(frame, pipeline.value_column)
-        rows = R.decode_values(plan.run, values, batches)
+        rows = R.decode_values(plan.run, values, batches, tasks)
     except Exception as exc:  # noqa: BLE001 - recorded: the judge says UNKNOWN with it
         log.error("read-back of %s failed: %s", pipeline.name, exc)
         write_readback(where, R.decode_values(plan.run, []),
@@ -234,11 +241,14 @@ def main(argv: list[str] | None = None) -> int:
     except (KeyError, VerifierError) as exc:
         print(f"pipeline {args.pipeline}: {exc}", file=sys.stderr)
         return EXIT_USAGE
-    where = PipelineLayout(args.plan.parent, args.pipeline)
+    # absolute: executors of a cluster run in folders of their own (the output, the hold's
+    # marker, the checkpoint's state are paths they write to)
+    where = PipelineLayout(args.plan.parent.absolute(), args.pipeline)
     where.root.mkdir(parents=True, exist_ok=True)
     # a hold's marker left by a killed predecessor: no batch of this process holds yet
     where.holding.unlink(missing_ok=True)
-    master = plan.spark_master or os.environ.get("SPARK_MASTER") or DEFAULT_MASTER
+    master = (entry.get("spark_master") or plan.spark_master or os.environ.get("SPARK_MASTER")
+              or DEFAULT_MASTER)
     spark = session(f"pipeline-{args.pipeline}-{plan.run}", master, where, entry,
                     plan.bootstrap_servers)
     code, query_error = EXIT_OK, None
@@ -251,7 +261,9 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"refused: {exc}", file=sys.stderr, flush=True)
                 write_json_atomic(where.root / "refused.json", {"error": str(exc)})
                 return EXIT_USAGE
-            write_json_atomic(where.ready, {"pid": os.getpid(), "t": time.time()})
+            # the application id: an executor kill finds the application's executors by it
+            write_json_atomic(where.ready, {"pid": os.getpid(), "t": time.time(),
+                                            "app": spark.sparkContext.applicationId})
             log.info("pipeline %s (%s) started: pid %d", pipeline.name, pipeline.spec,
                      os.getpid())
             code = supervise(query, stop, lambda: watch_source_hold(spark, where.holding))

@@ -20,8 +20,22 @@ While a batch holds, the marker file (``verifier.pipeline.hold_marker``,
 ``RUN/pipelines/<name>/holding``) exists and says which batch (:func:`write_marker`):
 the nemesis's ``mid-batch`` trigger (verifier.harness.faults.triggers) kills then. The
 hold is off (nothing wrapped, nothing added) unless the run kills a pipeline
-(``verifier.pipeline.hold_ms`` > 0). Local mode only: the marker of a source hold is
-written by the executor's Python worker, on the driver's machine.
+(``verifier.pipeline.hold_ms`` > 0). The marker of a source hold is written by the
+executor's Python worker: on the driver's machine (local mode, or the standalone cluster
+the run starts beside it: verifier.harness.spark_standalone).
+
+A run that kills a pipeline's *executor* (``verifier.pipeline.hold_where`` = ``task``)
+holds partway through a task instead (:func:`task_hold`): the task of Spark partition 0,
+its first attempt, holds at its row HOLD_AFTER_ROWS + 1 (8 + 1), once the rows before it
+have reached the sink (a Kafka sink's producer has sent them), and its marker names the task
+(stage, partition, attempt) and the Python worker whose executor runs it. An executor
+killed then takes a task that wrote part of its output with it, and Spark re-runs the
+task on another executor: the write of a sink without a commit protocol for its tasks
+(Kafka) is repeated, one with one (files, Delta) discards the lost attempt's files. For
+the rows before the hold to reach the sink the Python UDF's rows go HOLD_AFTER_ROWS at a
+time (``spark.sql.execution.python.udf.maxRecordsPerBatch``) through unbuffered pipes
+(``spark.sql.execution.python.udf.buffer.size``): with PySpark's defaults a worker
+answers 100 rows at a time through a 64 KiB buffer, and a held task had sent nothing.
 """
 
 from __future__ import annotations
@@ -33,7 +47,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
-from streaming.pipelines.contract import CONF_HOLD_MARKER, CONF_HOLD_MS
+from streaming.pipelines.contract import CONF_HOLD_MARKER, CONF_HOLD_MS, CONF_HOLD_WHERE
 
 #: the Spark local property a micro-batch's jobs carry (StreamExecution.BATCH_ID_KEY)
 BATCH_ID_PROPERTY = "streaming.sql.batchId"
@@ -45,12 +59,13 @@ def hold_settings(spark) -> tuple[int, str | None]:
             spark.conf.get(CONF_HOLD_MARKER, None) or None)
 
 
-def write_marker(path: Path, batch: int | None, where: str) -> None:
-    """The marker: when the hold began, which batch, from where (``foreachBatch`` or
-    ``source``), by which process; written whole (rename), so a reader never sees half."""
+def write_marker(path: Path, batch: int | None, where: str, extra: dict | None = None) -> None:
+    """The marker: when the hold began, which batch, from where (``foreachBatch``,
+    ``source`` or ``task``), by which process, and ``extra`` (a task hold's task);
+    written whole (rename), so a reader never sees half."""
     tmp = path.with_name(f".{path.name}.{os.getpid()}")
     tmp.write_text(json.dumps({"t": round(time.time(), 3), "batch": batch, "where": where,
-                               "pid": os.getpid()}) + "\n")
+                               "pid": os.getpid(), **(extra or {})}) + "\n")
     tmp.replace(path)
 
 
@@ -66,16 +81,26 @@ def written_path(marker: Path) -> Path:
     return marker.with_name(marker.name + ".written")
 
 
+#: a task hold waits this long before its marker says so: the rows it let through are in
+#: the sink's hands, but a Kafka sink's producer sends them from its own thread, and a
+#: fresh producer first fetches the topic's metadata (seconds on a loaded machine): an
+#: executor killed 0.1 s into the hold of a first batch had sent none of them
+TASK_SETTLE_S = 1.5
+
+
 def hold_open(marker: str | None, hold_ms: int, batch: int | None = None,
-              where: str = "foreachBatch") -> None:
+              where: str = "foreachBatch", extra: dict | None = None) -> None:
     """Hold the current batch open ``hold_ms`` ms, the marker file present meanwhile. A
     source hold (one task of the batch, the others still running) first waits, up to
-    WRITTEN_WAIT_S, until the driver says the others have written."""
+    WRITTEN_WAIT_S, until the driver says the others have written; a task hold first
+    lets its rows settle in the sink (TASK_SETTLE_S)."""
     if hold_ms <= 0:
         return
     path = Path(marker) if marker else None
+    if where == "task":
+        time.sleep(TASK_SETTLE_S)
     if path is not None:
-        write_marker(path, batch, where)
+        write_marker(path, batch, where, extra)
     try:
         if path is not None and where == "source":
             _wait_written(path)
@@ -138,12 +163,70 @@ def watch_source_hold(spark, marker: Path) -> None:
         tmp.replace(out)
 
 
+#: a task hold lets this many rows of its task through to the sink before it holds
+HOLD_AFTER_ROWS = 8
+#: the Python UDF settings that let the rows before a hold through at once (the module's
+#: docstring): the worker answers HOLD_AFTER_ROWS rows at a time (its answer to the rows
+#: before the held one is written before that row is evaluated), unbuffered (2 bytes:
+#: Python reads 1 as "line buffered", which binary files are not). One row at a time, a
+#: pipeline fell minutes behind a 200 records/s load on the loaded 2-core machine.
+ROW_BY_ROW = {"spark.sql.execution.python.udf.maxRecordsPerBatch": str(HOLD_AFTER_ROWS),
+              "spark.sql.execution.python.udf.buffer.size": "2"}
+
+
+def task_hold(state: dict, partition: int, attempt: int, task: int,
+              after: int = HOLD_AFTER_ROWS) -> bool:
+    """Whether the row now passing through task ``task`` (its attempt id; ``attempt``:
+    its attempt number) holds: the first attempt of partition 0's task, at its row
+    ``after`` + 1. ``state``: the rows seen per task, kept across rows of one Python
+    worker (only the current task's count is kept)."""
+    if partition != 0 or attempt != 0:
+        return False
+    seen = state.get(task, 0)
+    if task not in state:
+        state.clear()
+    state[task] = seen + 1
+    return seen == after
+
+
+def task_marker(ctx, rows: int) -> dict:
+    """The task a task hold holds, for its marker."""
+    return {"stage": ctx.stageId(), "partition": ctx.partitionId(),
+            "attempt": ctx.attemptNumber(), "task": ctx.taskAttemptId(), "rows": rows}
+
+
+def with_task_hold(spark, source, hold_ms: int, marker: str | None):
+    """``source`` with a pass-through of ``value`` that holds partway through the task of
+    Spark partition 0 (:func:`task_hold`), its rows before the hold let through at once."""
+    from pyspark.sql import functions as F
+
+    for key, value in ROW_BY_ROW.items():
+        spark.conf.set(key, value)
+
+    def passthrough(value):
+        from pyspark import TaskContext
+
+        ctx = TaskContext.get()
+        if ctx is not None and task_hold(globals().setdefault("_task_rows", {}),
+                                         ctx.partitionId(), ctx.attemptNumber(),
+                                         ctx.taskAttemptId()):
+            batch = ctx.getLocalProperty(BATCH_ID_PROPERTY)
+            hold_open(marker, hold_ms, int(batch) if batch and batch.isdigit() else None,
+                      "task", task_marker(ctx, HOLD_AFTER_ROWS))
+        return value
+
+    return source.withColumn("value", F.udf(passthrough, "binary")(F.col("value")))
+
+
 def with_hold(spark, source):
     """``source`` with a pass-through of ``value`` that holds the task of Spark partition
-    0 once per task attempt (no-op without ``hold_ms``)."""
+    0 once per task attempt (no-op without ``hold_ms``); partway through it when the run
+    kills executors (``verifier.pipeline.hold_where`` = ``task``)."""
     hold_ms, marker = hold_settings(spark)
     if hold_ms <= 0:
         return source
+    if spark.conf.get(CONF_HOLD_WHERE, "source") == "task":
+        return with_task_hold(spark, source, hold_ms, marker)
     from pyspark.sql import functions as F
 
     def passthrough(value):
@@ -202,13 +285,16 @@ def wrapping_foreach_batch(marker: str | None, hold_ms: int) -> Iterator[Wrapped
 
 
 def build_with_hold(spark, build, source):
-    """``build(spark, source)`` with the batch hold in place (module docstring): a
-    ``foreachBatch`` writer's function wrapped; for any other sink ``build`` runs again
+    """``build(spark, source)`` with the batch hold in place (module docstring): a task
+    hold in the source frame, whatever the sink; else a ``foreachBatch`` writer's
+    function wrapped; for any other sink ``build`` runs again
     on the held source (its first writer, built on the plain source, is dropped unstarted:
     a writer is lazy, nothing ran). Without ``hold_ms`` just ``build(spark, source)``."""
     hold_ms, marker = hold_settings(spark)
     if hold_ms <= 0:
         return build(spark, source)
+    if spark.conf.get(CONF_HOLD_WHERE, "source") == "task":  # inside the tasks, any sink
+        return build(spark, with_hold(spark, source))
     with wrapping_foreach_batch(marker, hold_ms) as wrapped:
         writer = build(spark, source)
     if wrapped.used:
@@ -216,6 +302,6 @@ def build_with_hold(spark, build, source):
     return build(spark, with_hold(spark, source))
 
 
-__all__ = ["build_with_hold", "hold_open", "hold_settings", "others_written",
-           "watch_source_hold", "with_hold", "wrapping_foreach_batch", "write_marker",
-           "written_path"]
+__all__ = ["HOLD_AFTER_ROWS", "ROW_BY_ROW", "build_with_hold", "hold_open", "hold_settings",
+           "others_written", "task_hold", "task_marker", "watch_source_hold", "with_hold",
+           "with_task_hold", "wrapping_foreach_batch", "write_marker", "written_path"]

@@ -12,6 +12,9 @@ preset                        sink                                            cl
 ``foreach-batch-idempotent``  ``foreachBatch`` into Delta keyed by batch id   exactly-once
                               (``txnAppId``/``txnVersion``: a replayed
                               batch's write is a no-op)
+``dedup-state``               stateful: ``dropDuplicatesWithinWatermark`` on  exactly-once
+                              the record's identity (RocksDB state store,
+                              changelog checkpointing) into Delta
 ============================  ==============================================  ============
 
 Spark documents its Kafka sink as at-least-once and ``foreachBatch`` as at-least-once
@@ -27,7 +30,13 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
-from streaming.pipelines.contract import CONF_BOOTSTRAP, CONF_PATH, CONF_TOPIC
+from streaming.pipelines.contract import (
+    CONF_BOOTSTRAP,
+    CONF_PATH,
+    CONF_TOPIC,
+    HEADER_BATCH,
+    HEADER_TASK,
+)
 
 #: micro-batch interval of the presets: a batch per second keeps the 2 cores for the rest
 TRIGGER = "1 second"
@@ -39,8 +48,27 @@ def _conf(spark, key: str, default: str | None = None) -> str | None:
 
 # ----- the presets ---------------------------------------------------------------------
 
+def task_headers(value):
+    """The Kafka sink's record headers (contract.HEADER_*): the batch (the micro-batch's
+    id) and the task attempt, ``<stage>.<partition>.<attempt>`` (Spark's "task P.A in
+    stage S"), that wrote the row: a task Spark re-ran after its executor was lost wrote
+    its rows again under another attempt (streaming.pipelines.readback reads them)."""
+    from pyspark import TaskContext
+
+    ctx = TaskContext.get()
+    if ctx is None:
+        return []
+    batch = ctx.getLocalProperty("streaming.sql.batchId") or ""
+    task = f"{ctx.stageId()}.{ctx.partitionId()}.{ctx.attemptNumber()}"
+    return [(HEADER_BATCH, batch.encode()), (HEADER_TASK, task.encode())]
+
+
 def _kafka_sink(spark, source):
-    return (source.select("key", "value")
+    from pyspark.sql import functions as F
+
+    headers = F.udf(task_headers, "array<struct<key:string,value:binary>>") \
+        .asNondeterministic()
+    return (source.select("key", "value", headers(F.col("value")).alias("headers"))
             .writeStream.format("kafka")
             .option("kafka.bootstrap.servers", _conf(spark, CONF_BOOTSTRAP))
             .option("topic", _conf(spark, CONF_TOPIC))
@@ -87,6 +115,37 @@ def _foreach_batch_idempotent(spark, source):
             .foreachBatch(write).trigger(processingTime=TRIGGER))
 
 
+#: the state store of ``dedup-state``: RocksDB, its changes checkpointed as a changelog
+#: per batch (snapshots now and then) rather than a whole copy per batch
+STATE_STORE_CONF = {
+    "spark.sql.streaming.stateStore.providerClass":
+        "org.apache.spark.sql.execution.streaming.state.RocksDBStateStoreProvider",
+    "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true",
+}
+#: how late a record may come and still be recognised as a copy (the run's records are
+#: seconds old; a watermark bounds the state by time, not by the number of records)
+DEDUP_WATERMARK = "10 minutes"
+#: a record's identity in the log: a batch replayed after a restart reads the same ones
+RECORD_IDENTITY = ["topic", "partition", "offset"]
+
+
+def _dedup_state(spark, source):
+    """Stateful: each log record once (``dropDuplicatesWithinWatermark`` on its identity,
+    state in RocksDB with changelog checkpointing) into a Delta table. A replay after a
+    restart must find the state of the last committed batch: a stale store writes the
+    batch's records again, one ahead of the commit drops them. Its identity is the
+    record's place in the log, not its value: a producer's own duplicate (one value at two
+    offsets) is two records, as the judge counts them."""
+    for key, value in STATE_STORE_CONF.items():
+        spark.conf.set(key, value)  # read when the query starts, then kept in its checkpoint
+    return (source.select("topic", "partition", "offset", "value", "timestamp")
+            .withWatermark("timestamp", DEDUP_WATERMARK)
+            .dropDuplicatesWithinWatermark(RECORD_IDENTITY)
+            .select("topic", "partition", "offset", "value")
+            .writeStream.format("delta").option("path", _conf(spark, CONF_PATH))
+            .trigger(processingTime=TRIGGER))
+
+
 def _read_files(spark):
     """The file sink's output as Spark readers see it: through ``_spark_metadata``."""
     return spark.read.parquet(_conf(spark, CONF_PATH))
@@ -108,6 +167,8 @@ PRESETS: dict[str, SimpleNamespace] = {
     "foreach-batch-idempotent": SimpleNamespace(build=_foreach_batch_idempotent,
                                                 GUARANTEE="exactly-once",
                                                 read_output=_read_delta),
+    "dedup-state": SimpleNamespace(build=_dedup_state, GUARANTEE="exactly-once",
+                                   read_output=_read_delta),
 }
 
-__all__ = ["PRESETS", "TRIGGER"]
+__all__ = ["PRESETS", "TRIGGER", "task_headers"]

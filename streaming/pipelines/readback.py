@@ -23,19 +23,23 @@ import pyarrow as pa
 from kafka import KafkaConsumer, TopicPartition
 
 from streaming.observations import decode_row
+from streaming.pipelines.contract import HEADER_BATCH, HEADER_TASK
 from streaming.progress import commit_log_batches, offset_log_batches, planned_end_offsets
 from verifier.rundata.pipelines import OUTPUT_SCHEMA, PipelineLayout
 from verifier.rundata.waiting import wait_until
 
 
-def decode_values(run_id: str, values: list, batches: list | None = None) -> pa.Table:
-    """Identity rows of the given values (bytes or text), with their batch ids."""
+def decode_values(run_id: str, values: list, batches: list | None = None,
+                  tasks: list | None = None) -> pa.Table:
+    """Identity rows of the given values (bytes or text), with their batch ids and task
+    attempts when known."""
     rows = []
     for i, v in enumerate(values):
         if isinstance(v, str):
             v = v.encode()
         row = decode_row(run_id, v)
         row["batch"] = None if batches is None else batches[i]
+        row["task"] = None if tasks is None else tasks[i]
         rows.append({k: row.get(k) for k in OUTPUT_SCHEMA.names})
     return pa.Table.from_pylist(rows, schema=OUTPUT_SCHEMA)
 
@@ -74,6 +78,23 @@ def read_frame(spark, where: PipelineLayout, source: str, read_output):
 def read_topic(bootstrap_servers: str, topic: str, timeout: float = 120,
                **client_config) -> list[bytes]:
     """Every value of ``topic`` at read_committed, from the beginning to its end offsets."""
+    return read_topic_records(bootstrap_servers, topic, timeout, **client_config)[0]
+
+
+def _header(message, key: str) -> str | None:
+    for k, v in message.headers or ():
+        if k == key and v is not None:
+            return v.decode(errors="replace")
+    return None
+
+
+def read_topic_records(bootstrap_servers: str, topic: str, timeout: float = 120,
+                       **client_config) -> tuple[list[bytes], list | None, list | None]:
+    """(values, batches, tasks) of ``topic`` at read_committed, from the beginning to its
+    end offsets; batches and tasks from the records' headers (None when no record has
+    them)."""
+    batches: list = []
+    tasks: list = []
     consumer = KafkaConsumer(bootstrap_servers=bootstrap_servers,
                              isolation_level="read_committed", enable_auto_commit=False,
                              group_id=None, max_poll_records=5000,
@@ -89,7 +110,12 @@ def read_topic(bootstrap_servers: str, topic: str, timeout: float = 120,
 
         def probe() -> tuple[bool, dict]:
             for tp, messages in consumer.poll(timeout_ms=500).items():
-                values.extend(m.value for m in messages if m.offset < ends[tp])
+                for m in messages:
+                    if m.offset < ends[tp]:
+                        values.append(m.value)
+                        batch = _header(m, HEADER_BATCH)
+                        batches.append(int(batch) if batch and batch.isdigit() else None)
+                        tasks.append(_header(m, HEADER_TASK))
             for tp in list(pending):
                 if consumer.position(tp) >= ends[tp]:
                     pending.discard(tp)
@@ -101,7 +127,8 @@ def read_topic(bootstrap_servers: str, topic: str, timeout: float = 120,
                    expected="position == end offset for every partition")
     finally:
         consumer.close()
-    return values
+    return (values, batches if any(b is not None for b in batches) else None,
+            tasks if any(t is not None for t in tasks) else None)
 
 
 def checkpoint_batches(where: PipelineLayout) -> list[dict]:
@@ -123,5 +150,5 @@ def checkpoint_batches(where: PipelineLayout) -> list[dict]:
     return out
 
 
-__all__ = ["checkpoint_batches", "decode_values", "frame_values", "read_frame", "read_topic",
-           "source_of"]
+__all__ = ["checkpoint_batches", "decode_values",
+           "frame_values", "read_frame", "read_topic", "read_topic_records", "source_of"]

@@ -80,12 +80,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--spark-conf", action="append", default=[], metavar="KEY=VALUE",
                    help="a Spark setting for every Spark application the tool starts "
                         "(repeatable)")
+    p.add_argument("--spark-cluster", choices=("standalone",), default=None,
+                   help="run the pipelines under test on a Spark standalone cluster the run "
+                        "starts (a master and two workers from the installed PySpark), where "
+                        "executors can be lost: the executor-kill and worker-kill faults "
+                        "(scenario executor-loss)")
     p.add_argument("--sink", choices=SINKS, default=None,
                    help="the observer's sink (default: each scenario's own)")
     p.add_argument("--pipeline", default=None, metavar="P1,P2",
                    help="Structured Streaming pipelines under test, each a column next to "
                         "the producer modes, judged from input to output: presets "
                         "kafka-sink, file, delta, foreach-batch, foreach-batch-idempotent, "
+                        "dedup-state (stateful), "
                         "or your own FILE.py[:function] / module:function (README)")
     p.add_argument("--pipeline-guarantee", choices=("exactly-once", "at-least-once"),
                    default=None, help="the guarantee every --pipeline is judged by "
@@ -464,7 +470,8 @@ def _prepare(args: argparse.Namespace):
         pipelines = tuple(plan_pipelines(split_specs(args.pipeline or ""),
                                          args.pipeline_guarantee))
     opts = RunOptions(out=args.out, seed=args.seed, sink=args.sink,
-                      spark_master=args.spark_master, user_config=args.producer_config,
+                      spark_master=args.spark_master, spark_cluster=args.spark_cluster,
+                      user_config=args.producer_config,
                       user_mode=user_mode, user_settings=settings,
                       user_overrides=user.overrides, user_notes=user.notes,
                       profile=profile.name, extra_env=spark_env(), selftest=args.selftest,

@@ -124,6 +124,33 @@ def expectation(mode: str, isolation: str, kind: str, sink: str = "exactly-once"
     return DELIVERY_BY_SINK[sink]
 
 
+#: what each preset pipeline's sink promises under each of Spark's failures (issue 34;
+#: docs/expectations.md, "What each sink promises"): the guarantee a preset claims is the
+#: weakest of its row (tests/unit/judge/test_sink_promises.py). A driver kill replays the
+#: batch it had not committed; an executor or worker kill re-runs the tasks it took with
+#: it. Kafka's sink has neither a batch nor a task commit: both write again. The file and
+#: Delta sinks commit a batch once and a task's files only through the job's commit
+#: protocol, so a lost attempt's files are discarded. A naive ``foreachBatch`` replays
+#: its whole write after a driver kill, but its write job (Parquet) discards a lost task
+#: attempt like the file sink. The stateful dedup restores its state store to the last
+#: committed batch and writes to Delta.
+DRIVER_KILL, EXECUTOR_KILL = "driver-kill", "executor-kill"
+SINK_PROMISES: dict[str, dict[str, str]] = {
+    "kafka-sink": {DRIVER_KILL: "at-least-once", EXECUTOR_KILL: "at-least-once"},
+    "file": {DRIVER_KILL: "exactly-once", EXECUTOR_KILL: "exactly-once"},
+    "delta": {DRIVER_KILL: "exactly-once", EXECUTOR_KILL: "exactly-once"},
+    "foreach-batch": {DRIVER_KILL: "at-least-once", EXECUTOR_KILL: "exactly-once"},
+    "foreach-batch-idempotent": {DRIVER_KILL: "exactly-once", EXECUTOR_KILL: "exactly-once"},
+    "dedup-state": {DRIVER_KILL: "exactly-once", EXECUTOR_KILL: "exactly-once"},
+}
+
+
+def sink_promise(preset: str, failure: str) -> str:
+    """What ``preset``'s sink promises under ``failure`` (DRIVER_KILL, EXECUTOR_KILL: a
+    worker kill is its executors' kill)."""
+    return SINK_PROMISES[preset][failure]
+
+
 #: strictness order used to merge the entries of the levels one report column covers
 _RANK = {FORBIDDEN: 4, INCONCLUSIVE: 3, TOLERATED: 2, EXPECTED: 1, NA: 0}
 

@@ -34,11 +34,12 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from verifier.judge.load_rates import STALL_RATIO, active_at, load_rates
+from verifier.judge.spark_exposure import SPARK_FAULTS, note
 
 PROXY_FAULTS = ("ack-loss", "hold", "latency", "blackhole", "reset")
 BROKER_FAULTS = ("broker-kill", "broker-pause", "network-partition", "broker-config")
 KILL_FAULTS = ("producer-kill", "observer-kill", "process-kill", "checkpoint-lost",
-               "process-pause")
+               "process-pause", *SPARK_FAULTS)
 #: the run's topics keep records seconds only: it concerns the pipelines under test, whose
 #: unread records it deletes (never a producer column: the log, not the producer, lost them)
 TOPIC_FAULTS = ("retention",)
@@ -298,7 +299,8 @@ def acted_on(w: Window, col: ColumnSpec, facts: RunFacts) -> tuple[int | None, s
             if b is not None:
                 batches += 1
                 n += _records(b, topics) if b.ranges else 1
-        return n, f"records of {batches} batch(es) planned and not committed at the kill"
+        return n, (f"records of {batches} batch(es) planned and not committed at the kill"
+                   + note(w.fault, w.start_detail))
     if w.fault in KILL_FAULTS:  # a producer
         unacked = opened = 0
         for pid in col.pids:

@@ -20,7 +20,9 @@ the output *k* times.
 
 Evidence names the batches: those that read the record (from the checkpoints' offset
 logs, ``<checkpoint generation>:<batch id>``) and, when the output carries a ``batch``
-column, the batch id of each copy.
+column, the batch id of each copy; when it carries the task attempt (the Kafka sink
+preset's headers), each copy's task and whether the copies are a task retry or a batch
+replay (verifier.judge.task_attempts).
 """
 
 from __future__ import annotations
@@ -32,6 +34,7 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from verifier.judge import task_attempts
 from verifier.judge.model import DUP_DELIVERY, FOREIGN, LOST, UNSEEN, CheckOutcome, Group
 
 KEY = ("pid", "p", "seq", "ses", "txn", "ts_send")
@@ -107,6 +110,7 @@ def judge(spec: PipelineSpec, log: pa.Table, out: pa.Table, batches: list[dict],
     for r in log.to_pylist():
         where[tuple(r[k] for k in KEY)].append((r["topic"], r["partition"], r["offset"]))
     copies: dict[tuple, list] = defaultdict(list)
+    tasks: dict[tuple, list] = defaultdict(list)  # (batch, task attempt) of each copy
     topic_of = {key[0]: locs[0][0] for key, locs in where.items()}
     found: dict[str, list[dict]] = {k: [] for k in KINDS}
     for r in out.to_pylist():
@@ -118,6 +122,7 @@ def judge(spec: PipelineSpec, log: pa.Table, out: pa.Table, batches: list[dict],
                                        {"error": why, "batch": r["batch"]}))
             continue
         copies[key].append(r["batch"])
+        tasks[key].append((r["batch"], r.get("task")))
     for key, locs in where.items():
         n_in, got = len(locs), copies.get(key, [])
         if len(got) == n_in:
@@ -129,6 +134,7 @@ def judge(spec: PipelineSpec, log: pa.Table, out: pa.Table, batches: list[dict],
               "read_by_batches": read_by}
         if any(b is not None for b in got):
             ev["output_batches"] = sorted(b for b in got if b is not None)
+        ev.update(task_attempts.evidence(tasks.get(key, [])))
         if len(got) > n_in:
             found[DUP_DELIVERY].append(_row(spec, DUP_DELIVERY, topic, ident, offset, ev))
             continue

@@ -71,6 +71,9 @@ class ScenarioRun:
         self.processes: dict[str, ManagedProcess] = {}
         #: the pipelines under test (verifier.orchestration.pipelines), their drivers
         self.pipes: list = []
+        #: the Spark cluster the pipelines run on (--spark-cluster standalone), its
+        #: master and workers in ``processes`` (verifier.orchestration.spark_cluster)
+        self.spark_cluster = None
         from verifier.orchestration.pipelines import for_scenario
 
         self.pipelines = for_scenario(opts.pipelines, scenario)  # with its variants
@@ -158,6 +161,11 @@ class ScenarioRun:
             self.pipes.append(proc)
             self.processes[proc.name] = proc
             topics[output_topic(self.run_id, p.name)] = self.scenario.workload.partitions
+        from verifier.orchestration import spark_cluster as SC
+
+        self.spark_cluster = SC.cluster_for(self.opts, self.run_dir, len(self.pipes))
+        if self.spark_cluster is not None:
+            self.processes.update(self.spark_cluster.processes)
         return topics
 
     def _broker_settings(self) -> None:
@@ -193,6 +201,10 @@ class ScenarioRun:
 
             extra["pipelines"] = P.plan_entries(self.pipelines, self.run_id,
                                                 hold=P.kills_pipelines(schedule.faults))
+        if self.spark_cluster is not None:
+            from verifier.orchestration.spark_cluster import place
+
+            place(extra["pipelines"], self.spark_cluster, schedule.faults)
         self.plan = self._plan(extra)
         self.plan.write(self.layout.config)
 
@@ -368,6 +380,11 @@ class ScenarioRun:
                     schedule = self._setup()
                     self._follow()
                     self.processes["observer"].start()
+                    if self.spark_cluster is not None:  # booting while the observer does
+                        from verifier.orchestration.spark_cluster import boot
+
+                        boot(self.spark_cluster)
+                        self.spark_cluster.wait_workers(len(self.spark_cluster.workers))
                     for proc in self.pipes:
                         proc.start()
                     if self.pipes:  # a pipeline that drops the value stops the run here

@@ -21,6 +21,8 @@ class RunOptions:
     seed: int = 0
     sink: str | None = None  # overrides the scenario's sink
     spark_master: str | None = None
+    #: a Spark cluster the run starts for the pipelines (``standalone``), or None
+    spark_cluster: str | None = None
     user_config: Path | None = None
     user_mode: str | None = None  # derived mode of the user's config
     #: the user's producer settings read from ``user_config`` (kafka-python names)
@@ -183,7 +185,9 @@ def validate_scenario(scenario: Scenario, opts: RunOptions, env) -> list[str]:
     processes |= {p.process_name for p in for_scenario(opts.pipelines, scenario)}
     problems = []
     from verifier.orchestration.pipelines import kills_pipelines
+    from verifier.orchestration.spark_cluster import problems as cluster_problems
 
+    problems += cluster_problems(scenario, opts)
     if kills_pipelines(scenario.faults) and not opts.pipelines:
         problems.append(f"scenario {scenario.name} kills the pipelines under test: name "
                         "them with --pipeline (e.g. --pipeline kafka-sink,delta)")

@@ -28,11 +28,14 @@ from verifier.rundata.formats import RunFormatError, read_json, write_json
 READBACK_FORMAT = "pipeline-readback"
 
 #: the read-back rows: the decoded identity of every output row (formats §4's identity
-#: columns), and the batch that wrote it when the output says so
+#: columns), and the batch and task attempt (``<stage>.<partition>.<attempt>``) that wrote
+#: it when the output says so (the ``task`` column came with issue 34: files without it
+#: read as null)
 OUTPUT_SCHEMA = pa.schema([
     ("run", pa.string()), ("pid", pa.string()), ("ses", pa.int32()), ("p", pa.int32()),
     ("seq", pa.int64()), ("txn", pa.int64()), ("ts_send", pa.int64()),
     ("foreign", pa.bool_()), ("error", pa.string()), ("batch", pa.int64()),
+    ("task", pa.string()),
 ])  # fmt: skip
 
 #: column labels of pipelines: "pipeline:<name>" (never a producer mode)
@@ -107,8 +110,13 @@ def read_readback(where: PipelineLayout) -> tuple[pa.Table, dict]:
         raise RunFormatError(where.readback, f"its output could not be read back: "
                                              f"{info['error']}")
     try:
-        rows = pq.read_table(where.rows, schema=OUTPUT_SCHEMA)
-    except (OSError, pa.ArrowInvalid) as exc:
+        rows = pq.read_table(where.rows)
+        for name in OUTPUT_SCHEMA.names:  # a column added later: null in older runs
+            if name not in rows.column_names:
+                rows = rows.append_column(name, pa.nulls(rows.num_rows,
+                                                         OUTPUT_SCHEMA.field(name).type))
+        rows = rows.select(OUTPUT_SCHEMA.names).cast(OUTPUT_SCHEMA)
+    except (OSError, pa.ArrowInvalid, KeyError) as exc:
         raise RunFormatError(where.rows, f"unreadable: {exc}") from None
     return rows, info
 

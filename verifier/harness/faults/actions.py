@@ -337,6 +337,13 @@ def heal_process_pause(fault: ScheduledFault, env: FaultEnv, state: dict) -> dic
 
 Handler = Callable[[ScheduledFault, FaultEnv, dict], "dict | Settling"]
 
+
+def _spark_faults():
+    """verifier.harness.faults.spark_faults (it imports this module's NotApplied)."""
+    from verifier.harness.faults import spark_faults
+
+    return spark_faults
+
 #: Fault kinds that act on the cluster's brokers: one waits for a settling broker heal
 #: before it acts (verifier.harness.faults.nemesis).
 CLUSTER_KINDS = frozenset({"broker-kill", "broker-pause", "broker-config"})
@@ -351,6 +358,11 @@ HANDLERS: dict[str, tuple[Handler, Handler]] = {
     "process-kill": (start_process_kill, heal_process_kill),
     "checkpoint-lost": (start_process_kill, heal_checkpoint_lost),
     "process-pause": (start_process_pause, heal_process_pause),
+    # a pipeline's executor, or a worker with its executors (standalone cluster)
+    "executor-kill": (lambda *a: _spark_faults().start_executor_kill(*a),
+                      lambda *a: _spark_faults().heal_executor_kill(*a)),
+    "worker-kill": (lambda *a: _spark_faults().start_worker_kill(*a),
+                    lambda *a: _spark_faults().heal_worker_kill(*a)),
     "broker-config": (start_broker_config, heal_broker_config),
     "retention": (start_retention, heal_retention),
 }

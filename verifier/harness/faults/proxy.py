@@ -29,6 +29,7 @@ import struct
 import time
 from pathlib import Path
 
+from verifier.harness.faults.marker_probe import MarkerProbe
 from verifier.harness.faults.rules import Rule, RuleSet, answers_append
 from verifier.harness.kafka_wire import (
     API_PRODUCE,
@@ -75,6 +76,11 @@ class Held:
         self.gated = False
         #: a copy (client_view "copy"): the original went on; its answer is not the client's
         self.copy = rule.client_view == "copy"
+        #: after_marker: the partition watched for the marker; the release_on event came
+        #: (the proxy watches it now); counted by then_hold's gate from that event on
+        self.where: tuple[str, int] | None = None
+        self.triggered = False
+        self.gate_counted = False
 
 
 def now_ms() -> int:
@@ -460,6 +466,7 @@ class Proxy:
         self._conns: dict[int, Connection] = {}
         self._servers: list[asyncio.base_events.Server] = []
         self._next_conn = 1
+        self.markers = MarkerProbe(self.upstream, list(self.routes))
 
     def upstream(self, broker: int) -> tuple[str, int]:
         return self.host, self.routes[broker][1]
@@ -523,7 +530,12 @@ class Proxy:
         conn.held_open += 1
         conn.counters["requests_held"] += 1
         self._event("hold", held, client_view=rule.client_view,
-                    release_on=rule.release_on, release_after_ms=rule.release_after_ms)
+                    release_on=rule.release_on, release_after_ms=rule.release_after_ms,
+                    **({"after_marker": rule.after_marker} if rule.after_marker else {}))
+        if rule.after_marker:
+            held.where = MarkerProbe.partition_of(request, rule.partition, rule.topic)
+            if held.where is not None:
+                self.markers.note_hold(rule.id, conn.broker, held.where)
         if rule.release_after_ms:
             held.timer = asyncio.get_running_loop().call_later(
                 rule.release_after_ms / 1000, self.release, held,
@@ -547,13 +559,59 @@ class Proxy:
         self._event("release", held, reason=reason, held_ms=now_ms() - held.t,
                     delivered=delivered, **({"trigger": trigger} if trigger else {}))
         rule = held.rule
-        if rule.then_hold and delivered and held.request.acks != 0 and \
-                self.rules.get(rule.id) is rule:  # a removed rule gates nothing more
-            rule.gate_txn, rule.awaiting = held.request.transactional_id, rule.awaiting + 1
-            if rule.id not in self._gate_timers:
-                max_ms = rule.then_hold["max_ms"]
-                self._gate_timers[rule.id] = asyncio.get_running_loop().call_later(
-                    max_ms / 1000, self.open_gate, rule, f"after {max_ms} ms")
+        if held.gate_counted and not delivered:  # counted at its trigger: no answer comes
+            rule.awaiting -= 1
+            if rule.awaiting <= 0 and rule.gate_txn is not None:
+                self.open_gate(rule, f"hold {held.id} not delivered")
+        elif delivered:
+            self._count_for_gate(held)
+
+    def _count_for_gate(self, held: Held) -> None:
+        """``then_hold``: hold back the client's next requests of the held request's
+        transactional id until the broker has answered it (counted once)."""
+        rule = held.rule
+        if held.gate_counted or not rule.then_hold or held.request.acks == 0 or \
+                self.rules.get(rule.id) is not rule:  # a removed rule gates nothing more
+            return
+        held.gate_counted = True
+        rule.gate_txn, rule.awaiting = held.request.transactional_id, rule.awaiting + 1
+        if rule.id not in self._gate_timers:
+            max_ms = rule.then_hold["max_ms"]
+            self._gate_timers[rule.id] = asyncio.get_running_loop().call_later(
+                max_ms / 1000, self.open_gate, rule, f"after {max_ms} ms")
+
+    def _await_marker(self, held: Held, trigger: dict) -> None:
+        """``after_marker``: the release_on event came; gate the client's next requests
+        from now on, and release the held request once its transaction's marker is in
+        the partition's log."""
+        held.triggered = True
+        rule, req = held.rule, held.request
+        rule.stopped_holding = True
+        kind = rule.after_marker
+        self._event("trigger", held, trigger=trigger,
+                    waits_for={"marker": kind, "producer_id": req.producer_id,
+                               "producer_epoch": req.producer_epoch,
+                               "topic": held.where[0] if held.where else None,
+                               "partition": held.where[1] if held.where else None})
+        self._count_for_gate(held)
+        if held.where is None or req.producer_id is None or req.producer_epoch is None:
+            self.release(held, "no partition or producer to watch", trigger)
+            return
+        task = self.markers.wait(rule.id, held.conn.broker, held.where, req.producer_id,
+                                 req.producer_epoch, kind)
+        task.add_done_callback(lambda t, h=held, tr=trigger: self._marker_seen(h, tr, t))
+
+    def _marker_seen(self, held: Held, trigger: dict, task: asyncio.Task) -> None:
+        if held.released or task.cancelled():
+            return
+        if task.exception() is not None:  # the release_after_ms timer still releases it
+            log.warning("hold %s: marker probe failed: %s", held.id, task.exception())
+            return
+        batch, searched_from = task.result()
+        self._event("marker", held, marker={**batch.to_json(), "topic": held.where[0],
+                                            "partition": held.where[1]},
+                    searched_from=searched_from)
+        self.release(held, f"{batch.marker} marker at offset {batch.base_offset}", trigger)
 
     def gate(self, rule: Rule, conn: Connection, payload: bytes, request: RequestIdentity,
              acks: int | None) -> None:
@@ -597,11 +655,14 @@ class Proxy:
             except WireError:
                 error = None
         for held in list(self._held.values()):
-            if held.rule.releases(held.request, event, direction, error):
+            if not held.triggered and held.rule.releases(held.request, event, direction, error):
                 trigger = {"direction": direction, **event.to_json()}
                 if error is not None:
                     trigger["error_code"] = error
-                self.release(held, f"{event.api_name} {direction}", trigger)
+                if held.rule.after_marker:
+                    self._await_marker(held, trigger)
+                else:
+                    self.release(held, f"{event.api_name} {direction}", trigger)
 
     def answered(self, held: Held, payload: bytes, to_client: bool) -> None:
         try:
@@ -620,6 +681,7 @@ class Proxy:
     def release_rule(self, rule: Rule) -> None:
         for held in [h for h in self._held.values() if h.rule is rule]:
             self.release(held, "rule removed")
+        self.markers.cancel(rule.id)
         if rule.then_hold:
             self.open_gate(rule, "rule removed")
 
@@ -670,6 +732,7 @@ class Proxy:
                 "rules": [r.to_json() for r in self.rules.all()]}
 
     async def close(self) -> None:
+        self.markers.close()
         for server in self._servers:
             server.close()
         for conn in list(self._conns.values()):

@@ -40,6 +40,14 @@ as new ones, until it is removed. Kinds:
     request's transactional id (the client sees only a delay: its connection keeps its
     order) until the broker has answered every request the rule released, or ``max_ms``
     passed: the late request is applied before the client's next step.
+    ``after_marker`` (``abort``, ``commit`` or ``any``; held Produce requests only): the
+    ``release_on`` event does not release the request yet; it starts ``then_hold``'s gate
+    and the proxy watches the partition the request writes (the rule's ``partition``, else
+    its first) until the marker of that type of the request's producer id and epoch is in
+    its log (verifier.harness.faults.marker_probe), then releases it: a late Produce lands
+    after its own transaction's marker, which the coordinator writes after it answered
+    EndTxn, between brokers. From that event on the rule holds no new request (one that
+    matches belongs to a later transaction).
 
 The decisions here are pure so that the unit tier can test them without sockets.
 """
@@ -63,6 +71,7 @@ CLIENT_VIEWS = ("timeout", "reset", "copy")
 RELEASE_DIRECTIONS = ("request", "response")
 RELEASE_KEYS = {"api_key", "direction", "transactional_id", "ok"}
 THEN_HOLD_KEYS = {"api_keys", "max_ms"}
+MARKER_KINDS = ("abort", "commit", "any")
 
 
 class RuleError(ValueError):
@@ -96,6 +105,11 @@ class Rule:
     committed: bool | None = None
     #: hold back the next requests of these APIs until the released ones are answered
     then_hold: dict | None = None
+    #: release only once the partition holds this marker of the request's transaction
+    after_marker: str | None = None
+    #: after_marker: its release_on event came, so a request matching now belongs to a
+    #: later transaction: the rule holds nothing more
+    stopped_holding: bool = False
     #: then_hold's state: the transactional id gated (None: no gate), released requests
     #: not yet answered
     gate_txn: str | None = None
@@ -119,7 +133,7 @@ class Rule:
                    "probability",
                    "seed", "limit", "ms", "direction", "transactional_id", "partition", "topic",
                    "client_view", "release_on", "release_after_ms", "skip", "then_hold",
-                   "committed"}
+                   "committed", "after_marker"}
         unknown = set(data) - allowed
         if unknown:
             raise RuleError(f"unknown rule fields {sorted(unknown)}")
@@ -151,6 +165,7 @@ class Rule:
                 then_hold=_then_hold(data.get("then_hold")),
                 committed=None if data.get("committed") is None
                 else _opt_bool(data["committed"]),
+                after_marker=_opt_str(data.get("after_marker")),
                 id=rule_id,
             )
         except (TypeError, ValueError) as exc:
@@ -186,6 +201,12 @@ class Rule:
                 raise RuleError("skip must be >= 0 and limit >= 1")
             if self.committed is not None and set(self.api_keys) != {API_END_TXN}:
                 raise RuleError("committed applies to EndTxn requests only (api_keys [26])")
+            if self.after_marker is not None and (
+                    self.after_marker not in MARKER_KINDS or self.release_on is None
+                    or set(self.api_keys) != {API_PRODUCE}):
+                raise RuleError(f"after_marker must be one of {MARKER_KINDS}, with release_on, "
+                                "on held Produce requests (api_keys [0]): the marker is "
+                                "looked for in the partition the request writes")
             if self.then_hold is not None and not set(self.api_keys) <= TXN_APIS:
                 raise RuleError("then_hold needs held requests that carry a transactional "
                                 "id (the next requests are those of the same id)")
@@ -225,6 +246,8 @@ class Rule:
                 out["then_hold"] = dict(self.then_hold)
             if self.committed is not None:
                 out["committed"] = self.committed
+            if self.after_marker is not None:
+                out["after_marker"] = self.after_marker
         return out
 
     # ----- hold: pure decisions on parsed requests -------------------------------------
@@ -251,7 +274,8 @@ class Rule:
         if not self.hold_matches(request):
             return False
         self.matched += 1
-        if self.matched <= self.skip or self.hits >= (self.limit or 1):
+        if self.matched <= self.skip or self.hits >= (self.limit or 1) or \
+                self.stopped_holding:
             self.note(request.client_id, False)
             return False
         self.hits += 1

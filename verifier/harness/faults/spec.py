@@ -41,8 +41,12 @@ BROKER_KINDS = ("broker-kill", "broker-pause", "network-partition")
 #: redeploy), the old one kept aside (verifier.rundata.pipelines)
 #: process-pause: SIGSTOP a process for the window, SIGCONT at heal (a GC pause, a frozen
 #: container, a generator stalled while the faults meant for it act)
+#: executor-kill, worker-kill: a pipeline's executor, or a worker with its executors, on
+#: the Spark standalone cluster the run starts (verifier.harness.faults.spark_faults); the
+#: target is the pipeline's process, as for a driver kill
+SPARK_KINDS = ("executor-kill", "worker-kill")
 PROCESS_KINDS = ("producer-kill", "observer-kill", "process-kill", "checkpoint-lost",
-                 "process-pause")
+                 "process-pause", *SPARK_KINDS)
 #: broker settings changed with the admin API for the fault's window (a scenario's
 #: dynamic ``[broker]`` table), restored at heal; works on any cluster
 CONFIG_KINDS = ("broker-config",)

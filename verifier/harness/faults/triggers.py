@@ -13,8 +13,10 @@ From its planned start the fault waits, at most ``within`` seconds, for its trig
 trigger                       kinds                the state
 ============================  ===================  ===========================================
 ``mid-batch``                 process-kill,        a pipeline's driver holds a batch that is
-                              checkpoint-lost      partly written and not committed (its
-                                                   ``holding`` marker, streaming.pipelines.hold)
+                              checkpoint-lost,     partly written and not committed (its
+                              executor-kill,       ``holding`` marker, streaming.pipelines.hold;
+                              worker-kill          for an executor or worker kill, a task of it
+                                                   that let rows through: faults.spark_faults)
 ``in-transaction``            producer-kill,       the generator's history ends inside an
                               process-kill         open transaction with at least one send
 ``appended``                  ack-loss             a Produce response the rule dropped
@@ -49,7 +51,7 @@ from verifier.rundata.errors import UsageError, VerifierError
 
 #: trigger -> the fault kinds it applies to
 TRIGGERS: dict[str, tuple[str, ...]] = {
-    "mid-batch": ("process-kill", "checkpoint-lost"),
+    "mid-batch": ("process-kill", "checkpoint-lost", "executor-kill", "worker-kill"),
     "in-transaction": ("producer-kill", "process-kill"),
     "appended": ("ack-loss",),
     "held": ("hold",),

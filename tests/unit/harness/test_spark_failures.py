@@ -1,0 +1,91 @@
+"""Spark's own failures, the pure parts (issue 34): the task hold's decision, an
+executor's identity from its command line, what an executor or worker kill's exposure
+counts, and the evidence that tells a task retry from a batch replay."""
+
+from __future__ import annotations
+
+from streaming.pipelines.hold import HOLD_AFTER_ROWS, task_hold
+from verifier.harness.spark_standalone import EXECUTOR_CLASS, parse_executor, pipeline_conf
+from verifier.judge import exposure as E
+from verifier.judge.task_attempts import BATCH_REPLAY, TASK_RETRY, cause, evidence
+
+T0 = 1_000_000
+
+
+def test_the_task_hold_lets_rows_through_then_holds_once_in_partition_0s_first_attempt():
+    state: dict = {}
+    held = [task_hold(state, 0, 0, task=7) for _ in range(HOLD_AFTER_ROWS + 3)]
+    assert held == [False] * HOLD_AFTER_ROWS + [True, False, False]  # rows 1-4 through
+    assert not any(task_hold(state, 1, 0, task=8) for _ in range(10))  # another partition
+    assert not any(task_hold({}, 0, 1, task=9) for _ in range(10))  # a retried attempt
+    # the next task of the worker counts afresh (the state keeps the current task only)
+    assert [task_hold(state, 0, 0, task=12) for _ in range(5)][-1] is True
+    assert list(state) == [12]
+
+
+def test_an_executor_is_known_by_its_command_line():
+    argv = ["/usr/bin/java", "-cp", "x", EXECUTOR_CLASS, "--driver-url", "spark://d",
+            "--executor-id", "3", "--hostname", "127.0.0.1", "--cores", "1", "--app-id",
+            "app-20261128-0001", "--worker-url", "spark://w"]
+    e = parse_executor(42, argv, 17)
+    assert (e.pid, e.app, e.executor_id, e.worker) == (42, "app-20261128-0001", "3", 17)
+    assert parse_executor(42, ["/usr/bin/java", "org.apache.spark.deploy.worker.Worker"],
+                          1) is None
+    assert parse_executor(42, [EXECUTOR_CLASS, "--app-id"], 1) is None  # cut short
+
+
+def test_a_pipeline_takes_one_executor_of_one_core_on_each_worker():
+    assert pipeline_conf(2) == {"spark.cores.max": "2", "spark.executor.cores": "1",
+                                "spark.executor.memory": "640m"}
+
+
+def _kill(kind, start, detail):
+    target = {"process": "pipeline/p"}
+    return [{"type": "invoke", "f": "start", "fault": kind, "target": target, "id": 1,
+             "t": start},
+            {"type": "ok", "f": "start", "fault": kind, "target": target, "id": 1,
+             "t": start, "detail": detail},
+            {"type": "ok", "f": "heal", "fault": kind, "target": target, "id": 1,
+             "t": start + 3_000, "detail": {}}]
+
+
+def _exposure(nemesis):
+    batches = [E.Batch(0, T0 - 5_000, T0 - 4_000, {("run.t", 0): (0, 100)}),
+               E.Batch(1, T0 - 1_000, T0 + 500, {("run.t", 0): (100, 130)})]
+    pipe = E.ColumnSpec(name="pipeline:p", mode="pipeline:p", pids=(), topics=("run.t",),
+                        pipeline="p", isolations=("read_committed",))
+    return E.exposure(E.RunFacts(nemesis=nemesis, columns=[pipe],
+                                 batches={"pipeline/p": batches}))["pipeline:p"]
+
+
+def test_an_executor_kill_counts_the_batch_its_task_was_writing():
+    detail = {"app": "app-1", "executor": "0", "task": {"stage": 4, "partition": 0,
+                                                        "attempt": 0, "task": 31},
+              "rows_written": 4, "batch": 1, "mid_batch": True}
+    got = _exposure(_kill("executor-kill", T0, detail))
+    (entry,) = got["faults"]
+    assert got["exercised"] is True and entry["acted"] == 30
+    assert "executor 0 of app-1 ran task 0 attempt 0 (stage 4) of batch 1" in entry["what"]
+    assert "4 rows of it written" in entry["what"]
+
+
+def test_an_executor_or_worker_kill_between_batches_is_not_exercised():
+    for kind in ("executor-kill", "worker-kill"):
+        got = _exposure(_kill(kind, T0 - 3_000, {"app": "app-1", "executor": "1"}))
+        assert got["exercised"] is False, kind
+        assert "acted on none" in got["reasons"][0]
+
+
+def test_copies_of_two_attempts_of_one_task_are_a_task_retry():
+    copies = [(5, "12.0.0"), (5, "12.0.1")]
+    assert cause(copies) == TASK_RETRY
+    ev = evidence(copies)
+    assert ev["output_tasks"] == ["batch 5 task 0 attempt 0 (stage 12)",
+                                  "batch 5 task 0 attempt 1 (stage 12)"]
+    assert ev["cause"] == TASK_RETRY
+
+
+def test_copies_of_one_batch_from_two_runs_are_a_batch_replay():
+    assert cause([(5, "12.0.0"), (5, "3.0.0")]) == BATCH_REPLAY  # a restarted driver
+    assert cause([(5, "12.0.0"), (6, "13.1.0")]) is None  # not one batch: unknown
+    assert evidence([(5, None), (5, None)]) == {}  # a sink that does not say

@@ -1,0 +1,73 @@
+"""``verifier chaos --spark-cluster standalone``: the run's pipelines on a Spark cluster
+the run starts (verifier.harness.spark_standalone), and the faults that need it.
+
+The cluster is the run's: started at its set-up (its master and workers boot while the
+observer starts; the pipelines' drivers start once every worker is registered), its
+processes in the run's process table and ledger beside the generators and the observer,
+stopped with them whatever happens (a clean end, an error, Ctrl-C or SIGTERM). Only the
+pipelines under test run there: the observer and the tool's own verification stay in
+local mode, so the cluster's slots are the pipelines' alone. A user's own master stays
+``--spark-master URL``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from verifier.harness.faults.spec import SPARK_KINDS
+from verifier.harness.spark_standalone import StandaloneCluster, pipeline_conf
+from verifier.orchestration.pipelines import HOLD_MS
+
+CLUSTERS = ("standalone",)
+
+
+def kills_executors(faults) -> bool:
+    """Does the schedule (or fault list) kill an executor or a worker?"""
+    return any((f.get("kind") if isinstance(f, dict) else f.kind) in SPARK_KINDS
+               for f in faults)
+
+
+def problems(scenario, opts) -> list[str]:
+    """What keeps ``scenario`` from running with these options (usage errors)."""
+    out = []
+    if opts.spark_cluster is not None and not opts.pipelines:
+        out.append("--spark-cluster runs the pipelines under test: name them with "
+                   "--pipeline (e.g. --pipeline kafka-sink,delta)")
+    if opts.spark_cluster is not None and opts.spark_master:
+        out.append("--spark-cluster starts a cluster for the run; --spark-master names "
+                   "your own: give one or the other")
+    if kills_executors(scenario.faults) and opts.spark_cluster is None:
+        out.append(f"scenario {scenario.name} kills Spark executors or workers: they run "
+                   "on the cluster the run starts with --spark-cluster standalone")
+    return out
+
+
+def cluster_for(opts, run_dir: Path, pipelines: int) -> StandaloneCluster | None:
+    """The run's cluster (not started): each worker a core per pipeline (one executor of
+    each pipeline's application on each worker)."""
+    if opts.spark_cluster is None or pipelines == 0:
+        return None
+    return StandaloneCluster(Path(run_dir) / "logs" / "spark-cluster", cores=pipelines)
+
+
+def boot(cluster: StandaloneCluster) -> None:
+    """Start the master and the workers without waiting (the observer starts meanwhile);
+    :meth:`StandaloneCluster.wait_workers` before the pipelines start."""
+    cluster.folder.mkdir(parents=True, exist_ok=True)
+    cluster.master.start()
+    for w in cluster.workers:
+        w.start()
+
+
+def place(entries: dict, cluster: StandaloneCluster, faults) -> None:
+    """config.json's pipeline entries on the cluster: its master, the applications'
+    settings, and the hold inside a task when the schedule kills executors or workers."""
+    hold_task = kills_executors(faults)
+    for entry in entries.values():
+        entry["spark_master"] = cluster.url
+        entry["spark_conf"] = pipeline_conf(len(cluster.workers))
+        if hold_task:
+            entry["hold_where"] = "task"
+            entry["hold_ms"] = entry.get("hold_ms") or HOLD_MS
+
+__all__ = ["CLUSTERS", "boot", "cluster_for", "kills_executors", "place", "problems"]
