@@ -15,11 +15,11 @@ T0 = 1_000_000
 def test_the_task_hold_lets_rows_through_then_holds_once_in_partition_0s_first_attempt():
     state: dict = {}
     held = [task_hold(state, 0, 0, task=7) for _ in range(HOLD_AFTER_ROWS + 3)]
-    assert held == [False] * HOLD_AFTER_ROWS + [True, False, False]  # rows 1-4 through
+    assert held == [False] * HOLD_AFTER_ROWS + [True, False, False]  # the first rows through
     assert not any(task_hold(state, 1, 0, task=8) for _ in range(10))  # another partition
     assert not any(task_hold({}, 0, 1, task=9) for _ in range(10))  # a retried attempt
     # the next task of the worker counts afresh (the state keeps the current task only)
-    assert [task_hold(state, 0, 0, task=12) for _ in range(5)][-1] is True
+    assert [task_hold(state, 0, 0, task=12) for _ in range(HOLD_AFTER_ROWS + 1)][-1] is True
     assert list(state) == [12]
 
 
