@@ -70,7 +70,8 @@ def held_answers(run_dir) -> dict[str, str]:
     history's ``answer`` events), per client (``""``: the run's only one): Produce
     "accepted at 203" (written there now, or a retry the broker recognised by its
     sequence as the batch already written there) or "refused: InvalidTxnState", others
-    their error. Evidence beside
+    their error; a request released once its transaction's marker was in the log (a hold's
+    ``after_marker``) adds "after the abort marker at 202". Evidence beside
     the verdict, not a verdict: a late write the broker took may still be invisible at
     read_committed (it joined a transaction that aborted)."""
     if not run_dir:
@@ -80,6 +81,8 @@ def held_answers(run_dir) -> dict[str, str]:
     except RunFormatError:
         return {}
     seen: dict[str, list[str]] = {}
+    markers = {(op.get("detail") or {}).get("hold"): (op.get("detail") or {}).get("marker") or {}
+               for op in ops if op.get("type") == "event" and op.get("f") == "marker"}
     for op in ops:
         if op.get("type") != "event" or op.get("f") != "answer":
             continue
@@ -93,6 +96,10 @@ def held_answers(run_dir) -> dict[str, str]:
             texts = [f"accepted at {offset}" if error == 0 and offset >= 0 else
                      f"refused: {_error_name(error)}"
                      for _, _, error, offset in response["partitions"]]
+            marker = markers.get(detail.get("hold"))
+            if marker:
+                texts = [f"{t} after the {marker.get('marker')} marker at {marker.get('offset')}"
+                         for t in texts]
         else:
             code = int(response.get("error_code", -1))
             texts = [f"{what} accepted" if code == 0 else f"{what} refused: {_error_name(code)}"]

@@ -60,3 +60,27 @@ def test_the_grid_names_the_combination_its_status_and_the_match():
     assert row.split() == ["KAFKA-14402", "3.5.2", "kafka-python", "3.0.12", "defaults",
                            "affected", "FAIL", "3/3", "yes", "210", "accepted", "at", "171",
                            "(x3)"]
+
+
+def test_a_release_after_the_marker_says_where_the_marker_was(tmp_path):
+    base = {"type": "event", "fault": "hold", "target": {"all": True}, "id": 1}
+    marker = {"offset": 170, "marker": "abort", "producer_id": 0, "producer_epoch": 0,
+              "topic": "t", "partition": 0}
+    _write(tmp_path, [
+        {"type": "ok", "f": "start", "fault": "hold", "target": {"all": True}, "id": 1,
+         "t": 1, "detail": {"rule": {"id": 3}}},
+        {**base, "f": "hold", "t": 2, "detail": {"hold": 1, "request": LATE,
+                                                 "client_view": "timeout"}},
+        {**base, "f": "trigger", "t": 3, "detail": {"hold": 1, "request": LATE,
+                                                    "trigger": {"api": "EndTxn"}}},
+        {**base, "f": "marker", "t": 4, "detail": {"hold": 1, "request": LATE,
+                                                   "marker": marker, "searched_from": 168}},
+        {**base, "f": "release", "t": 4, "detail": {"hold": 1, "request": LATE,
+                                                    "reason": "abort marker at offset 170",
+                                                    "held_ms": 9000}},
+        {**base, "f": "answer", "t": 5, "detail": {"hold": 1, "request": LATE, "response": {
+            "partitions": [["t", 0, 0, 171]]}}},
+    ])
+    assert held_answers(tmp_path) == {"": "accepted at 171 after the abort marker at 170"}
+    (line,) = fault_summary(tmp_path)
+    assert "released by abort marker at offset 170 (held 9000 ms)" in line
