@@ -96,6 +96,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--pipeline-guarantee", choices=("exactly-once", "at-least-once"),
                    default=None, help="the guarantee every --pipeline is judged by "
                                       "(default: each one's GUARANTEE)")
+    p.add_argument("--spark-version", default=None, metavar="V1,V2",
+                   help="run every --pipeline on each of these PySpark versions, a column "
+                        "per version side by side (e.g. 3.5.7,4.2.0); each installed on "
+                        "first use into .spark-envs/<version> with its Delta and Kafka "
+                        "connector jars; the observer keeps the project's own PySpark")
     p.add_argument("--out", type=Path, default=Path("runs"), help="output folder")
     p.add_argument("--fail-fast", action="store_true",
                    help="stop the load at the first forbidden anomaly the observer's live "
@@ -363,6 +368,13 @@ def cmd_chaos(args: argparse.Namespace) -> int:
             signal.signal(sig, handler)
 
 
+def _spark_versions(text: str | None) -> list[str]:
+    """``--spark-version`` (none: the project's PySpark only)."""
+    from verifier.harness.spark_envs import parse_versions
+
+    return parse_versions(text) if text is not None else []
+
+
 def _check_out(out: Path) -> None:
     if out.exists() and not out.is_dir():
         raise EnvironmentProblem(f"--out {out} is a file, not a folder")
@@ -468,7 +480,11 @@ def _prepare(args: argparse.Namespace):
         from verifier.orchestration.pipelines import plan_pipelines
 
         pipelines = tuple(plan_pipelines(split_specs(args.pipeline or ""),
-                                         args.pipeline_guarantee))
+                                         args.pipeline_guarantee,
+                                         _spark_versions(args.spark_version)))
+    elif args.spark_version is not None:
+        raise UsageError("--spark-version runs the pipelines under test: name them with "
+                         "--pipeline")
     opts = RunOptions(out=args.out, seed=args.seed, sink=args.sink,
                       spark_master=args.spark_master, spark_cluster=args.spark_cluster,
                       user_config=args.producer_config,
@@ -494,6 +510,10 @@ def _prepare(args: argparse.Namespace):
     jvm.choose_java()
     if pipelines:  # the Delta jars the pipelines' sessions load (once, from Maven Central)
         jvm.resolve(jvm.delta_jars())
+        from verifier.harness.spark_envs import ensure
+
+        for version in _spark_versions(args.spark_version):  # installed once, or an error
+            ensure(version)
         from verifier.orchestration.pipelines import check_user_pipelines
 
         check_user_pipelines(list(pipelines), env={**os.environ, **spark_env()})

@@ -157,7 +157,8 @@ class ScenarioRun:
 
         topics = {}
         for p in self.pipelines:
-            proc = PipelineProcess(self.run_dir, p.name, self.layout.config, self.child_env)
+            proc = PipelineProcess(self.run_dir, p.name, self.layout.config, self.child_env,
+                                   p.spark_version)
             self.pipes.append(proc)
             self.processes[proc.name] = proc
             topics[output_topic(self.run_id, p.name)] = self.scenario.workload.partitions

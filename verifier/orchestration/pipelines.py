@@ -42,6 +42,9 @@ class PlannedPipeline:
     #: the Kafka source's failOnDataLoss (Spark's default true; a scenario's
     #: ``[pipelines] fail_on_data_loss`` runs a pipeline once per value given)
     fail_on_data_loss: bool = True
+    #: the PySpark it runs on (``--spark-version``; None: the project's own), in an
+    #: environment of its own (verifier.harness.spark_envs)
+    spark_version: str | None = None
 
     @property
     def process_name(self) -> str:
@@ -61,8 +64,10 @@ def for_scenario(pipelines, scenario) -> list[PlannedPipeline]:
             for p in pipelines for v in values]
 
 
-def plan_pipelines(specs: tuple[str, ...], guarantee: str | None) -> list[PlannedPipeline]:
-    """Load and check every ``--pipeline`` (usage errors before anything starts)."""
+def plan_pipelines(specs: tuple[str, ...], guarantee: str | None,
+                   spark_versions=()) -> list[PlannedPipeline]:
+    """Load and check every ``--pipeline`` (usage errors before anything starts); with
+    ``spark_versions`` each runs once per version, side by side (``delta@spark-3.5.7``)."""
     from streaming.pipelines.contract import load_pipeline
 
     out: list[PlannedPipeline] = []
@@ -75,7 +80,12 @@ def plan_pipelines(specs: tuple[str, ...], guarantee: str | None) -> list[Planne
         if any(o.name == p.name for o in out):
             raise UsageError(f"two pipelines named {p.name!r}: rename one file")
         out.append(PlannedPipeline(p.name, spec, p.guarantee))
-    return out
+    if not spark_versions:
+        return out
+    from dataclasses import replace
+
+    return [replace(p, name=f"{p.name}@spark-{v}", spark_version=v)
+            for p in out for v in spark_versions]
 
 
 #: the check of a user's pipeline before the run: a Spark JVM starts, on a loaded machine
@@ -135,7 +145,9 @@ def plan_entries(pipelines: list[PlannedPipeline], run_id: str, hold: bool) -> d
     return {p.name: {"spec": _absolute(p.spec), "guarantee": p.guarantee,
                      "isolation": p.isolation, "output_topic": output_topic(run_id, p.name),
                      "hold_ms": HOLD_MS if hold else 0,
-                     "fail_on_data_loss": p.fail_on_data_loss} for p in pipelines}
+                     "fail_on_data_loss": p.fail_on_data_loss,
+                     **({"spark_version": p.spark_version} if p.spark_version else {})}
+            for p in pipelines}
 
 
 def _topic(name: str) -> str:
@@ -158,9 +170,16 @@ def _absolute(spec: str) -> str:
 class PipelineProcess(ManagedProcess):
     """A pipeline's driver; knows its checkpoint (the checkpoint-lost fault moves it)."""
 
-    def __init__(self, run_dir: Path, name: str, config: Path, env: dict) -> None:
+    def __init__(self, run_dir: Path, name: str, config: Path, env: dict,
+                 spark_version: str | None = None) -> None:
         self.where = PipelineLayout(run_dir, name)
-        argv = [sys.executable, "-u", "-m", "streaming.pipelines.driver", "--plan",
+        python = sys.executable
+        if spark_version is not None:  # its own PySpark (verifier.harness.spark_envs)
+            from verifier.harness.spark_envs import env_for
+
+            own = env_for(spark_version)
+            python, env = str(own.python), {**env, **own.child_env()}
+        argv = [python, "-u", "-m", "streaming.pipelines.driver", "--plan",
                 str(config), "--pipeline", name]
         super().__init__(f"{PROCESS_PREFIX}/{name}", argv,
                          RunLayout(run_dir).log(self.where.log_name), env=env)

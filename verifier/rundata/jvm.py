@@ -127,8 +127,18 @@ def tools_jars() -> JarSet:
     return JarSet("kafka-tools", kafka_version())
 
 
-def spark_kafka_jars() -> JarSet:
-    return JarSet("spark-kafka", spark_version())
+def spark_kafka_jars(version: str | None = None) -> JarSet:
+    """The Spark Kafka connector for PySpark ``version`` (default: the installed one)."""
+    return JarSet("spark-kafka", version or spark_version())
+
+
+def scala_binary(jarset: JarSet) -> str | None:
+    """The Scala line of a Spark-side jar set: Spark 3.x (and Delta 3.x, built for it)
+    ship for Scala 2.12 as PyPI's PySpark does, Spark 4.x (Delta 4.x) for 2.13 only;
+    None for the sets that are not Spark's."""
+    if jarset.profile not in ("spark-kafka", "delta"):
+        return None
+    return "2.12" if parse_kafka_version(jarset.version)[0] < 4 else "2.13"
 
 
 def delta_version() -> str:
@@ -139,10 +149,10 @@ def delta_version() -> str:
         raise EnvironmentProblem("delta-spark is not installed: run `make setup`") from exc
 
 
-def delta_jars() -> JarSet:
-    """Delta Lake for the pipelines under test (streaming.pipelines): delta-spark_2.13
-    and delta-storage at the wheel's version."""
-    return JarSet("delta", delta_version())
+def delta_jars(version: str | None = None) -> JarSet:
+    """Delta Lake for the pipelines under test (streaming.pipelines): delta-spark and
+    delta-storage at ``version`` (default: the installed wheel's)."""
+    return JarSet("delta", version or delta_version())
 
 
 def java_generator_jars() -> JarSet:
@@ -225,6 +235,7 @@ def resolve(jarset: JarSet, *, quiet: bool = True) -> Path:
         mvn, "-B", *(["-q"] if quiet else []),
         "-gs", str(MAVEN_SETTINGS), "-f", str(POM), "-P", jarset.pom_profile or jarset.profile,
         f"-D{version_prop}={jarset.version}",
+        *([f"-Dscala.binary.version={scala}"] if (scala := scala_binary(jarset)) else []),
         "org.apache.maven.plugins:maven-dependency-plugin:3.6.1:copy-dependencies",
         "-DincludeScope=runtime", f"-DoutputDirectory={folder}",
     ]  # fmt: skip
