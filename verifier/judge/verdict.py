@@ -124,9 +124,11 @@ def _reasons_unknown(col: Column, run: RunData, outcomes, anomalies, topics) -> 
             reasons.append(f"producer {pid} never started: {run.start_failures[pid]}")
         elif not run.started.get(pid, False):
             reasons.append(f"producer {pid} never started")
+    stopped = any(o.stopped and o.name == col.mode for o in outcomes)
     for k, a in anomalies.items():
         if a["count"] and a["expectation"] == X.INCONCLUSIVE:
-            reasons.append(f"{a['count']} {k}: lost or late, the drain did not finish")
+            reasons.append(f"{a['count']} {k}: never read, the query stopped" if stopped
+                           else f"{a['count']} {k}: lost or late, the drain did not finish")
     reasons += [why for mode, why in faults_without_effect(run.nemesis, run.config)
                 if mode in (None, col.mode)]  # fmt: skip
     return reasons

@@ -103,10 +103,12 @@ def test_a_stopped_query_is_never_pass():
 
     anomalies = {k: {"count": 0, "expectation": X.FORBIDDEN} for k in X.TABLE[
         ("pipeline/exactly-once", "read_committed")]}
-    anomalies[UNSEEN] = {"count": 0, "expectation": X.INCONCLUSIVE}
+    anomalies[UNSEEN] = {"count": 7, "expectation": X.INCONCLUSIVE}
     reasons = _reasons_unknown(col, Run, [stopped], anomalies, set())
     assert reasons == ["the query stopped with an error: Partition t-0's offset was changed "
-                       "from 3 to 40, some data may have been missed"]
+                       "from 3 to 40, some data may have been missed",
+                       "7 unseen: never read, the query stopped"]
+    anomalies[UNSEEN]["count"] = 0
     other = Column("pipeline:file", "pipeline:file", "pipeline/exactly-once",
                    ("read_committed",))
     assert _reasons_unknown(other, Run, [stopped], anomalies, set()) == []
