@@ -26,16 +26,16 @@ the run starts beside it: verifier.harness.spark_standalone).
 
 A run that kills a pipeline's *executor* (``verifier.pipeline.hold_where`` = ``task``)
 holds partway through a task instead (:func:`task_hold`): the task of Spark partition 0,
-its first attempt, holds at its row HOLD_AFTER_ROWS + 1 (8 + 1), once the rows before it
+its first attempt, holds at its row HOLD_AFTER_ROWS + 1 (101), once the rows before it
 have reached the sink (a Kafka sink's producer has sent them), and its marker names the task
 (stage, partition, attempt) and the Python worker whose executor runs it. An executor
 killed then takes a task that wrote part of its output with it, and Spark re-runs the
 task on another executor: the write of a sink without a commit protocol for its tasks
 (Kafka) is repeated, one with one (files, Delta) discards the lost attempt's files. For
-the rows before the hold to reach the sink the Python UDF's rows go HOLD_AFTER_ROWS at a
-time (``spark.sql.execution.python.udf.maxRecordsPerBatch``) through unbuffered pipes
-(``spark.sql.execution.python.udf.buffer.size``): with PySpark's defaults a worker
-answers 100 rows at a time through a 64 KiB buffer, and a held task had sent nothing.
+the rows before the hold to reach the sink the Python worker answers through an
+unbuffered pipe (``spark.sql.execution.python.udf.buffer.size``): with the default a
+worker's 100-row answer sat in a 64 KiB buffer, and a held task had sent nothing. A task
+of 100 rows or fewer does not hold: the trigger waits for a larger batch.
 """
 
 from __future__ import annotations
@@ -163,15 +163,16 @@ def watch_source_hold(spark, marker: Path) -> None:
         tmp.replace(out)
 
 
-#: a task hold lets this many rows of its task through to the sink before it holds
-HOLD_AFTER_ROWS = 8
-#: the Python UDF settings that let the rows before a hold through at once (the module's
-#: docstring): the worker answers HOLD_AFTER_ROWS rows at a time (its answer to the rows
-#: before the held one is written before that row is evaluated), unbuffered (2 bytes:
-#: Python reads 1 as "line buffered", which binary files are not). One row at a time, a
-#: pipeline fell minutes behind a 200 records/s load on the loaded 2-core machine.
-ROW_BY_ROW = {"spark.sql.execution.python.udf.maxRecordsPerBatch": str(HOLD_AFTER_ROWS),
-              "spark.sql.execution.python.udf.buffer.size": "2"}
+#: a task hold lets this many rows of its task through to the sink before it holds: a
+#: Python worker answers a plain UDF's rows 100 at a time (PySpark 4.0.0's fixed batch:
+#: the runner never reads ``spark.sql.execution.python.udf.maxRecordsPerBatch``), so the
+#: 101st row is the first whose evaluation comes after rows have left the worker
+HOLD_AFTER_ROWS = 100
+#: the Python UDF settings that let those rows through at once (the module's docstring):
+#: the worker's answers unbuffered (2 bytes: Python reads 1 as "line buffered", which
+#: binary files are not). With the default 64 KiB buffer a held task had sent nothing:
+#: the Kafka topic stayed empty through a 20-s hold at row 9 (2026-11-28, local[2]).
+ROW_BY_ROW = {"spark.sql.execution.python.udf.buffer.size": "2"}
 
 
 def task_hold(state: dict, partition: int, attempt: int, task: int,
