@@ -50,10 +50,22 @@ def frame_values(df, value_column: str) -> tuple[list, list | None]:
         raise ValueError(f"the output has no {value_column!r} column (it has {df.columns}): "
                          "read_output must return the written rows with their value")
     cols = [value_column] + (["batch"] if "batch" in df.columns else [])
-    table = df.select(*cols).toArrow()
+    table = to_arrow(df.select(*cols))
     values = table.column(0).to_pylist()
     batches = table.column("batch").to_pylist() if "batch" in cols else None
     return values, batches
+
+
+def to_arrow(df):
+    """The frame's rows as an Arrow table: ``DataFrame.toArrow`` (PySpark 4.0+), or on
+    PySpark 3.5 (``--spark-version 3.5.7``, no such method, no pandas in its environment)
+    the Arrow batches its ``toPandas`` collects, empty with the frame's own schema."""
+    if hasattr(df, "toArrow"):
+        return df.toArrow()
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    batches = df._collect_as_arrow()  # PySpark 3.5's own Arrow collection
+    return pa.Table.from_batches(batches, schema=to_arrow_schema(df.schema))
 
 
 def source_of(where: PipelineLayout, has_reader: bool) -> str:

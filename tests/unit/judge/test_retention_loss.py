@@ -156,3 +156,36 @@ def test_the_retention_fault_s_params(params, ok):
     else:
         with pytest.raises(UsageError):
             parse_spec(entry, "f")
+
+
+def test_a_pipeline_check_that_crashed_leaves_only_its_own_column_unknown():
+    """A read-back that failed on one Spark version (PySpark 3.5 had no toArrow) made
+    every column of the run UNKNOWN; it concerns that pipeline's column alone."""
+    from verifier.judge.verdict import _reasons_unknown
+
+    crashed = CheckOutcome("pipeline:delta@spark-3.5.7", (LOST,), error="Traceback ...",
+                           summary="RunFormatError: its output could not be read back")
+
+    class Run:
+        combos = [("spark", "read_committed")]
+        drain = Drain(completed=True)
+        nemesis: list = []
+
+        class config:  # noqa: N801 - the RunData attribute
+            producers: dict = {}
+
+    from verifier.judge.model import KINDS
+
+    anomalies = {k: {"count": 0, "expectation": X.NA} for k in KINDS}
+    anomalies[LOST]["expectation"] = X.FORBIDDEN
+    own = Column("pipeline:delta@spark-3.5.7", "pipeline:delta@spark-3.5.7",
+                 "pipeline/exactly-once", ("read_committed",))
+    other = Column("pipeline:delta@spark-4.2.0", "pipeline:delta@spark-4.2.0",
+                   "pipeline/exactly-once", ("read_committed",))
+    producer = Column("at-least-once", "at-least-once", "at-least-once",
+                      ("read_committed", "read_uncommitted"))
+    assert _reasons_unknown(own, Run, [crashed], anomalies, set()) == [
+        "check pipeline:delta@spark-3.5.7 crashed: RunFormatError: its output could not be "
+        "read back"]
+    assert _reasons_unknown(other, Run, [crashed], anomalies, set()) == []
+    assert _reasons_unknown(producer, Run, [crashed], anomalies, set()) == []
