@@ -20,7 +20,7 @@ import orjson
 import pytest
 
 from tests.conftest import port_base
-from tests.integration.cli.test_spark_output import chatter
+from tests.integration.spark_chatter import chatter
 from verifier.orchestration.scenario import SCENARIO_DIR
 from verifier.rundata.jvm import PROJECT_ROOT
 from verifier.rundata.layout import RunLayout

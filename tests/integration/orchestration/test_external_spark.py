@@ -25,7 +25,7 @@ import pytest
 from pyspark.find_spark_home import _find_spark_home
 
 from tests.conftest import port_base
-from tests.integration.cli.test_spark_output import chatter
+from tests.integration.spark_chatter import chatter
 from verifier.orchestration.scenario import SCENARIO_DIR
 from verifier.rundata import jvm
 from verifier.rundata.errors import VerifierError

@@ -6,6 +6,8 @@ setting the pre-start checks let through and the Java client rejects when its pr
 constructed (`metadata.max.age.ms=-1`). The run completes: the presets PASS, the user's
 column is UNKNOWN with one line naming the setting, the run folder records the failure
 (RUN/generators-failed.json) so `verifier analyze` agrees offline, and the exit code is 2.
+That offline analysis, in its own process and JVM as a user runs it, also keeps Spark's
+start-up lines in its log file, off the terminal (issue 17).
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from pathlib import Path
 import orjson
 import pytest
 
+from tests.integration.spark_chatter import chatter
 from verifier.rundata import jvm
 from verifier.rundata.jvm import PROJECT_ROOT
 from verifier.rundata.layout import RunLayout
@@ -64,8 +67,13 @@ def test_a_generator_that_cannot_start_leaves_the_others_judged(bootstrap, tmp_p
     failed = read_start_failures(RunLayout(run_dir).start_failures)
     assert list(failed) == ["user-0"] and failed["user-0"]["exit_code"] not in (0, None)
 
-    offline = _cli("analyze", str(run_dir), timeout=600)  # no Kafka: the same verdicts
+    # no Kafka: the same verdicts; as a user runs it (its own process and Spark JVM) and
+    # with a fresh --out, Spark's start-up lines go to the log file, off the terminal
+    offline = _cli("analyze", str(run_dir), "--out", str(tmp_path / "offline"), timeout=600)
     assert offline.returncode == 2, offline.stdout[-3000:] + offline.stderr[-3000:]
-    again = orjson.loads((run_dir / "verdict.json").read_bytes())
+    assert chatter(offline.stderr) == [] and chatter(offline.stdout) == [], offline.stderr
+    log = RunLayout(tmp_path / "offline").spark_log.read_text()
+    assert "Using Spark's default log4j profile" in log, log[:2000]
+    again = orjson.loads((tmp_path / "offline" / "verdict.json").read_bytes())
     assert {c["name"]: (c["verdict"], c["reasons"]) for c in again["columns"]} == {
         c["name"]: (c["verdict"], c["reasons"]) for c in doc["columns"]}

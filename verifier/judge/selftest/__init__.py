@@ -97,6 +97,8 @@ class SelfTestResult:
     rows: list[SelfTestRow]
     skipped: list[str]  # mutations the run gives no target for, with why
     baseline: dict[str, str]  # column -> verdict of the run as recorded
+    #: the run's own anomaly counts as recorded, per (kind, mode, isolation)
+    baseline_counts: Counter = field(default_factory=Counter)
 
     @property
     def ok(self) -> bool:
@@ -344,7 +346,7 @@ def selftest(run_dir: Path | str, seed: int = 0, keep: Path | str | None = None,
                 img.write(dest)
                 row.kept = str(dest)
             rows.append(row)
-        return SelfTestResult(str(run_dir), seed, rows, skipped, base.verdicts)
+        return SelfTestResult(str(run_dir), seed, rows, skipped, base.verdicts, base.counts)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
         if ours:
