@@ -7,9 +7,9 @@ on a connection come back in request order; ``acks=0`` produce requests get none
 applies the rules of :mod:`verifier.harness.faults.rules`: lose a Produce response after the
 broker appended, close the connection instead, delay, blackhole, reset, or hold one
 request (its broker-side connection kept open for it) until a later event passes the
-proxy, a time has passed or the rule is removed. Every hold, release and the released
-request's answer is an event with the request's identity (``GET /holds``), which the
-nemesis copies into the run's history.
+proxy, a time has passed or the rule is removed (:mod:`verifier.harness.faults.holds`
+decides when). Every hold, release and the released request's answer is an event with
+the request's identity (``GET /holds``), which the nemesis copies into the run's history.
 
 Run it as its own process (``python -m verifier.harness.faults.proxy``), controlled over HTTP
 on 127.0.0.1 (:mod:`verifier.harness.faults.control`). Every connection's open and close is
@@ -26,10 +26,9 @@ import json
 import logging
 import socket
 import struct
-import time
 from pathlib import Path
 
-from verifier.harness.faults.marker_probe import MarkerProbe
+from verifier.harness.faults.holds import Held, Holds, now_ms
 from verifier.harness.faults.rules import Rule, RuleSet, answers_append
 from verifier.harness.kafka_wire import (
     API_PRODUCE,
@@ -42,7 +41,6 @@ from verifier.harness.kafka_wire import (
     produce_acks,
     request_identity,
     response_correlation_id,
-    response_summary,
 )
 from verifier.rundata.formats import header
 
@@ -56,35 +54,8 @@ BURST_GAP_MS = 1000
 #: bursts kept per connection; beyond, the last one is extended (bounds the close record)
 MAX_BURSTS = 500
 _CLOSE = object()  # sentinel in a write queue: close after what is queued before it
-#: hold events kept for the control interface (a run holds a handful)
-HOLD_EVENTS_SIZE = 10_000
 #: how long a connection whose client is gone stays open for a held request's answer
 HELD_ANSWER_TIMEOUT_S = 30.0
-
-
-class Held:
-    """One request a ``hold`` rule keeps: the frame, who sent it, what became of it."""
-
-    def __init__(self, hold_id: int, rule: Rule, conn: Connection, payload: bytes,
-                 request: RequestIdentity) -> None:
-        self.id, self.rule, self.conn = hold_id, rule, conn
-        self.payload, self.request = payload, request
-        self.t = now_ms()
-        self.released = False
-        self.timer: asyncio.TimerHandle | None = None
-        #: held back by the rule's ``then_hold`` (a delay, in order), not kept
-        self.gated = False
-        #: a copy (client_view "copy"): the original went on; its answer is not the client's
-        self.copy = rule.client_view == "copy"
-        #: after_marker: the partition watched for the marker; the release_on event came
-        #: (the proxy watches it now); counted by then_hold's gate from that event on
-        self.where: tuple[str, int] | None = None
-        self.triggered = False
-        self.gate_counted = False
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 class ConnectionLog:
@@ -217,7 +188,7 @@ class Connection:
 
     def _longest_hold_s(self) -> float:
         """The latest a request held on this connection can still be released."""
-        waits = [h.rule.release_after_ms / 1000 for h in self.proxy.held_on(self)
+        waits = [h.rule.release_after_ms / 1000 for h in self.proxy.holds.held_on(self)
                  if h.rule.release_after_ms and not h.released]
         return max(waits, default=0.0) or 600.0
 
@@ -261,7 +232,7 @@ class Connection:
                 self.held_answered()
             self.to_broker.put_nowait((loop.time(), frame(payload)))
             if ident is not None:
-                self.proxy.passed(ident, "request")
+                self.proxy.holds.passed(ident, "request")
         return True
 
     def held_answered(self) -> None:
@@ -312,11 +283,11 @@ class Connection:
                     if ident is not None:
                         gate = self.proxy.rules.gate_for(self.broker, ident)
                         if gate is not None:
-                            self.proxy.gate(gate, self, payload, ident, acks)
+                            self.proxy.holds.gate(gate, self, payload, ident, acks)
                             continue
                         rule = self.proxy.rules.hold_for(self.broker, ident)
                         if rule is not None:
-                            self.proxy.hold(rule, self, payload, ident)
+                            self.proxy.holds.hold(rule, self, payload, ident)
                             if rule.client_view != "copy":  # a copy's original goes on
                                 continue
                     if acks != 0:  # an acks=0 produce request gets no response
@@ -326,7 +297,7 @@ class Connection:
                                                    client_id=self.client_id)
                     out.put_nowait((loop.time() + delay, frame(payload)))
                     if ident is not None:  # after the trigger went on its way
-                        self.proxy.passed(ident, "request")
+                        self.proxy.holds.passed(ident, "request")
             except WireError as exc:
                 self.counters["malformed"] += 1
                 log.warning("broker %s conn %s: closing, malformed request: %s",
@@ -396,14 +367,14 @@ class Connection:
                     self.counters["responses"] += 1
                     if entry is not None and entry[4] is not None:  # a released request
                         copy = entry[4].copy  # the client had the original's answer
-                        self.proxy.answered(entry[4], payload,
+                        self.proxy.holds.answered(entry[4], payload,
                                             to_client=not (self.client_gone or copy))
                         if self.client_gone or copy:
                             continue
                     elif self.client_gone:
                         continue
                     if entry is not None and entry[3] is not None:
-                        self.proxy.passed(entry[3], "response", payload)
+                        self.proxy.holds.passed(entry[3], "response", payload)
                     if self.proxy.rules.blackholed(self.broker):
                         self._blackholed()
                         continue
@@ -455,18 +426,11 @@ class Proxy:
         self.counters: dict[int, collections.Counter] = {
             b: collections.Counter() for b in self.routes}
         self.drops: collections.deque[dict] = collections.deque(maxlen=DROP_LOG_SIZE)
-        #: hold, release and answer events, numbered (``GET /holds?since=N``)
-        self.hold_events: collections.deque[dict] = collections.deque(maxlen=HOLD_EVENTS_SIZE)
-        self._event_seq = 0
-        self._held: dict[int, Held] = {}  # not yet released
-        #: rule id -> requests its then_hold holds back, and the gate's deadline
-        self._gated: dict[int, list[Held]] = {}
-        self._gate_timers: dict[int, asyncio.TimerHandle] = {}
-        self._next_hold = 1
         self._conns: dict[int, Connection] = {}
         self._servers: list[asyncio.base_events.Server] = []
         self._next_conn = 1
-        self.markers = MarkerProbe(self.upstream, list(self.routes))
+        #: held requests and their events (``GET /holds?since=N``)
+        self.holds = Holds(self.rules, self.upstream, list(self.routes))
 
     def upstream(self, broker: int) -> tuple[str, int]:
         return self.host, self.routes[broker][1]
@@ -495,12 +459,14 @@ class Proxy:
                            "client_id": conn.client_id, "correlation_id": corr,
                            "api_key": api_key, "rule": rule.id, "action": action})
 
-    # ----- hold -------------------------------------------------------------------------
+    # ----- hold (verifier.harness.faults.holds) ------------------------------------------
+
+    @property
+    def hold_events(self) -> collections.deque[dict]:
+        return self.holds.events
 
     def watching(self) -> bool:
-        """Whether requests must be parsed: a hold rule is set, or a request is held
-        (its release may wait for an event on any broker)."""
-        return bool(self._held) or any(r.kind == "hold" for r in self.rules.all())
+        return self.holds.watching()
 
     def identify(self, conn: Connection, payload: bytes) -> RequestIdentity | None:
         try:
@@ -511,195 +477,21 @@ class Proxy:
                         conn.broker, conn.id, exc)
             return None
 
-    def held_on(self, conn: Connection) -> list[Held]:
-        return [h for h in self._held.values() if h.conn is conn]
-
-    def _event(self, kind: str, held: Held, **extra) -> None:
-        self._event_seq += 1
-        self.hold_events.append({
-            "seq": self._event_seq, "event": kind, "t": now_ms(), "rule": held.rule.id,
-            "hold": held.id, "broker": held.conn.broker, "conn": held.conn.id,
-            "request": held.request.to_json(), **extra})
-
-    def hold(self, rule: Rule, conn: Connection, payload: bytes,
-             request: RequestIdentity) -> Held:
-        """Keep ``payload`` instead of forwarding it; the client sees a stall or a reset."""
-        held = Held(self._next_hold, rule, conn, payload, request)
-        self._next_hold += 1
-        self._held[held.id] = held
-        conn.held_open += 1
-        conn.counters["requests_held"] += 1
-        self._event("hold", held, client_view=rule.client_view,
-                    release_on=rule.release_on, release_after_ms=rule.release_after_ms,
-                    **({"after_marker": rule.after_marker} if rule.after_marker else {}))
-        if rule.after_marker:
-            held.where = MarkerProbe.partition_of(request, rule.partition, rule.topic)
-            if held.where is not None:
-                self.markers.note_hold(rule.id, conn.broker, held.where)
-        if rule.release_after_ms:
-            held.timer = asyncio.get_running_loop().call_later(
-                rule.release_after_ms / 1000, self.release, held,
-                f"after {rule.release_after_ms} ms")
-        if rule.client_view == "reset":
-            conn.reset_client(f"reset by hold rule {rule.id}")
-        elif rule.client_view == "timeout":
-            conn.stalled = True
-        return held
-
-    def release(self, held: Held, reason: str, trigger: dict | None = None) -> None:
-        """Send a held request to the broker on its own connection (once)."""
-        if held.released:
-            return
-        held.released = True
-        self._held.pop(held.id, None)
-        if held.timer is not None:
-            held.timer.cancel()
-        delivered = held.conn.send_released(held)
-        held.conn.counters["requests_released"] += 1
-        self._event("release", held, reason=reason, held_ms=now_ms() - held.t,
-                    delivered=delivered, **({"trigger": trigger} if trigger else {}))
-        rule = held.rule
-        if held.gate_counted and not delivered:  # counted at its trigger: no answer comes
-            rule.awaiting -= 1
-            if rule.awaiting <= 0 and rule.gate_txn is not None:
-                self.open_gate(rule, f"hold {held.id} not delivered")
-        elif delivered:
-            self._count_for_gate(held)
-
-    def _count_for_gate(self, held: Held) -> None:
-        """``then_hold``: hold back the client's next requests of the held request's
-        transactional id until the broker has answered it (counted once)."""
-        rule = held.rule
-        if held.gate_counted or not rule.then_hold or held.request.acks == 0 or \
-                self.rules.get(rule.id) is not rule:  # a removed rule gates nothing more
-            return
-        held.gate_counted = True
-        rule.gate_txn, rule.awaiting = held.request.transactional_id, rule.awaiting + 1
-        if rule.id not in self._gate_timers:
-            max_ms = rule.then_hold["max_ms"]
-            self._gate_timers[rule.id] = asyncio.get_running_loop().call_later(
-                max_ms / 1000, self.open_gate, rule, f"after {max_ms} ms")
-
-    def _await_marker(self, held: Held, trigger: dict) -> None:
-        """``after_marker``: the release_on event came; gate the client's next requests
-        from now on, and release the held request once its transaction's marker is in
-        the partition's log."""
-        held.triggered = True
-        rule, req = held.rule, held.request
-        rule.stopped_holding = True
-        kind = rule.after_marker
-        self._event("trigger", held, trigger=trigger,
-                    waits_for={"marker": kind, "producer_id": req.producer_id,
-                               "producer_epoch": req.producer_epoch,
-                               "topic": held.where[0] if held.where else None,
-                               "partition": held.where[1] if held.where else None})
-        self._count_for_gate(held)
-        if held.where is None or req.producer_id is None or req.producer_epoch is None:
-            self.release(held, "no partition or producer to watch", trigger)
-            return
-        task = self.markers.wait(rule.id, held.conn.broker, held.where, req.producer_id,
-                                 req.producer_epoch, kind)
-        task.add_done_callback(lambda t, h=held, tr=trigger: self._marker_seen(h, tr, t))
-
-    def _marker_seen(self, held: Held, trigger: dict, task: asyncio.Task) -> None:
-        if held.released or task.cancelled():
-            return
-        if task.exception() is not None:  # the release_after_ms timer still releases it
-            log.warning("hold %s: marker probe failed: %s", held.id, task.exception())
-            return
-        batch, searched_from = task.result()
-        self._event("marker", held, marker={**batch.to_json(), "topic": held.where[0],
-                                            "partition": held.where[1]},
-                    searched_from=searched_from)
-        self.release(held, f"{batch.marker} marker at offset {batch.base_offset}", trigger)
-
-    def gate(self, rule: Rule, conn: Connection, payload: bytes, request: RequestIdentity,
-             acks: int | None) -> None:
-        """Hold ``request`` (and what follows it on ``conn``) back until the broker has
-        answered what ``rule`` released: the client sees a delay, in order."""
-        held = Held(self._next_hold, rule, conn, payload, request)
-        self._next_hold += 1
-        held.gated = True
-        conn.held_open += 1
-        conn.counters["requests_held"] += 1
-        conn.deferred = [(payload, request.correlation_id, request.api_key,
-                          request.api_version, acks, request, held)]
-        self._gated.setdefault(rule.id, []).append(held)
-        self._event("hold", held, client_view="delay",
-                    until=f"the broker answered what rule {rule.id} released",
-                    max_ms=rule.then_hold["max_ms"] if rule.then_hold else None)
-
-    def open_gate(self, rule: Rule, reason: str) -> None:
-        """Forward what ``rule``'s then_hold held back; it gates nothing until its next
-        release."""
-        rule.gate_txn, rule.awaiting = None, 0
-        timer = self._gate_timers.pop(rule.id, None)
-        if timer is not None:
-            timer.cancel()
-        for held in self._gated.pop(rule.id, []):
-            held.released = True
-            delivered = held.conn.flush_deferred()
-            held.conn.counters["requests_released"] += 1
-            self._event("release", held, reason=reason, held_ms=now_ms() - held.t,
-                        delivered=delivered)
-
-    def passed(self, event: RequestIdentity, direction: str, response: bytes = b"") -> None:
-        """A request, or the response to one, went through: release what it triggers."""
-        if not self._held:
-            return
-        error = None
-        if response:
-            try:
-                error = response_summary(response, event.api_key,
-                                         event.api_version).get("error_code")
-            except WireError:
-                error = None
-        for held in list(self._held.values()):
-            if not held.triggered and held.rule.releases(held.request, event, direction, error):
-                trigger = {"direction": direction, **event.to_json()}
-                if error is not None:
-                    trigger["error_code"] = error
-                if held.rule.after_marker:
-                    self._await_marker(held, trigger)
-                else:
-                    self.release(held, f"{event.api_name} {direction}", trigger)
-
-    def answered(self, held: Held, payload: bytes, to_client: bool) -> None:
-        try:
-            summary = response_summary(payload, held.request.api_key, held.request.api_version)
-        except WireError as exc:
-            summary = {"unparsed": str(exc)}
-        self._event("answer", held, response=summary, to_client=to_client,
-                    **({"gated": True} if held.gated else {}))
-        held.conn.held_answered()
-        rule = held.rule
-        if rule.then_hold and not held.gated and rule.gate_txn is not None:
-            rule.awaiting -= 1
-            if rule.awaiting <= 0:
-                self.open_gate(rule, f"answered: hold {held.id}")
-
-    def release_rule(self, rule: Rule) -> None:
-        for held in [h for h in self._held.values() if h.rule is rule]:
-            self.release(held, "rule removed")
-        self.markers.cancel(rule.id)
-        if rule.then_hold:
-            self.open_gate(rule, "rule removed")
-
     def remove_rule(self, rule_id: int) -> Rule | None:
         """Remove one rule; what a hold rule still holds is released first."""
         rule = self.rules.remove(rule_id)
         if rule is not None:
-            self.release_rule(rule)
+            self.holds.release_rule(rule)
         return rule
 
     def clear_rules(self) -> list[Rule]:
         removed = self.rules.clear()
         for rule in removed:
-            self.release_rule(rule)
+            self.holds.release_rule(rule)
         return removed
 
     def events_since(self, seq: int) -> list[dict]:
-        return [e for e in self.hold_events if e["seq"] > seq]
+        return self.holds.events_since(seq)
 
     def add_rule(self, data: dict) -> Rule:
         rule = self.rules.add(data)
@@ -732,7 +524,7 @@ class Proxy:
                 "rules": [r.to_json() for r in self.rules.all()]}
 
     async def close(self) -> None:
-        self.markers.close()
+        self.holds.close()
         for server in self._servers:
             server.close()
         for conn in list(self._conns.values()):
