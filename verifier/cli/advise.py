@@ -32,7 +32,8 @@ CONSUMER_KEYS = frozenset({
 #: pipeline presets (streaming.pipelines.presets) -> the sink the rules name
 PIPELINE_SINKS = {"kafka-sink": "kafka", "file": "file", "delta": "delta",
                   "foreach-batch": "foreachBatch",
-                  "foreach-batch-idempotent": "foreachBatch-idempotent"}
+                  "foreach-batch-idempotent": "foreachBatch-idempotent",
+                  "dedup-state": "delta"}  # stateful, into Delta: Delta's rules
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -46,12 +46,14 @@ FAULT_OF_KIND = {
     "ack-loss": LOST_ACK, "broker-kill": BROKER_CRASH, "broker-pause": BROKER_CRASH,
     "producer-kill": PRODUCER_CRASH, "observer-kill": DRIVER_CRASH,
     "network-partition": NETWORK_CUT, "hold": NETWORK_CUT, "checkpoint-lost": CHECKPOINT_LOSS,
+    "executor-kill": EXECUTOR_LOSS, "worker-kill": EXECUTOR_LOSS,
 }
 
 #: the project's scenario that demonstrates each fault class (None: no scenario yet)
 SCENARIO = {
     NO_FAULT: "baseline", LOST_ACK: "ack-loss", BROKER_CRASH: "broker-kill",
-    PRODUCER_CRASH: "producer-kill", DRIVER_CRASH: "pipeline-restart", EXECUTOR_LOSS: None,
+    PRODUCER_CRASH: "producer-kill", DRIVER_CRASH: "pipeline-restart",
+    EXECUTOR_LOSS: "executor-loss",  # needs --spark-cluster standalone (issue 34)
     NETWORK_CUT: "network-partition", CHECKPOINT_LOSS: "checkpoint-lost",
 }
 

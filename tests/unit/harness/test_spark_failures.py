@@ -89,3 +89,13 @@ def test_copies_of_one_batch_from_two_runs_are_a_batch_replay():
     assert cause([(5, "12.0.0"), (5, "3.0.0")]) == BATCH_REPLAY  # a restarted driver
     assert cause([(5, "12.0.0"), (6, "13.1.0")]) is None  # not one batch: unknown
     assert evidence([(5, None), (5, None)]) == {}  # a sink that does not say
+
+
+def test_executor_and_worker_kills_are_the_advice_tables_executor_loss():
+    from verifier.judge import advice_rules as R
+    from verifier.judge.advice import fault_classes
+
+    kills = [{"kind": k, "target": {"process": "pipeline"}}
+             for k in ("executor-kill", "worker-kill")]
+    assert fault_classes(kills) == {R.EXECUTOR_LOSS}
+    assert R.SCENARIO[R.EXECUTOR_LOSS] == "executor-loss"
