@@ -189,3 +189,16 @@ def test_a_pipeline_check_that_crashed_leaves_only_its_own_column_unknown():
         "read back"]
     assert _reasons_unknown(other, Run, [crashed], anomalies, set()) == []
     assert _reasons_unknown(producer, Run, [crashed], anomalies, set()) == []
+
+
+def test_batch_planned_wants_a_batch_in_flight_that_reads_records_since_the_start():
+    from verifier.harness.faults.triggers import batch_planned
+
+    reads = {0: 0, 1: 120, 2: 40}.get
+    none_committed = lambda b: False  # noqa: E731
+    assert batch_planned([], None, reads, none_committed) is None
+    assert batch_planned([(0, 10.0)], None, reads, none_committed) is None  # empty batch 0
+    assert batch_planned([(0, 10.0), (1, 11.0)], None, reads, none_committed) == 1
+    assert batch_planned([(0, 10.0), (1, 11.0)], 12.0, reads, none_committed) is None
+    assert batch_planned([(1, 11.0), (2, 13.0)], 12.0, reads, none_committed) == 2
+    assert batch_planned([(1, 11.0), (2, 13.0)], None, reads, lambda b: b == 2) is None

@@ -23,6 +23,11 @@ trigger                       kinds                the state
                                                    answered an append (some partition without
                                                    error): the rule drops only those
 ``held``                      hold                 the rule held a request
+``batch-planned``             process-kill         a pipeline's driver has a batch in flight
+                                                   that reads records, planned since its
+                                                   latest start (its checkpoint's offsets log,
+                                                   not in its commits): a restart asks for
+                                                   those offsets again
 ``pipelines-down``            retention            every pipeline under test's driver is down
                                                    (killed, not restarted yet)
 ============================  ===================  ===========================================
@@ -56,6 +61,7 @@ TRIGGERS: dict[str, tuple[str, ...]] = {
     "appended": ("ack-loss",),
     "held": ("hold",),
     "pipelines-down": ("retention",),
+    "batch-planned": ("process-kill",),
 }
 #: triggers of a fault that acts over a window (a proxy rule): the rule is set at the
 #: start and the trigger is its first hit; the limit is at most the window, by default it
@@ -65,7 +71,8 @@ WINDOW_TRIGGERS = ("appended", "held")
 #: then the backlog's first batch, 20-60 s on a loaded 2-core machine and up to ~2
 #: minutes with several pipelines; in-transaction: the generator is inside one most of
 #: the time, a few seconds unless it is stalled
-DEFAULT_WITHIN_S = {"mid-batch": 120.0, "in-transaction": 30.0, "pipelines-down": 120.0}
+DEFAULT_WITHIN_S = {"mid-batch": 120.0, "in-transaction": 30.0, "pipelines-down": 120.0,
+                    "batch-planned": 120.0}
 #: the longest limit a scenario may ask for (the load's end waits for a pending trigger)
 MAX_WITHIN_S = 600.0
 PARAMS = ("trigger", "within")
@@ -306,7 +313,49 @@ def probe_rule_hit(proxy, rule_id: int) -> tuple[dict | None, str]:
     return {"first_hit": True, "matched": rule.get("matched"), "hits": rule.get("hits")}, ""
 
 
-PROCESS_PROBES = {"mid-batch": probe_mid_batch, "in-transaction": probe_in_transaction}
+def batch_planned(batches: list[tuple[int, float]], started_at_s: float | None,
+                  reads: Callable[[int], int | None],
+                  committed: Callable[[int], bool]) -> int | None:
+    """The latest batch (of ``batches``: (batch id, when its offsets entry was written,
+    s)) if it was planned since ``started_at_s``, reads records (``reads``: offsets it
+    planned, None if unknown) and is not committed: the batch a kill now leaves in flight
+    (its restart asks for those offsets again); else None."""
+    if not batches:
+        return None
+    batch, t = max(batches)
+    if (started_at_s is not None and t < started_at_s) or committed(batch):
+        return None
+    return batch if reads(batch) else None
+
+
+def probe_batch_planned(proc) -> tuple[dict | None, str]:
+    """A pipeline's driver that planned a batch reading records since its latest start
+    (``checkpoint``, ``started_at_ms``, ``batch_offsets``): a kill now leaves a checkpoint
+    whose restart asks for those offsets again. Unlike ``mid-batch`` it needs no hold:
+    on a loaded machine a batch's tasks can outlast any hold."""
+    checkpoint = getattr(proc, "checkpoint", None)
+    if checkpoint is None:
+        raise NotTriggered(f"{proc.name} has no checkpoint")
+    if not proc.alive:
+        return None, f"{proc.name} is not running"
+    folder = Path(checkpoint) / "offsets"
+    try:
+        batches = [(int(p.name), p.stat().st_mtime) for p in folder.iterdir()
+                   if p.name.isdigit()]
+    except OSError:
+        batches = []
+    started = getattr(proc, "started_at_ms", None)
+    found = batch_planned(batches, None if started is None else started / 1000,
+                          getattr(proc, "batch_offsets", None) or (lambda batch: None),
+                          lambda batch: (Path(checkpoint) / "commits" / str(batch)).exists())
+    if found is None:
+        return None, "no batch reading records in flight"
+    return {"batch": found, "batch_offsets": proc.batch_offsets(found),
+            "batch_in_flight": True}, ""
+
+
+PROCESS_PROBES = {"mid-batch": probe_mid_batch, "in-transaction": probe_in_transaction,
+                  "batch-planned": probe_batch_planned}
 
 
 # ----- the wait -----------------------------------------------------------------------
@@ -347,6 +396,6 @@ class Gate:
 
 
 __all__ = ["DEFAULT_WITHIN_S", "Gate", "NotTriggered", "PROCESS_PROBES", "TRIGGERS",
-           "Trigger", "max_within", "mid_batch", "open_transaction", "parse_marker",
-           "probe_in_transaction", "probe_mid_batch", "probe_rule_hit", "split_params",
-           "tail_events", "trigger_of", "validate"]
+           "Trigger", "batch_planned", "max_within", "mid_batch", "open_transaction",
+           "parse_marker", "probe_batch_planned", "probe_in_transaction", "probe_mid_batch",
+           "probe_rule_hit", "split_params", "tail_events", "trigger_of", "validate"]
