@@ -264,8 +264,8 @@ def main(argv: list[str] | None = None) -> int:
             # the application id: an executor kill finds the application's executors by it
             write_json_atomic(where.ready, {"pid": os.getpid(), "t": time.time(),
                                             "app": spark.sparkContext.applicationId})
-            log.info("pipeline %s (%s) started: pid %d", pipeline.name, pipeline.spec,
-                     os.getpid())
+            log.info("pipeline %s (%s) started on PySpark %s: pid %d", pipeline.name,
+                     pipeline.spec, spark.version, os.getpid())
             code = supervise(query, stop, lambda: watch_source_hold(spark, where.holding))
             if code == EXIT_QUERY_FAILED:
                 query_error = stop_message(query)
