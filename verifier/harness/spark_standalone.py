@@ -62,11 +62,19 @@ def spark_class() -> Path:
     return Path(_find_spark_home()) / "bin" / "spark-class"
 
 
+#: a task's attempts before its job (and the pipeline's query) fails: Spark's default 4
+#: counts every lost executor and every Kafka fetch that timed out (the source's 2-s poll):
+#: a run on the loaded 2-core machine lost its Kafka sink's query to four fetch timeouts
+#: of one task before the first kill
+TASK_MAX_FAILURES = 16
+
+
 def pipeline_conf(workers: int = WORKERS) -> dict[str, str]:
     """The settings of a pipeline's application on the cluster: one executor of one core
-    per worker."""
+    per worker, and room for the task failures the run causes."""
     return {"spark.cores.max": str(workers), "spark.executor.cores": "1",
-            "spark.executor.memory": EXECUTOR_MEMORY}
+            "spark.executor.memory": EXECUTOR_MEMORY,
+            "spark.task.maxFailures": str(TASK_MAX_FAILURES)}
 
 
 class StandaloneCluster:

@@ -36,7 +36,8 @@ def test_an_executor_is_known_by_its_command_line():
 
 def test_a_pipeline_takes_one_executor_of_one_core_on_each_worker():
     assert pipeline_conf(2) == {"spark.cores.max": "2", "spark.executor.cores": "1",
-                                "spark.executor.memory": "640m"}
+                                "spark.executor.memory": "640m",
+                                "spark.task.maxFailures": "16"}
 
 
 def _kill(kind, start, detail):
