@@ -25,6 +25,7 @@ from verifier.harness.kafka_log import API_FETCH, API_LIST_OFFSETS
 from verifier.harness.kafka_wire import (
     API_ADD_PARTITIONS_TO_TXN,
     API_END_TXN,
+    API_METADATA,
     API_PRODUCE,
     FrameBuffer,
     decode_request_header,
@@ -50,17 +51,20 @@ def _probe_answer(payload: bytes, log: dict) -> bytes:
             records = (batch(5, pid, epoch, marker=1) + batch(6, pid + 1, epoch, marker=0)
                        + batch(7, pid, epoch, marker=0))
             log.setdefault("marker_served", time.monotonic())
-        body = fetch_response(topic, partition, records, high_watermark=8)
+        error = 6 if log["fetches"] <= log["refuse_fetches"] else 0  # NOT_LEADER_OR_FOLLOWER
+        body = fetch_response(topic, partition, b"" if error else records, error=error,
+                              high_watermark=8)
     return struct.pack(">i", h.correlation_id) + body[4:]
 
 
-async def _scenario(rule: dict) -> tuple[list[tuple[str, int, float]], list[dict], dict]:
+async def _scenario(rule: dict, refuse_fetches: int = 0
+                    ) -> tuple[list[tuple[str, int, float]], list[dict], dict]:
     requests, answers = _frames()
     produce = request_identity(requests[API_PRODUCE])
     p = produce.partitions[0]
     log = {"where": (p.topic, p.partition), "producer": (produce.producer_id,
                                                           produce.producer_epoch),
-           "marker_at": None, "fetches": 0}
+           "marker_at": None, "fetches": 0, "refuse_fetches": refuse_fetches}
     seen: list[tuple[str, int, float]] = []
 
     async def broker(reader, writer):
@@ -68,6 +72,9 @@ async def _scenario(rule: dict) -> tuple[list[tuple[str, int, float]], list[dict
         while data := await reader.read(65536):
             for payload in buf.feed(data):
                 h = decode_request_header(payload)
+                if h.api_key == API_METADATA:  # the probe looks the leader up: not here
+                    writer.close()
+                    return
                 if h.api_key in (API_FETCH, API_LIST_OFFSETS):
                     if h.api_key == API_FETCH:
                         log["fetches"] += 1
@@ -160,3 +167,13 @@ def test_after_the_trigger_the_rule_holds_nothing_more():
 def test_bad_after_marker(extra, fragment):
     with pytest.raises(RuleError, match=fragment):
         Rule.from_json({**RULE, **extra}, 1)
+
+
+def test_a_fetch_refused_by_the_leader_is_asked_again():
+    # NOT_LEADER_OR_FOLLOWER twice: the probe looks the leader up (the stand-in has no
+    # metadata for it: the same broker stays), asks again, and still finds the marker
+    seen, events, log = asyncio.run(_scenario({**RULE, **MARKED}, refuse_fetches=2))
+    assert log["fetches"] > 2
+    marker = next(e for e in events if e["event"] == "marker")
+    assert marker["marker"]["offset"] == 7
+    assert log["marker_served"] <= _at(seen, "arrived", API_PRODUCE)
