@@ -215,17 +215,39 @@ def supervise(query, stop: threading.Event, tick=None) -> int:
 
 
 def stop_message(query) -> str:
-    """Spark's message of a query that stopped with an error: the exception's own text
-    (a StreamingQueryException wraps the cause, e.g. the Kafka source's "Some data may
-    have been lost ..."), without the JVM stack, at most 2000 characters."""
+    """Spark's message of a query that stopped with an error, with the messages of its
+    causes: a StreamingQueryException's own text may only say that a task failed
+    ("[TASK_WRITE_FAILED] Task failed while writing rows to ...") while the cause is the
+    Kafka source's "Some data may have been lost ...". Without the JVM stack, at most
+    2000 characters."""
     try:
         exc = query.exception()
     except Exception as err:  # noqa: BLE001 - the JVM going away: say that much
         return f"the query stopped; its exception could not be read: {err}"
     if exc is None:
         return "the query stopped without an exception"
-    text = str(getattr(exc, "desc", None) or exc)
-    return " ".join(text.split("\n=== Streaming Query ===")[0].split())[:2000]
+    text = str(getattr(exc, "desc", None) or exc).split("\n=== Streaming Query ===")[0]
+    parts = [" ".join(text.split())]
+    for cause in _causes(getattr(exc, "_origin", None)):
+        flat = " ".join(cause.split())
+        if flat and not any(flat in p for p in parts):
+            parts.append(flat)
+    return "; caused by: ".join(parts)[:2000]
+
+
+def _causes(origin, most: int = 8) -> list[str]:
+    """The messages of a Java exception's cause chain (py4j), outermost first."""
+    out: list[str] = []
+    for _ in range(most):
+        if origin is None:
+            break
+        try:
+            message, origin = origin.getMessage(), origin.getCause()
+        except Exception:  # noqa: BLE001 - a JVM going away: what was read so far
+            break
+        if message:
+            out.append(str(message))
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
