@@ -84,8 +84,9 @@ def written_path(marker: Path) -> Path:
 #: a task hold waits this long before its marker says so: the rows it let through are in
 #: the sink's hands, but a Kafka sink's producer sends them from its own thread, and a
 #: fresh producer first fetches the topic's metadata (seconds on a loaded machine): an
-#: executor killed 0.1 s into the hold of a first batch had sent none of them
-TASK_SETTLE_S = 1.5
+#: executor killed 0.1 s into the hold of a first batch had sent none of them, and one
+#: killed 1.5 s into it (its 100 rows through, the executor's first batch, load 40) none
+TASK_SETTLE_S = 5.0
 
 
 def hold_open(marker: str | None, hold_ms: int, batch: int | None = None,
