@@ -11,6 +11,7 @@ KeyboardInterrupt; `make test` runs `cluster down` after pytest as a second guar
 from __future__ import annotations
 
 import os
+import signal
 import uuid
 from pathlib import Path
 
@@ -125,6 +126,18 @@ def _spark_still_running(request):
         lines = SPARK_LOG.read_text(errors="replace").splitlines() if SPARK_LOG.exists() else []
         errors = [ln for ln in lines if "ERROR" in ln or "Exception" in ln or "Error:" in ln]
         _SPARK_STOPPED.append((request.node.nodeid, (errors or lines)[-30:]))
+
+
+def _interrupt(signum, frame):
+    raise KeyboardInterrupt(f"signal {signum}")
+
+
+def pytest_configure(config):
+    """SIGTERM (a `timeout`, a CI runner's cancel) ends the run as Ctrl-C does, so the
+    fixtures' finalizers stop the clusters they started: a SIGTERMed run left a broker
+    of the versions test running (Python's default for SIGTERM runs no finalizer)."""
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:
+        signal.signal(signal.SIGTERM, _interrupt)
 
 
 def pytest_terminal_summary(terminalreporter):
