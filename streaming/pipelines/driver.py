@@ -228,11 +228,22 @@ def stop_message(query) -> str:
         return "the query stopped without an exception"
     text = str(getattr(exc, "desc", None) or exc).split("\n=== Streaming Query ===")[0]
     parts = [" ".join(text.split())]
-    for cause in _causes(getattr(exc, "_origin", None)):
+    for cause in _causes(_java_of(exc)):
         flat = " ".join(cause.split())
         if flat and not any(flat in p for p in parts):
             parts.append(flat)
     return "; caused by: ".join(parts)[:2000]
+
+
+def _java_of(exc):
+    """The Java exception behind a PySpark one: its ``_origin``, or for a
+    StreamingQueryException (built from a message and ``je.getCause()``) its converted
+    cause's ``_origin``."""
+    origin = getattr(exc, "_origin", None)
+    if origin is None:
+        cause = getattr(exc, "_cause", None) or getattr(exc, "cause", None)
+        origin = getattr(cause, "_origin", None) if cause is not None else None
+    return origin
 
 
 def _causes(origin, most: int = 8) -> list[str]:
