@@ -422,6 +422,10 @@ class ScenarioRun:
             finally:
                 for proc in self.processes.values():
                     proc.terminate(timeout=30)
+                if self.spark_cluster is not None:  # the executors' copies of the jars
+                    from verifier.orchestration.spark_cluster import tidy
+
+                    tidy(self.spark_cluster)
                 self._stopped_at = time.monotonic()
                 if conn_log is not None:
                     # after a drain the live verdict comes first: copying waits (at least
