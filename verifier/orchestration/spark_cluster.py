@@ -36,6 +36,15 @@ def problems(scenario, opts) -> list[str]:
     if opts.spark_cluster is not None and opts.spark_master:
         out.append("--spark-cluster starts a cluster for the run; --spark-master names "
                    "your own: give one or the other")
+    if opts.spark_cluster is not None:
+        from importlib.metadata import version
+
+        own = version("pyspark")
+        other = sorted({p.spark_version for p in opts.pipelines
+                        if getattr(p, "spark_version", None) not in (None, own)})
+        if other:  # the cluster is the project's own PySpark distribution
+            out.append(f"--spark-cluster starts a cluster of PySpark {own}; pipelines on "
+                       f"--spark-version {','.join(other)} cannot run there (not yet)")
     if kills_executors(scenario.faults) and opts.spark_cluster is None:
         out.append(f"scenario {scenario.name} kills Spark executors or workers: they run "
                    "on the cluster the run starts with --spark-cluster standalone")

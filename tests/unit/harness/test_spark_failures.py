@@ -100,3 +100,23 @@ def test_executor_and_worker_kills_are_the_advice_tables_executor_loss():
              for k in ("executor-kill", "worker-kill")]
     assert fault_classes(kills) == {R.EXECUTOR_LOSS}
     assert R.SCENARIO[R.EXECUTOR_LOSS] == "executor-loss"
+
+
+def test_the_run_s_cluster_is_refused_where_it_cannot_serve():
+    from types import SimpleNamespace as NS
+
+    from verifier.orchestration.spark_cluster import problems
+
+    kill = NS(name="executor-loss", faults=[{"kind": "executor-kill"}])
+    plain = NS(name="baseline", faults=[])
+    pipe = NS(name="delta", spark_version=None)
+    opts = NS(spark_cluster="standalone", spark_master=None, pipelines=(pipe,))
+    assert problems(kill, opts) == []
+    assert "--spark-cluster standalone" in problems(kill, NS(**{**vars(opts),
+                                                                "spark_cluster": None}))[0]
+    assert "--pipeline" in problems(plain, NS(**{**vars(opts), "pipelines": ()}))[0]
+    assert "one or the other" in problems(plain, NS(**{**vars(opts),
+                                                        "spark_master": "spark://h:7077"}))[0]
+    older = NS(name="delta@spark-3.5.7", spark_version="3.5.7")
+    assert "--spark-version 3.5.7" in problems(plain, NS(**{**vars(opts),
+                                                            "pipelines": (older,)}))[0]
