@@ -134,3 +134,29 @@ def test_chaos_hook_marks_a_cell_that_disagrees(tmp_path, anomalies, agree, monk
     assert saved["runs"][0]["advice_check"][0]["agree"] is agree
     html = (out / "report.html").read_text()
     assert ("DISAGREES" in html) is (not agree)
+
+
+def test_a_known_bugs_run_is_not_compared_with_the_advice(tmp_path, monkeypatch):
+    """The known-bugs profile forces documented bugs: its cells are not held to the
+    advice (every run printed 'DISAGREES: duplicate-same-session ... the advisor or the
+    client is wrong'); the run's exit code is kept. Without the profile the comparison
+    is made."""
+    import io
+    from types import SimpleNamespace
+
+    import verifier.cli.advise as advise
+
+    opts = SimpleNamespace(out=str(tmp_path), clients=None, client="kafka-python",
+                           user_config=None, pipelines=[])
+    scenarios = [SimpleNamespace(workload=SimpleNamespace(modes=("transactional",)))]
+    prepared = (None, scenarios, None, opts)
+    compared = []
+    monkeypatch.setattr(advise, "check_outputs", lambda *a: compared.append(a) or [])
+    for plans in ([object()], None):
+        out = io.StringIO()
+        code = advise.chaos_with_advice(SimpleNamespace(known_bug_plans=plans), prepared,
+                                        lambda args, *_: 1, out=out)
+        assert code == 1
+        said = out.getvalue()
+        assert ("not compared (the known-bugs profile" in said) == bool(plans), said
+    assert len(compared) == 1  # the run without the profile only
