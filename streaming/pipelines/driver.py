@@ -227,33 +227,43 @@ def stop_message(query) -> str:
     if exc is None:
         return "the query stopped without an exception"
     text = str(getattr(exc, "desc", None) or exc).split("\n=== Streaming Query ===")[0]
-    parts = [" ".join(text.split())]
-    for cause in _causes(_java_of(exc)):
-        flat = " ".join(cause.split())
+    parts = [" ".join(text.split())[:PART_CHARS]]  # a message may carry a whole stack
+    for cause in _cause_messages(exc):
+        flat = " ".join(cause.split())[:PART_CHARS]
         if flat and not any(flat in p for p in parts):
             parts.append(flat)
     return "; caused by: ".join(parts)[:2000]
 
 
-def _java_of(exc):
-    """The Java exception behind a PySpark one: its ``_origin``, or for a
-    StreamingQueryException (built from a message and ``je.getCause()``) its converted
-    cause's ``_origin``."""
-    origin = getattr(exc, "_origin", None)
-    if origin is None:
-        cause = getattr(exc, "_cause", None) or getattr(exc, "cause", None)
-        origin = getattr(cause, "_origin", None) if cause is not None else None
-    return origin
+#: each message of a stopped query's chain at most this long: the root cause (the Kafka
+#: source's data loss) must not be cut off by a long outer message
+PART_CHARS = 600
 
 
-def _causes(origin, most: int = 8) -> list[str]:
-    """The messages of a Java exception's cause chain (py4j), outermost first."""
+def _cause_messages(exc, most: int = 8) -> list[str]:
+    """The messages of a PySpark exception's causes, outermost first. PySpark converts a
+    Java exception's cause chain into its own (``_cause``, each with its ``_desc``: the
+    Java ``toString``, class and message); where one still holds its Java exception
+    (``_origin``), the rest of the chain is read from the JVM."""
+    out: list[str] = []
+    cause = getattr(exc, "_cause", None)
+    while cause is not None and len(out) < most:
+        origin = getattr(cause, "_origin", None)
+        if origin is not None:
+            return out + _java_causes(origin, most - len(out))
+        out.append(str(getattr(cause, "_desc", None) or cause))
+        cause = getattr(cause, "_cause", None)
+    return out
+
+
+def _java_causes(origin, most: int = 8) -> list[str]:
+    """The messages of a Java exception and its causes (py4j), outermost first."""
     out: list[str] = []
     for _ in range(most):
         if origin is None:
             break
         try:
-            message, origin = origin.getMessage(), origin.getCause()
+            message, origin = origin.toString(), origin.getCause()
         except Exception:  # noqa: BLE001 - a JVM going away: what was read so far
             break
         if message:
