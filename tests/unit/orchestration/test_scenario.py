@@ -31,13 +31,14 @@ def test_profiles_name_existing_scenarios():
             load_scenario(name)
     # every scenario runs in some profile; full is baseline and every one with a fault
     # but those of the versions profile (their faults matter across broker versions) and
-    # of the pipelines profile (they kill the pipelines under test: --pipeline) and of the
+    # of the pipelines profile (they kill the pipelines under test: --pipeline), of the
     # known-bugs profile (each forces one bug on the combinations it is documented for)
+    # and of the spark-cluster profile (executors of a standalone cluster the run starts)
     assert set().union(*(p.scenarios for p in profiles.values())) == set(available())
+    apart = ("versions", "pipelines", "known-bugs", "spark-cluster")
     assert set(profiles["full"].scenarios) == {"baseline"} | {
-        n for n in available() if load_scenario(n).faults} - set(
-        profiles["versions"].scenarios) - set(profiles["pipelines"].scenarios) - set(
-        profiles["known-bugs"].scenarios)
+        n for n in available() if load_scenario(n).faults} - set().union(
+        *(profiles[p].scenarios for p in apart))
     assert profiles["versions"].kafka_versions and profiles["versions"].clients
 
 
