@@ -14,7 +14,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import urllib.request
@@ -26,6 +25,7 @@ from pyspark.find_spark_home import _find_spark_home
 
 from tests.conftest import port_base
 from tests.integration.spark_chatter import chatter
+from verifier.harness.spark_standalone import free_ports
 from verifier.orchestration.scenario import SCENARIO_DIR
 from verifier.rundata import jvm
 from verifier.rundata.errors import VerifierError
@@ -36,18 +36,6 @@ pytestmark = pytest.mark.integration
 
 CHAOS_BASE_PORT = port_base("external-spark")  # the run's local cluster and proxy
 WORKER_CORES = 2
-
-
-def free_ports(n: int) -> list[int]:
-    """``n`` distinct ports nobody listens on right now."""
-    socks = [socket.socket() for _ in range(n)]
-    try:
-        for s in socks:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in socks]
-    finally:
-        for s in socks:
-            s.close()
 
 
 def _daemon(name: str, args: list[str], folder: Path) -> subprocess.Popen:
