@@ -72,7 +72,8 @@ def test_every_preset_mode_and_pipeline():
     assert got == {**{m: m for m in MODES},
                    "kafka-sink": "pipeline/at-least-once", "file": "pipeline/exactly-once",
                    "delta": "pipeline/exactly-once", "foreach-batch": "pipeline/at-least-once",
-                   "foreach-batch-idempotent": "pipeline/exactly-once"}
+                   "foreach-batch-idempotent": "pipeline/exactly-once",
+                   "dedup-state": "pipeline/exactly-once"}
 
 
 def _file(tmp_path: Path, name: str) -> Path:
