@@ -243,6 +243,23 @@ def known_bug_grid(plans: list[VersionPlan], docs: dict[str, list[dict]]) -> dic
     return {"rows": rows, "exit_code": code}
 
 
+def cluster_times(plans: list[VersionPlan], docs: dict[str, list[dict]],
+                  walls: dict[str, float]) -> list[dict]:
+    """Per cluster (a plan): its wall time, the part its runs took (each run's own
+    ``total_s``) and the rest, which is the version's set-up (jars, start, topics, feature
+    levels) and its stop: the grid's s/run leaves it out, so it is reported apart."""
+    rows = []
+    for plan in plans:
+        if plan.key not in walls:
+            continue
+        runs = sum(float((d.get("phases") or {}).get("total_s", 0)) for d in docs.get(plan.key, []))
+        wall = walls[plan.key]
+        rows.append({"cluster": plan.key, "runs": len(docs.get(plan.key, [])),
+                     "wall_s": round(wall, 1), "runs_s": round(runs, 1),
+                     "setup_s": round(max(wall - runs, 0.0), 1)})
+    return rows
+
+
 class FeatureLevels:
     """An environment whose cluster runs at the given feature levels, set with Kafka's
     feature tool right after the start (everything else is the environment's own)."""
@@ -279,6 +296,7 @@ def run_known_bugs(make_env, plans: list[VersionPlan], opts, spark, out=sys.stdo
 
     t0 = time.monotonic()
     docs: dict[str, list[dict]] = {}
+    walls: dict[str, float] = {}
     for plan in plans:
         levels = "".join(f", {k} {v}" for k, v in plan.features)
         print(f"\n##### Kafka {plan.kafka}{levels}: {', '.join(s.name for s in plan.scenarios)} "
@@ -296,8 +314,10 @@ def run_known_bugs(make_env, plans: list[VersionPlan], opts, spark, out=sys.stdo
         except Exception as exc:  # noqa: BLE001 - one version's cluster failing is open rows
             print(f"Kafka {plan.key} could not run: {type(exc).__name__}: {exc}", file=out)
         docs[plan.key] = collected
-        print(f"Kafka {plan.key}: {time.monotonic() - t1:.0f}s", file=out, flush=True)
+        walls[plan.key] = time.monotonic() - t1
+        print(f"Kafka {plan.key}: {walls[plan.key]:.0f}s", file=out, flush=True)
     grid = known_bug_grid(plans, docs)
+    grid["clusters"] = cluster_times(plans, docs, walls)
     write_known_bug_grid(grid, Path(opts.out) / "known-bugs.json",
                          {"profile": opts.profile, "seed": opts.seed, "repeat": opts.repeat})
     print("\n=== known bugs: documented status against the runs", file=out)

@@ -26,6 +26,11 @@ def render_known_bug_grid(grid: dict) -> str:
     widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
     text = "\n".join("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip()
                      for row in rows)
+    clusters = grid.get("clusters") or []
+    if clusters:
+        text += "\n" + "\n".join(
+            f"cluster {c['cluster']}: {c['wall_s']:.0f}s, of which {c['runs']} runs "
+            f"{c['runs_s']:.0f}s and set-up and stop {c['setup_s']:.0f}s" for c in clusters)
     return text + "\n" + LEGEND
 
 

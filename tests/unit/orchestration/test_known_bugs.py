@@ -119,6 +119,18 @@ def test_grid_reproduced_everywhere_exits_0():
     assert grid["exit_code"] == 0
 
 
+def test_each_clusters_set_up_is_its_wall_time_less_its_runs():
+    fail = {"kafka-python": ("FAIL", "PASS")}
+    docs = {"3.5.2": [_doc("kafka-14402", fail, total=100)] * 3,
+            "4.1.1": [_doc("kafka-14402", fail, total=80)] * 2}
+    rows = kb.cluster_times(_plans(), docs, {"3.5.2": 345.0, "4.1.1": 150.0})
+    assert rows == [
+        {"cluster": "3.5.2", "runs": 3, "wall_s": 345.0, "runs_s": 300.0, "setup_s": 45.0},
+        {"cluster": "4.1.1", "runs": 2, "wall_s": 150.0, "runs_s": 160.0, "setup_s": 0.0}]
+    # a cluster that never ran (no wall time) has no row
+    assert [r["cluster"] for r in kb.cluster_times(_plans(), docs, {"4.1.1": 9.0})] == ["4.1.1"]
+
+
 def test_a_mismatch_either_way_exits_1_and_an_open_row_2():
     fail = {"kafka-python": ("FAIL", "PASS")}
     ok = {"kafka-python": ("PASS", "PASS")}

@@ -84,3 +84,11 @@ def test_a_release_after_the_marker_says_where_the_marker_was(tmp_path):
     assert held_answers(tmp_path) == {"": "accepted at 171 after the abort marker at 170"}
     (line,) = fault_summary(tmp_path)
     assert "released by abort marker at offset 170 (held 9000 ms)" in line
+
+
+def test_the_grid_gives_each_clusters_set_up_apart():
+    grid = {"rows": [], "exit_code": 2, "clusters": [
+        {"cluster": "4.1.1+transaction.version=0", "runs": 6, "wall_s": 700.4,
+         "runs_s": 600.2, "setup_s": 100.2}]}
+    assert ("cluster 4.1.1+transaction.version=0: 700s, of which 6 runs 600s and set-up "
+            "and stop 100s") in render_known_bug_grid(grid).splitlines()
