@@ -25,17 +25,24 @@ executor's Python worker: on the driver's machine (local mode, or the standalone
 the run starts beside it: verifier.harness.spark_standalone).
 
 A run that kills a pipeline's *executor* (``verifier.pipeline.hold_where`` = ``task``)
-holds partway through a task instead (:func:`task_hold`): the task of Spark partition 0,
-its first attempt, holds at its row HOLD_AFTER_ROWS + 1 (101), once the rows before it
-have reached the sink (a Kafka sink's producer has sent them), and its marker names the task
-(stage, partition, attempt) and the Python worker whose executor runs it. An executor
+holds partway through a task instead (:func:`task_hold`): the first task of each stage to
+reach its row HOLD_AFTER_ROWS + 1 (101) holds there, once the rows before it have reached
+the sink (a Kafka sink's producer has sent them), and its marker names the task (stage,
+partition, attempt) and the Python worker whose executor runs it. One hold per stage of a
+query's run (:func:`claim_stage`, a file beside the marker the executors of this machine
+share): not "partition 0's first attempt", which on the loaded cluster often failed its
+first Kafka fetch (2-s poll) before its row 101, and its retry (attempt 1) never held: the
+delta and dedup-state pipelines went through a whole run of executor-loss (2026-11-28,
+three batches each) without one held task. A retry of a task whose hold a kill ended does
+not hold again (the stage is claimed): it runs to the end, as Spark re-runs it. An executor
 killed then takes a task that wrote part of its output with it, and Spark re-runs the
 task on another executor: the write of a sink without a commit protocol for its tasks
 (Kafka) is repeated, one with one (files, Delta) discards the lost attempt's files. For
 the rows before the hold to reach the sink the Python worker answers through an
 unbuffered pipe (``spark.sql.execution.python.udf.buffer.size``): with the default a
 worker's 100-row answer sat in a 64 KiB buffer, and a held task had sent nothing. A task
-of 100 rows or fewer does not hold: the trigger waits for a larger batch.
+of 100 rows or fewer does not hold; a batch whose tasks all have that few does not: the
+trigger waits for a larger batch.
 """
 
 from __future__ import annotations
@@ -44,7 +51,7 @@ import contextlib
 import json
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from streaming.pipelines.contract import CONF_HOLD_MARKER, CONF_HOLD_MS, CONF_HOLD_WHERE
@@ -176,19 +183,41 @@ HOLD_AFTER_ROWS = 100
 ROW_BY_ROW = {"spark.sql.execution.python.udf.buffer.size": "2"}
 
 
-def task_hold(state: dict, partition: int, attempt: int, task: int,
+def task_hold(state: dict, task: int, claim: Callable[[], bool] = lambda: True,
               after: int = HOLD_AFTER_ROWS) -> bool:
-    """Whether the row now passing through task ``task`` (its attempt id; ``attempt``:
-    its attempt number) holds: the first attempt of partition 0's task, at its row
-    ``after`` + 1. ``state``: the rows seen per task, kept across rows of one Python
-    worker (only the current task's count is kept)."""
-    if partition != 0 or attempt != 0:
-        return False
+    """Whether the row now passing through task ``task`` (its attempt id) holds: its row
+    ``after`` + 1, if ``claim()`` says no other task of its stage has held (the first to
+    get there takes the stage). ``state``: the rows seen per task, kept across rows of one
+    Python worker (only the current task's count is kept)."""
     seen = state.get(task, 0)
     if task not in state:
         state.clear()
     state[task] = seen + 1
-    return seen == after
+    return seen == after and claim()
+
+
+#: the Spark local property a micro-batch's jobs carry their query run's id in (the
+#: query's thread sets its job group to the run id, StreamExecution.runStream): a restart
+#: of the query is another run, whose stage ids start again at 0
+JOB_GROUP_PROPERTY = "spark.jobGroup.id"
+
+
+def claim_stage(marker: Path, run: str, stage: int) -> bool:
+    """Take the hold of ``stage`` of query run ``run`` for the calling task: True once
+    (the file is created exclusively, so of two tasks reaching their row 101 together one
+    holds), False for every other task or attempt of that stage. An earlier stage's claim
+    is removed then: a query runs one batch's stages after another."""
+    name = f"{marker.name}.claim-{''.join(c for c in run if c.isalnum() or c == '-')}-{stage}"
+    try:
+        os.close(os.open(marker.with_name(name), os.O_CREAT | os.O_EXCL | os.O_WRONLY))
+    except FileExistsError:
+        return False
+    except OSError:  # the folder gone (the run ending): hold nowhere rather than fail
+        return False
+    for old in marker.parent.glob(f"{marker.name}.claim-*"):
+        if old.name != name:
+            old.unlink(missing_ok=True)
+    return True
 
 
 def task_marker(ctx, rows: int) -> dict:
@@ -198,8 +227,9 @@ def task_marker(ctx, rows: int) -> dict:
 
 
 def with_task_hold(spark, source, hold_ms: int, marker: str | None):
-    """``source`` with a pass-through of ``value`` that holds partway through the task of
-    Spark partition 0 (:func:`task_hold`), its rows before the hold let through at once."""
+    """``source`` with a pass-through of ``value`` that holds partway through the first
+    task of each stage to reach its row 101 (:func:`task_hold`), its rows before the hold
+    let through at once."""
     from pyspark.sql import functions as F
 
     for key, value in ROW_BY_ROW.items():
@@ -209,9 +239,14 @@ def with_task_hold(spark, source, hold_ms: int, marker: str | None):
         from pyspark import TaskContext
 
         ctx = TaskContext.get()
-        if ctx is not None and task_hold(globals().setdefault("_task_rows", {}),
-                                         ctx.partitionId(), ctx.attemptNumber(),
-                                         ctx.taskAttemptId()):
+        if ctx is None or marker is None:
+            return value
+
+        def claim() -> bool:
+            return claim_stage(Path(marker), ctx.getLocalProperty(JOB_GROUP_PROPERTY) or "",
+                               ctx.stageId())
+
+        if task_hold(globals().setdefault("_task_rows", {}), ctx.taskAttemptId(), claim):
             batch = ctx.getLocalProperty(BATCH_ID_PROPERTY)
             hold_open(marker, hold_ms, int(batch) if batch and batch.isdigit() else None,
                       "task", task_marker(ctx, HOLD_AFTER_ROWS))
@@ -222,8 +257,9 @@ def with_task_hold(spark, source, hold_ms: int, marker: str | None):
 
 def with_hold(spark, source):
     """``source`` with a pass-through of ``value`` that holds the task of Spark partition
-    0 once per task attempt (no-op without ``hold_ms``); partway through it when the run
-    kills executors (``verifier.pipeline.hold_where`` = ``task``)."""
+    0 once per task attempt (no-op without ``hold_ms``); when the run kills executors
+    (``verifier.pipeline.hold_where`` = ``task``) partway through the first task of each
+    stage to reach its row 101 instead (:func:`with_task_hold`)."""
     hold_ms, marker = hold_settings(spark)
     if hold_ms <= 0:
         return source
@@ -304,6 +340,7 @@ def build_with_hold(spark, build, source):
     return build(spark, with_hold(spark, source))
 
 
-__all__ = ["HOLD_AFTER_ROWS", "ROW_BY_ROW", "build_with_hold", "hold_open", "hold_settings",
-           "others_written", "task_hold", "task_marker", "watch_source_hold", "with_hold",
-           "with_task_hold", "wrapping_foreach_batch", "write_marker", "written_path"]
+__all__ = ["HOLD_AFTER_ROWS", "JOB_GROUP_PROPERTY", "ROW_BY_ROW", "build_with_hold",
+           "claim_stage", "hold_open", "hold_settings", "others_written", "task_hold",
+           "task_marker", "watch_source_hold", "with_hold", "with_task_hold",
+           "wrapping_foreach_batch", "write_marker", "written_path"]

@@ -3,8 +3,9 @@ test cluster: one short run of `verifier chaos --spark-cluster standalone`.
 
 Three pipelines (Spark's Kafka sink, the file sink, Delta) run on a master and two workers
 the run starts; each pipeline's executor is SIGKILLed while the task it runs has written
-part of its output (the task hold: partition 0's task lets 100 rows through, then
-holds; one input partition at 100 records/s gives the task more than that).
+part of its output (the task hold: the first task of a batch's stage to let 100 rows
+through holds there, whichever its attempt; one input partition at 100 records/s gives
+the task more than that).
 Spark re-runs the task on another executor: the Kafka sink writes the rows the lost
 attempt had sent again, each copy naming its task attempt (a task retry); the file and
 Delta sinks discard the lost attempt's files. Afterwards nothing of the cluster runs.
@@ -75,7 +76,8 @@ def test_kafka_sink_rewrites_a_lost_tasks_rows_file_and_delta_do_not(tmp_path, b
     assert retried, dups["sample"][:3]
     tasks = retried[0]["evidence"]["output_tasks"]  # "batch 2 task 0 attempt 0 (stage 2)"
     attempts = {t.split(" attempt ")[1].split()[0] for t in tasks}
-    assert "0" in attempts and len(attempts) == 2, tasks  # the lost attempt and a retry
+    # the lost attempt (0, or 1 when 0 failed a Kafka fetch before its row 101) and a retry
+    assert len(attempts) == 2, tasks
     for name in ("file", "delta"):
         col = column(doc, name)
         assert count(col, "duplicate-delivery") == 0 and col["verdict"] == "PASS", col

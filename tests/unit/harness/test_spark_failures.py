@@ -4,7 +4,7 @@ counts, and the evidence that tells a task retry from a batch replay."""
 
 from __future__ import annotations
 
-from streaming.pipelines.hold import HOLD_AFTER_ROWS, task_hold
+from streaming.pipelines.hold import HOLD_AFTER_ROWS, claim_stage, task_hold
 from verifier.harness.spark_standalone import EXECUTOR_CLASS, parse_executor, pipeline_conf
 from verifier.judge import exposure as E
 from verifier.judge.task_attempts import BATCH_REPLAY, TASK_RETRY, cause, evidence
@@ -12,15 +12,33 @@ from verifier.judge.task_attempts import BATCH_REPLAY, TASK_RETRY, cause, eviden
 T0 = 1_000_000
 
 
-def test_the_task_hold_lets_rows_through_then_holds_once_in_partition_0s_first_attempt():
+def test_the_task_hold_lets_rows_through_then_holds_the_first_task_to_claim_its_stage():
     state: dict = {}
-    held = [task_hold(state, 0, 0, task=7) for _ in range(HOLD_AFTER_ROWS + 3)]
+    held = [task_hold(state, task=7) for _ in range(HOLD_AFTER_ROWS + 3)]
     assert held == [False] * HOLD_AFTER_ROWS + [True, False, False]  # the first rows through
-    assert not any(task_hold(state, 1, 0, task=8) for _ in range(10))  # another partition
-    assert not any(task_hold({}, 0, 1, task=9) for _ in range(10))  # a retried attempt
+    # another task, or a retried attempt, of a stage already held: no hold
+    assert not any(task_hold(state, task=8, claim=lambda: False) for _ in range(200))
     # the next task of the worker counts afresh (the state keeps the current task only)
-    assert [task_hold(state, 0, 0, task=12) for _ in range(HOLD_AFTER_ROWS + 1)][-1] is True
+    assert [task_hold(state, task=12) for _ in range(HOLD_AFTER_ROWS + 1)][-1] is True
     assert list(state) == [12]
+
+
+def test_a_stage_holds_once_whichever_attempt_gets_there_first(tmp_path):
+    """A task whose first attempt failed before its row 101 (a Kafka fetch timed out) holds
+    in its retry; the retry of a task a kill took while it held does not hold again."""
+    marker = tmp_path / "holding"
+
+    def rows(task: int, n: int) -> bool:
+        state: dict = {}
+        return any(task_hold(state, task, lambda: claim_stage(marker, "run-a", 3))
+                   for _ in range(n))
+
+    assert not rows(41, 50)  # the first attempt failed at its row 50
+    assert rows(42, HOLD_AFTER_ROWS + 1)  # its retry holds at its row 101
+    assert not claim_stage(marker, "run-a", 3)  # its retry after the kill, another task
+    assert claim_stage(marker, "run-a", 4)  # the next batch's stage
+    assert [p.name for p in tmp_path.iterdir()] == ["holding.claim-run-a-4"]  # 3's removed
+    assert claim_stage(marker, "run-b", 4)  # the query restarted: its stage ids again
 
 
 def test_an_executor_is_known_by_its_command_line():
