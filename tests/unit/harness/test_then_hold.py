@@ -69,9 +69,12 @@ def _frame(payload: bytes) -> bytes:
     return struct.pack(">i", len(payload)) + payload
 
 
-async def _scenario(rule: dict) -> tuple[list[tuple[str, int, float]], list[dict]]:
-    """Produce held; EndTxn passes (releases it); AddPartitionsToTxn right after. Returns
-    the stand-in broker's log ((arrived|answered, api key, time)) and the hold events."""
+async def _scenario(rule: dict, add_first: bool = False
+                    ) -> tuple[list[tuple[str, int, float]], list[dict]]:
+    """Produce held; EndTxn passes (releases it); AddPartitionsToTxn right after
+    (``add_first``: one before the EndTxn too, as the held transaction adding another
+    partition). Returns the stand-in broker's log ((arrived|answered, api key, time)) and
+    the hold events."""
     requests, answers = _frames()
     log: list[tuple[str, int, float]] = []
 
@@ -99,6 +102,10 @@ async def _scenario(rule: dict) -> tuple[list[tuple[str, int, float]], list[dict
         await producer.drain()
         coord_r, coord = await asyncio.open_connection("127.0.0.1", listen)
         await asyncio.sleep(0.1)
+        if add_first:
+            coord.write(_frame(requests[API_ADD_PARTITIONS_TO_TXN]))
+            await coord.drain()
+            await coord_r.readexactly(struct.unpack(">i", await coord_r.readexactly(4))[0])
         coord.write(_frame(requests[API_END_TXN]))  # its answer releases the Produce
         await coord.drain()
         await coord_r.readexactly(struct.unpack(">i", await coord_r.readexactly(4))[0])
@@ -152,6 +159,44 @@ def test_the_gate_opens_after_max_ms_if_no_answer_comes():
     release = [e for e in events if e["event"] == "release"
                and e["request"]["api"] == "AddPartitionsToTxn"]
     assert release and release[0]["reason"] == "after 50 ms"
+
+
+NEXT_ADD = {"kind": "hold", "api_keys": [0], "transactional_id": TXN,
+            "release_on": {"api_key": 24, "direction": "response", "ok": True,
+                           "transactional_id": "same", "after": {"api_key": 26}},
+            "then_hold": {"api_keys": [0, 22]}}
+
+
+def test_release_on_after_counts_the_next_transactions_add_partitions_only():
+    # KAFKA-17754 (b): the held Produce goes once the *next* transaction added partitions;
+    # an AddPartitionsToTxn of its own transaction (before its EndTxn) does not release it
+    log, events = asyncio.run(_scenario(NEXT_ADD, add_first=True))
+    assert [(e["event"], e["request"]["api"]) for e in events] == [
+        ("hold", "Produce"), ("armed", "Produce"), ("release", "Produce"),
+        ("answer", "Produce")]
+    assert events[1]["by"]["api"] == "EndTxn"
+    assert events[2]["reason"] == "AddPartitionsToTxn response"
+    adds = [t for w, a, t in log if (w, a) == ("arrived", API_ADD_PARTITIONS_TO_TXN)]
+    assert len(adds) == 2 and adds[0] < _at(log, "arrived", API_END_TXN) \
+        < adds[1] < _at(log, "arrived", API_PRODUCE)
+
+
+def test_without_after_the_own_transactions_add_partitions_releases_it():
+    rule = {**NEXT_ADD, "release_on": {k: v for k, v in NEXT_ADD["release_on"].items()
+                                       if k != "after"}}
+    log, events = asyncio.run(_scenario(rule, add_first=True))
+    assert _at(log, "arrived", API_PRODUCE) < _at(log, "arrived", API_END_TXN)
+    assert "armed" not in [e["event"] for e in events]
+
+
+def test_bad_release_on_after():
+    from verifier.harness.faults.rules import Rule, RuleError
+
+    with pytest.raises(RuleError, match="release_on after"):
+        Rule.from_json({**NEXT_ADD, "release_on": {"api_key": 24, "after": 26}}, 1)
+    with pytest.raises(RuleError, match="after direction"):
+        Rule.from_json({**NEXT_ADD, "release_on": {"api_key": 24, "after": {
+            "api_key": 26, "direction": "sideways"}}}, 1)
 
 
 @pytest.mark.parametrize("then_hold, fragment", [

@@ -71,6 +71,8 @@ class Held:
         self.where: tuple[str, int] | None = None
         self.triggered = False
         self.gate_counted = False
+        #: release_on.after: its event passed since the hold (release_on counts now)
+        self.armed = False
 
 
 class Holds:
@@ -237,7 +239,18 @@ class Holds:
             except WireError:
                 error = None
         for held in list(self._held.values()):
-            if not held.triggered and held.rule.releases(held.request, event, direction, error):
+            rule = held.rule
+            if held.triggered:
+                continue
+            if (rule.release_on or {}).get("after") and not held.armed:
+                if rule.arms(held.request, event, direction):
+                    held.armed = True
+                    rule.stopped_holding = True  # what matches now is a later transaction's
+                    self._event("armed", held, by={"direction": direction, **event.to_json(),
+                                                   **({"error_code": error}
+                                                      if error is not None else {})})
+                continue
+            if held.rule.releases(held.request, event, direction, error):
                 trigger = {"direction": direction, **event.to_json()}
                 if error is not None:
                     trigger["error_code"] = error

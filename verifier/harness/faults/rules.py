@@ -40,6 +40,10 @@ as new ones, until it is removed. Kinds:
     request's transactional id (the client sees only a delay: its connection keeps its
     order) until the broker has answered every request the rule released, or ``max_ms``
     passed: the late request is applied before the client's next step.
+    ``release_on.after`` (``{"api_key": 26, "direction": "response"}``): the release_on
+    event counts only once this event of the same transactional id passed after the hold
+    (the held request's own transaction ended: its next AddPartitionsToTxn is the next
+    transaction's); from that event on the rule holds no new request.
     ``after_marker`` (``abort``, ``commit`` or ``any``; held Produce requests only): the
     ``release_on`` event does not release the request yet; it starts ``then_hold``'s gate
     and the proxy watches the partition the request writes (the rule's ``partition``, else
@@ -69,7 +73,7 @@ KINDS = ("drop_response", "latency", "blackhole", "reset", "hold")
 DIRECTIONS = ("downstream", "upstream", "both")
 CLIENT_VIEWS = ("timeout", "reset", "copy")
 RELEASE_DIRECTIONS = ("request", "response")
-RELEASE_KEYS = {"api_key", "direction", "transactional_id", "ok"}
+RELEASE_KEYS = {"api_key", "direction", "transactional_id", "ok", "after"}
 THEN_HOLD_KEYS = {"api_keys", "max_ms"}
 MARKER_KINDS = ("abort", "commit", "any")
 
@@ -300,6 +304,21 @@ class Rule:
         expected = held.transactional_id if want == "same" else want
         return expected is not None and event.transactional_id == expected
 
+    def arms(self, held: RequestIdentity, event: RequestIdentity, direction: str) -> bool:
+        """``release_on.after``: whether ``event`` is the event after which (and only
+        after which) ``release_on`` releases ``held``: same API and direction, with the
+        transactional id ``release_on`` names (an AddPartitionsToTxn that adds the held
+        partition again belongs to the next transaction only once its own EndTxn passed)."""
+        after = (self.release_on or {}).get("after")
+        if after is None or event.api_key != after["api_key"] or \
+                direction != after["direction"]:
+            return False
+        want = self.release_on.get("transactional_id")
+        if want is None:
+            return True
+        expected = held.transactional_id if want == "same" else want
+        return expected is not None and event.transactional_id == expected
+
     def gates(self, request: RequestIdentity) -> bool:
         """Whether ``then_hold`` holds this request back now: the rule released a
         request of its transactional id that the broker has not answered yet."""
@@ -409,6 +428,16 @@ def _release_on(value) -> dict | None:
         if out["direction"] != "response":
             raise RuleError("release_on ok applies to a response")
         out["ok"] = True
+    if value.get("after") is not None:
+        after = value["after"]
+        if not isinstance(after, dict) or "api_key" not in after or \
+                set(after) - {"api_key", "direction"}:
+            raise RuleError(f"release_on after must be an object with api_key and optionally "
+                            f"direction; not {after!r}")
+        out["after"] = {"api_key": int(after["api_key"]),
+                        "direction": str(after.get("direction", "response"))}
+        if out["after"]["direction"] not in RELEASE_DIRECTIONS:
+            raise RuleError(f"release_on after direction must be one of {RELEASE_DIRECTIONS}")
     return out
 
 
