@@ -25,8 +25,10 @@ executor's Python worker: on the driver's machine (local mode, or the standalone
 the run starts beside it: verifier.harness.spark_standalone).
 
 A run that kills a pipeline's *executor* (``verifier.pipeline.hold_where`` = ``task``)
-holds partway through a task instead (:func:`task_hold`): the first task of each stage to
-reach its row HOLD_AFTER_ROWS + 1 (101) holds there, once the rows before it have reached
+holds partway through a task of the stage that writes the output instead (the frame
+handed to ``writeStream``: :func:`holding_what_is_written`; after a stateful operator, in
+the tasks that update its state): the first task of each stage to reach its row
+HOLD_AFTER_ROWS + 1 (101) (:func:`task_hold`) holds there, once the rows before it have reached
 the sink (a Kafka sink's producer has sent them), and its marker names the task (stage,
 partition, attempt) and the Python worker whose executor runs it. One hold per stage of a
 query's run (:func:`claim_stage`, a file beside the marker the executors of this machine
@@ -322,16 +324,57 @@ def wrapping_foreach_batch(marker: str | None, hold_ms: int) -> Iterator[Wrapped
         DataStreamWriter.foreachBatch = original  # type: ignore[method-assign]
 
 
+def _dataframe_class():
+    """The DataFrame class whose ``writeStream`` a pipeline's ``build`` calls (PySpark
+    4's classic one; 3.5's only one)."""
+    try:
+        from pyspark.sql.classic.dataframe import DataFrame
+    except ImportError:
+        from pyspark.sql.dataframe import DataFrame
+    return DataFrame
+
+
+@contextlib.contextmanager
+def holding_what_is_written(hold) -> Iterator[Wrapped]:
+    """While the block runs (the pipeline's ``build``), ``frame.writeStream`` of a frame
+    with a ``value`` column starts its writer on ``hold(frame)``: the task hold sits in
+    the stage that writes to the sink, after whatever the pipeline does. For a stateful
+    pipeline (``dedup-state``: a shuffle, then ``dropDuplicatesWithinWatermark``) that is
+    the stage whose tasks update the state store and write the output, not the stage that
+    reads Kafka and writes shuffle files, where a kill met no state and no output."""
+    cls = _dataframe_class()
+    original = cls.__dict__["writeStream"]
+    seen = Wrapped()
+
+    def write_stream(df):
+        if "value" in df.columns:
+            seen.functions.append(df)
+            df = hold(df)
+        return original.fget(df)
+
+    cls.writeStream = property(write_stream)  # type: ignore[method-assign,assignment]
+    try:
+        yield seen
+    finally:
+        cls.writeStream = original  # type: ignore[method-assign]
+
+
 def build_with_hold(spark, build, source):
     """``build(spark, source)`` with the batch hold in place (module docstring): a task
-    hold in the source frame, whatever the sink; else a ``foreachBatch`` writer's
-    function wrapped; for any other sink ``build`` runs again
-    on the held source (its first writer, built on the plain source, is dropped unstarted:
-    a writer is lazy, nothing ran). Without ``hold_ms`` just ``build(spark, source)``."""
+    hold in the frame the writer writes (:func:`holding_what_is_written`), or in the
+    source frame when that has no ``value``; else a ``foreachBatch`` writer's function
+    wrapped; for any other sink ``build`` runs again on the held source (its first
+    writer, built on the plain source, is dropped unstarted: a writer is lazy, nothing
+    ran). Without ``hold_ms`` just ``build(spark, source)``."""
     hold_ms, marker = hold_settings(spark)
     if hold_ms <= 0:
         return build(spark, source)
     if spark.conf.get(CONF_HOLD_WHERE, "source") == "task":  # inside the tasks, any sink
+        with holding_what_is_written(
+                lambda df: with_task_hold(spark, df, hold_ms, marker)) as held:
+            writer = build(spark, source)
+        if held.used:
+            return writer
         return build(spark, with_hold(spark, source))
     with wrapping_foreach_batch(marker, hold_ms) as wrapped:
         writer = build(spark, source)
@@ -341,6 +384,7 @@ def build_with_hold(spark, build, source):
 
 
 __all__ = ["HOLD_AFTER_ROWS", "JOB_GROUP_PROPERTY", "ROW_BY_ROW", "build_with_hold",
-           "claim_stage", "hold_open", "hold_settings", "others_written", "task_hold",
+           "claim_stage", "hold_open", "hold_settings", "holding_what_is_written",
+           "others_written", "task_hold",
            "task_marker", "watch_source_hold", "with_hold", "with_task_hold",
            "wrapping_foreach_batch", "write_marker", "written_path"]
