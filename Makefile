@@ -41,7 +41,7 @@ DOCKER_STATE  ?= .state/docker
 BIN := $(VENV)/bin
 export KAFKA_VERSION KAFKA_CLIENTS_VERSION
 
-.PHONY: setup system-deps jars test unit integration test-chaos chaos chaos-quick cluster-up cluster-down lint clean distclean \
+.PHONY: setup system-deps jars test unit integration test-chaos test-pipelines chaos chaos-quick cluster-up cluster-down lint clean distclean \
 	docker-engine docker-engine-down docker-image test-containers
 
 setup: $(VENV)/.installed jars system-deps ## Python packages in .venv, JVM jars in .jars
@@ -68,7 +68,7 @@ test: setup
 	@start=$$(date +%s); \
 	$(BIN)/pytest tests/unit $(PYTEST_ARGS); unit=$$?; mid=$$(date +%s); \
 	VERIFIER_TEST_BASE_PORT=$(TEST_BASE_PORT) VERIFIER_TEST_STATE_DIR=$(TEST_STATE_DIR) \
-	  $(BIN)/pytest tests/integration $(XDIST) $(PYTEST_ARGS); integ=$$?; end=$$(date +%s); \
+	  $(BIN)/pytest tests/integration -m 'not chaos' $(XDIST) $(PYTEST_ARGS); integ=$$?; end=$$(date +%s); \
 	$(CLUSTERS_DOWN); \
 	printf 'make test wall time: unit %dm%02ds (exit %d), integration %dm%02ds (exit %d), total %dm%02ds\n' \
 	  $$(((mid-start)/60)) $$(((mid-start)%60)) $$unit $$(((end-mid)/60)) $$(((end-mid)%60)) $$integ \
@@ -80,13 +80,24 @@ unit: setup
 
 integration: setup
 	VERIFIER_TEST_BASE_PORT=$(TEST_BASE_PORT) VERIFIER_TEST_STATE_DIR=$(TEST_STATE_DIR) \
-	  $(BIN)/pytest tests/integration $(XDIST) $(PYTEST_ARGS); \
+	  $(BIN)/pytest tests/integration -m 'not chaos' $(XDIST) $(PYTEST_ARGS); \
 	  rc=$$?; $(CLUSTERS_DOWN); exit $$rc
 
-# The chaos tier (tests/chaos, marker `chaos`): the quick profile end to end, with its
-# outputs checked. Minutes long, so not part of `make test`.
+# The chaos tier (marker `chaos`): whole scenarios with their outputs checked, minutes
+# each, so not part of `make test`: tests/chaos, and the pipelines' scenario runs in
+# tests/integration/pipelines (they share its helpers and the test cluster).
 test-chaos: setup
-	$(BIN)/pytest tests/chaos -m chaos $(PYTEST_ARGS)
+	VERIFIER_TEST_BASE_PORT=$(TEST_BASE_PORT) VERIFIER_TEST_STATE_DIR=$(TEST_STATE_DIR) \
+	  $(BIN)/pytest tests/chaos tests/integration -m chaos $(PYTEST_ARGS); \
+	  rc=$$?; $(CLUSTERS_DOWN); exit $$rc
+
+# The pipelines' scenario runs alone (about 12 minutes on 2 cores): driver kills through a
+# restart, executor loss on a standalone cluster, retention, triggers on a user's query.
+# CI runs them as their own step after `make test`.
+test-pipelines: setup
+	VERIFIER_TEST_BASE_PORT=$(TEST_BASE_PORT) VERIFIER_TEST_STATE_DIR=$(TEST_STATE_DIR) \
+	  $(BIN)/pytest tests/integration/pipelines -m chaos $(PYTEST_ARGS); \
+	  rc=$$?; $(CLUSTERS_DOWN); exit $$rc
 
 chaos: setup ## every mode under every fault, side by side
 ifeq ($(ENV),docker)

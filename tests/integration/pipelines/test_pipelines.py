@@ -87,6 +87,7 @@ def restart_run(tmp_path_factory, bootstrap) -> tuple[int, str, dict, Path]:
     return code, text, doc, tmp
 
 
+@pytest.mark.chaos  # the restart run: minutes (make test-pipelines)
 def test_every_preset_through_pipeline_restart(restart_run):
     code, text, doc, _ = restart_run
     assert doc, text[-3000:]
@@ -110,6 +111,7 @@ def test_every_preset_through_pipeline_restart(restart_run):
     assert code == 0, text[-3000:]
 
 
+@pytest.mark.chaos  # the restart run: minutes (make test-pipelines)
 def test_claiming_exactly_once_fails_the_duplicating_sinks(restart_run, tmp_path):
     """The same run re-judged offline with each pipeline claiming exactly-once: the
     Kafka sink and the naive foreachBatch, whose duplicates were tolerated, now FAIL."""

@@ -21,7 +21,9 @@ import pytest
 
 from tests.integration.pipelines.test_pipelines import chaos, column, count
 
-pytestmark = pytest.mark.integration
+#: a whole scenario of minutes (issue 39): in the chaos tier (make test-chaos; CI runs the
+#: pipelines' scenarios as their own step, make test-pipelines), not in make test
+pytestmark = [pytest.mark.integration, pytest.mark.chaos]
 
 SCENARIO = """
 description = "retention-loss, short"
