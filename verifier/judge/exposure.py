@@ -232,6 +232,22 @@ def _batch_at(batches: list[Batch], t: int) -> Batch | None:
     return None
 
 
+def _aged_out(detail: dict, batches: list[Batch]) -> int | None:
+    """The records of the batch a kill's detail names as in flight (its trigger saw it
+    uncommitted) when the checkpoint no longer keeps it: a query keeps its latest 20
+    batches (``spark.sql.streaming.minBatchesToRetain``, streaming.session), and a
+    pipeline's 10-s batches on the standalone cluster pass that within a run (2026-11-28:
+    a Kafka sink killed in its batch 1 and 2, 300 records written twice, counted 0 from
+    a checkpoint starting at batch 3). None when the detail does not say so."""
+    batch = detail.get("batch")
+    in_flight = detail.get("batch_in_flight", detail.get("mid_batch"))
+    if not in_flight or not isinstance(batch, int) or not batches or \
+            batch >= min(b.batch for b in batches):
+        return None
+    offsets = detail.get("batch_offsets")
+    return offsets if isinstance(offsets, int) and offsets > 0 else 1
+
+
 def _records(batch: Batch, topics: Iterable[str] | None) -> int:
     want = None if topics is None else set(topics)
     return sum(max(0, e - s) for (topic, _), (s, e) in batch.ranges.items()
@@ -299,6 +315,12 @@ def acted_on(w: Window, col: ColumnSpec, facts: RunFacts) -> tuple[int | None, s
             if b is not None:
                 batches += 1
                 n += _records(b, topics) if b.ranges else 1
+        aged = _aged_out(w.start_detail, facts.batches[proc]) \
+            if batches == 0 and known == [proc] else None
+        if aged is not None:
+            return aged, ("records of 1 batch(es) planned and not committed at the kill "
+                          "(from the kill's detail: the checkpoint keeps only its latest "
+                          "batches)" + note(w.fault, w.start_detail))
         return n, (f"records of {batches} batch(es) planned and not committed at the kill"
                    + note(w.fault, w.start_detail))
     if w.fault in KILL_FAULTS:  # a producer

@@ -134,6 +134,26 @@ def test_pipeline_kill_between_batches_is_not_exercised_mid_batch_is():
     assert got["at-least-once"]["faults"] == []
 
 
+def test_a_kill_in_a_batch_the_checkpoint_no_longer_keeps_counts_from_its_detail():
+    """The checkpoint keeps a query's latest 20 batches: a kill in batch 1 of a run that
+    went on to batch 23 finds 3-23 only, and the kill's own detail says what it hit."""
+    kept = [E.Batch(n, T0 + n * 10_000, T0 + n * 10_000 + 9_000, {("run.t", 0): (n, n + 1)})
+            for n in range(3, 24)]
+    detail = {"mid_batch": True, "batch": 1, "batch_offsets": 3089, "batch_in_flight": True}
+    kill = fault(1, "executor-kill", {"process": "pipeline/p"}, T0, T0 + 3_000,
+                 start_detail=detail)
+    pipe = col("pipeline:p", (), pipeline="p")
+    got = run(kill, [pipe], batches={"pipeline/p": kept})
+    (e,) = got["pipeline:p"]["faults"]
+    assert e["acted"] == 3089 and e["exercised"] is True, e
+    assert "from the kill's detail" in e["what"], e
+    # a batch the checkpoint keeps, committed before the kill: between batches, as before
+    between = fault(1, "executor-kill", {"process": "pipeline/p"}, T0 + 39_500,
+                    T0 + 40_000, start_detail={**detail, "batch": 3})
+    got = run(between, [pipe], batches={"pipeline/p": kept})
+    assert got["pipeline:p"]["exercised"] is False
+
+
 def test_not_applied_is_not_exercised_unknown_outcome_is_left_open():
     failed = fault(1, "broker-kill", {"node": 1}, T0, T0 + 1, start_type="fail",
                    error="node 1 is dead, not running")
