@@ -23,11 +23,10 @@ TEST_BASE_PORT ?= 19100
 TEST_STATE_DIR ?= .state/test-cluster-$(TEST_BASE_PORT)
 PYTEST_ARGS   ?=
 # pytest-xdist workers of the integration tier (0: one process). Each worker runs its own
-# cluster and Spark session on its own ports; 2 (one per core here) is the aim, but its
-# first run (2026-11-27, load 21-45 from other sessions) ended with 5 failures and 2
-# errors not yet identified (docs/benchmarks.md), so the default stays one process until
-# a quiet run shows 2 green: make test TEST_WORKERS=2
-TEST_WORKERS  ?= 0
+# cluster and Spark session on its own ports. 2, one per core here: on a quiet machine
+# (2026-11-28) 168 passed in 17 min 35 s against about 21 min in one process; the first
+# try (2026-11-27, load 21-45 from other sessions) had failed, see docs/benchmarks.md
+TEST_WORKERS  ?= 2
 XDIST         := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
 # stops the integration tier's shared clusters (one per xdist worker) that are left
 CLUSTERS_DOWN  = for d in $(TEST_STATE_DIR) $(TEST_STATE_DIR)-gw*; do [ -f "$$d/cluster.json" ] \

@@ -64,8 +64,9 @@ def run(bootstrap, tmp_path_factory):
 
 
 @contextmanager
-def cpu_hog(n: int = 2):
-    """``n`` busy-loop processes (the machine has 2 cores)."""
+def cpu_hog(n: int = 1):
+    """``n`` busy-loop processes (one of the machine's 2 cores: under pytest-xdist the other
+    worker's tests share the machine, and two hogs slowed them for the whole drain)."""
     hogs = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
     try:
         yield

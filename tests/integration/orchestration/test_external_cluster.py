@@ -1,8 +1,8 @@
 """An external cluster cannot run broker faults: the scenario is SKIPPED, not green
 (issue 17).
 
-A one-node cluster started with `verifier cluster up` (its own base port and folder)
-stands in for a user's cluster. `verifier chaos --bootstrap-servers` runs a shortened
+The integration tier's shared cluster stands in for a user's cluster (the run starts
+none of its own). `verifier chaos --bootstrap-servers` runs a shortened
 `broker-kill` there: the broker kill is skipped, so every column must be SKIPPED in the
 grid, in each run's verdict.json and as a skipped test case with the reason in junit.xml,
 and a matrix in which everything was skipped must not exit 0. Spark's start-up lines stay
@@ -19,7 +19,6 @@ from pathlib import Path
 import orjson
 import pytest
 
-from tests.conftest import port_base
 from tests.integration.spark_chatter import chatter
 from verifier.orchestration.scenario import SCENARIO_DIR
 from verifier.rundata.jvm import PROJECT_ROOT
@@ -27,24 +26,9 @@ from verifier.rundata.layout import RunLayout
 
 pytestmark = pytest.mark.integration
 
-BASE_PORT = port_base("external")  # one node: BASE+1, BASE+101, BASE+201
-
-
 def _cli(*args: str, timeout: float = 300) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "verifier", *args], cwd=PROJECT_ROOT,
                           capture_output=True, text=True, timeout=timeout)
-
-
-@pytest.fixture
-def external_cluster(tmp_path_factory) -> str:
-    state = tmp_path_factory.mktemp("external") / "cluster"
-    up = _cli("cluster", "up", "--nodes", "1", "--base-port", str(BASE_PORT),
-              "--state-dir", str(state))
-    try:
-        assert up.returncode == 0, up.stdout + up.stderr
-        yield f"127.0.0.1:{BASE_PORT + 1}"
-    finally:
-        _cli("cluster", "down", "--state-dir", str(state), timeout=120)
 
 
 def short_broker_kill(folder: Path) -> Path:
@@ -59,9 +43,9 @@ def short_broker_kill(folder: Path) -> Path:
     return path
 
 
-def test_skipped_broker_faults_are_skipped_in_junit_and_the_grid(external_cluster, tmp_path):
+def test_skipped_broker_faults_are_skipped_in_junit_and_the_grid(bootstrap, tmp_path):
     out = tmp_path / "out"
-    done = _cli("chaos", "--bootstrap-servers", external_cluster,
+    done = _cli("chaos", "--bootstrap-servers", bootstrap,
                 "--scenario", str(short_broker_kill(tmp_path)), "--out", str(out),
                 timeout=600)
     said = done.stdout[-6000:] + done.stderr[-3000:]

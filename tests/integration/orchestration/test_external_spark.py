@@ -23,7 +23,6 @@ import orjson
 import pytest
 from pyspark.find_spark_home import _find_spark_home
 
-from tests.conftest import port_base
 from tests.integration.spark_chatter import chatter
 from verifier.harness.spark_standalone import free_ports
 from verifier.orchestration.scenario import SCENARIO_DIR
@@ -34,7 +33,6 @@ from verifier.rundata.waiting import GiveUp, wait_until
 
 pytestmark = pytest.mark.integration
 
-CHAOS_BASE_PORT = port_base("external-spark")  # the run's local cluster and proxy
 WORKER_CORES = 2
 
 
@@ -112,13 +110,13 @@ def short_baseline(folder: Path) -> Path:
     return path
 
 
-def test_baseline_passes_on_a_standalone_master(standalone, tmp_path):
+def test_baseline_passes_on_a_standalone_master(standalone, bootstrap, tmp_path):
     master, ui_port = standalone
     out = tmp_path / "out"
+    # on the tier's shared cluster: the Spark side is under test, not a cluster's start
     argv = [sys.executable, "-m", "verifier", "chaos", "--scenario",
             str(short_baseline(tmp_path)), "--spark-master", master,
-            "--base-port", str(CHAOS_BASE_PORT),
-            "--state-dir", str(tmp_path / "cluster"), "--out", str(out)]
+            "--bootstrap-servers", bootstrap, "--out", str(out)]
     done = subprocess.run(argv, cwd=PROJECT_ROOT, capture_output=True, text=True,
                           timeout=1200)
     said = done.stdout[-6000:] + done.stderr[-3000:]

@@ -138,6 +138,7 @@ def test_claiming_exactly_once_fails_the_duplicating_sinks(restart_run, tmp_path
                                         for n in PRESETS) else 0), done.stdout[-2000:]
 
 
+@pytest.mark.chaos  # a whole run with Delta: about 90 s (make test-pipelines)
 def test_a_user_pipeline_file_outside_the_project(tmp_path, bootstrap):
     mine = tmp_path / "elsewhere" / "dedup_to_delta.py"
     mine.parent.mkdir()
