@@ -6,6 +6,11 @@ every run's nemesis history, the forced order: held, the EndTxn(abort) response 
 the abort marker seen in partition 0's log, released by it, answered, the producer's next
 requests let through only then.
 
+The whole profile (`verifier chaos --profile known-bugs --repeat 3`, the issue's done-when:
+every row of KAFKA-14402, KAFKA-17754 and KAFKA-17754 (b) reproduced 3 of 3, KAFKA-17754
+(b)'s kafka-python runs released by the next transaction's AddPartitionsToTxn and
+accepted): three clusters, 27 runs, ~45 minutes on a quiet 2-core machine.
+
 Not part of `make test` (nine runs, two clusters: ~25 minutes on a loaded 2-core machine);
 ports and folder from VERIFIER_CHAOS_BASE_PORT and VERIFIER_CHAOS_STATE_DIR (defaults:
 30500, .state/chaos-known-bugs).
@@ -14,12 +19,16 @@ ports and folder from VERIFIER_CHAOS_BASE_PORT and VERIFIER_CHAOS_STATE_DIR (def
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
+import orjson
 import pytest
 
 from tests.integration.orchestration.test_known_bug_run import (
     assert_forced_schedule,
+    hold_events,
     run_known_bugs,
 )
 
@@ -61,4 +70,84 @@ def test_kafka_14402_fails_on_3_5_2_and_with_the_verification_off_passes_with_it
     said = (done.stdout + done.stderr)[-8000:]
     assert grid is not None, said
     check_kafka_14402_grid(grid, said)
+    assert done.returncode == 0, said
+
+
+def assert_next_transaction_release(run_dir: Path, accepted: bool,
+                                    client: str = "") -> list[dict]:
+    """KAFKA-17754 (b)'s order, from the run's nemesis history (``client``'s generator
+    when several ran side by side): each late Produce held; armed by the EndTxn response
+    of its own transactional id; released by the next AddPartitionsToTxn response without error of
+    that id (the next transaction, not a timer nor the heal) when ``accepted``, and the
+    broker accepted it (the partition verification passed, the epoch was the same); else
+    (the fixed row) refused. Returns the late Produces' answers."""
+    events = hold_events(run_dir)
+    where = {(op["f"], op["detail"]["hold"]): i for i, op in enumerate(events)}
+    late = [op["detail"] for op in events if op["f"] == "hold"
+            and op["detail"].get("client_view") == "timeout"
+            and str(op["detail"]["request"].get("transactional_id", "")).endswith(
+                f"transactional-{client}-0" if client else "")]
+    assert late, f"nothing held: {events}"
+    answers = []
+    for held in late:
+        n, request = held["hold"], held["request"]
+        assert request["api"] == "Produce"
+        assert any(p["partition"] == 0 for p in request["partitions"])
+        answer = events[where[("answer", n)]]["detail"]["response"]
+        answers.append(answer)
+        release = events[where[("release", n)]]["detail"]
+        if not accepted:
+            assert all(error != 0 for _, _, error, _ in answer["partitions"]), answer
+            continue
+        assert where[("hold", n)] < where[("armed", n)] < where[("release", n)] \
+            < where[("answer", n)], events
+        by = events[where[("armed", n)]]["detail"]["by"]
+        assert (by["api"], by["direction"]) == ("EndTxn", "response"), by
+        assert by["transactional_id"] == request["transactional_id"], by
+        assert release["reason"] == "AddPartitionsToTxn response", release
+        assert release["trigger"]["transactional_id"] == request["transactional_id"]
+        assert release["trigger"].get("error_code") == 0, release
+    if accepted:  # the batch written (its copies, the retries, may be refused or recognised)
+        assert any(error == 0 for a in answers for _, _, error, _ in a["partitions"]), answers
+    return answers
+
+
+ALL_BUGS = {"KAFKA-14402", "KAFKA-17754", "KAFKA-17754 (b)"}
+ALL_CLUSTERS = {"3.5.2", "4.1.1", "4.1.1+transaction.version=0"}
+
+
+def check_whole_grid(grid: dict, said: str = "", bugs: set = ALL_BUGS,
+                     clusters: set = ALL_CLUSTERS) -> None:
+    """The done-when of issue 33: every row of every bug reproduced its documented status
+    in each of the REPEAT runs (exit 0); each cluster's set-up is reported apart; the
+    KAFKA-17754 (b) runs of kafka-python were released by the next transaction's
+    AddPartitionsToTxn and accepted. ``bugs`` and ``clusters``: what the grid must hold
+    (a run of some bugs only: ``--scenario``)."""
+    assert {r["bug"] for r in grid["rows"]} == bugs, grid["rows"]
+    for row in grid["rows"]:
+        want = "FAIL" if row["status"] == "affected" else "PASS"
+        assert (row["outcomes"], row["match"]) == ([want] * REPEAT, "yes"), (row, said)
+    assert grid["exit_code"] == 0, said
+    ran = {c["cluster"]: c for c in grid.get("clusters") or []}
+    assert set(ran) == clusters, ran
+    assert all(c["setup_s"] > 0 and c["runs_s"] > 0 for c in ran.values()), ran
+    for row in grid["rows"]:
+        if row["bug"] == "KAFKA-17754 (b)":
+            client = row["client"].split()[0]
+            for run in row["runs"]:
+                assert_next_transaction_release(Path(run), row["status"] == "affected",
+                                                client)
+
+
+@pytest.mark.timeout(4 * 3600)
+def test_the_known_bugs_profile_reproduces_every_documented_status_3_of_3(tmp_path):
+    out = tmp_path / "out"
+    done = subprocess.run(
+        [sys.executable, "-m", "verifier", "chaos", "--profile", "known-bugs", "--repeat",
+         str(REPEAT), "--base-port", str(BASE_PORT), "--state-dir", str(STATE_DIR),
+         "--out", str(out)], cwd=ROOT, capture_output=True, text=True, timeout=3 * 3600)
+    said = (done.stdout + done.stderr)[-8000:]
+    grid_path = out / "known-bugs.json"
+    assert grid_path.exists(), said
+    check_whole_grid(orjson.loads(grid_path.read_bytes()), said)
     assert done.returncode == 0, said
