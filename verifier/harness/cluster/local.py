@@ -297,15 +297,16 @@ class LocalCluster:
             return ""
         return "\n".join(text.splitlines()[-lines:])
 
-    def down(self, *, remove_data: bool = True) -> None:
+    def down(self, *, remove_data: bool = True, kill: bool = False) -> None:
         """Stop every node (SIGTERM, then SIGKILL) and, by default, delete the folder.
 
-        A tool's own cluster whose data goes with it (a chaos run's) is killed instead: a
-        controlled shutdown buys nothing there, and once two of three nodes are down the
-        last ones wait out their timeout for a quorum that is gone (~25 s per matrix)."""
+        A tool's own cluster whose data goes with it (a chaos run's, or ``kill``: a test's)
+        is killed instead: a controlled shutdown buys nothing there, and once two of three
+        nodes are down the last ones wait out their timeout for a quorum that is gone
+        (~25 s per cluster)."""
         for n in self.spec.node_ids:
             if self.node_state(n) in ("running", "paused"):
-                if self.owned and remove_data:
+                if (self.owned or kill) and remove_data:
                     self.kill_node(n)  # the data goes anyway
                 else:
                     self.stop_node(n, timeout=15)
