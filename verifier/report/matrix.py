@@ -33,7 +33,7 @@ CSS = ("body{font-family:sans-serif;margin:2em;color:#222}td,th{border:1px solid
        ".PASS{background:#cfc}.FAIL{background:#fcc}.UNKNOWN{background:#ffc}"
        ".SKIPPED{background:#f3e3a0}.NOT-EXERCISED{background:#e4dcf4}"
        ".runs{font-size:80%}.runs a{margin-right:6px;white-space:nowrap}"
-       ".f{font-size:85%}.cell b{display:block}.obs{font-size:90%;white-space:nowrap}"
+       ".f{font-size:85%}.cell b{display:block}.obs{font-size:90%}"
        ".forbidden{color:#b00;font-weight:bold}.tolerated{color:#7a5d00}"
        ".expected{color:#1f5fa8}.inconclusive{color:#555}.none{color:#999}"
        ".legend{font-size:85%;color:#555;max-width:1100px}dt{font-weight:bold;margin-top:8px}"

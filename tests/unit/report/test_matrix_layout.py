@@ -26,3 +26,15 @@ def test_fault_lines_fold_under_their_scenario():
     assert "70 of 898 responses hit" in folded
     assert f"colspan={len(matrix['grid']['columns']) + 1}" in folded
     assert "transactional@<wbr>read_committed" in page
+
+
+def test_what_a_cell_observed_may_wrap():
+    """A cell's observed kinds wrap inside their column: unbroken, '658
+    duplicate-same-session ~' in a sixth column (a user's producer file) pushed the wall
+    time column off a 1280-px window, seen in headless Chromium (2026-11-28)."""
+    import re
+
+    from verifier.report.matrix import CSS
+
+    (rule,) = re.findall(r"\.obs\{([^}]*)\}", CSS)
+    assert "nowrap" not in rule, rule
