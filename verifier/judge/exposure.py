@@ -107,6 +107,8 @@ class RunFacts:
     topic_of: dict[str, str] = field(default_factory=dict)  # pid -> topic
     #: client id -> pid, for client ids the tool did not name (a user's client.id)
     client_pid: dict[str, str] = field(default_factory=dict)
+    #: "topic-partition" -> log start offset after the drain (where above 0)
+    log_start: dict[str, int] = field(default_factory=dict)
 
 
 # ----- fault windows ---------------------------------------------------------------------
@@ -296,7 +298,8 @@ def acted_on(w: Window, col: ColumnSpec, facts: RunFacts) -> tuple[int | None, s
             what += f", and {txns} transaction(s) open in it"
         return n, what
     if w.fault in TOPIC_FAULTS:
-        return _deleted_unread(w, facts.batches.get(f"pipeline/{col.pipeline}", []))
+        return _deleted_unread(w, facts.batches.get(f"pipeline/{col.pipeline}", []),
+                               facts.log_start)
     if proc is not None and (proc.startswith("pipeline/") or proc == "observer"):
         if proc == "observer":
             readers = [f"observer/{iso}" for iso in col.isolations]
@@ -338,13 +341,17 @@ def acted_on(w: Window, col: ColumnSpec, facts: RunFacts) -> tuple[int | None, s
     return None, f"no exposure rule for {w.fault}"
 
 
-def _deleted_unread(w: Window, batches: list[Batch]) -> tuple[int | None, str]:
+def _deleted_unread(w: Window, batches: list[Batch],
+                    final: dict[str, int] | None = None) -> tuple[int | None, str]:
     """Records retention deleted in the window that the pipeline had not committed when
     it began: per partition from the larger of its committed position and the log start
-    then, up to the log start at the heal (the nemesis's start and heal details)."""
-    before, after = w.start_detail.get("log_start"), w.heal_detail.get("log_start")
-    if before is None or after is None:
+    then, up to the log start at the heal (the nemesis's start and heal details) or after
+    the drain, whichever is larger: segments the window's retention made eligible can go
+    after the heal has read the log start (the judge's ``lost`` uses the drain's)."""
+    before, heal = w.start_detail.get("log_start"), w.heal_detail.get("log_start")
+    if before is None or heal is None:
         return None, "log start offsets not recorded"
+    after = {tp: max(int(gone), (final or {}).get(tp, 0)) for tp, gone in heal.items()}
     position: dict[str, int] = {}
     for b in batches:
         if b.committed is not None and b.committed <= (w.start or 0):

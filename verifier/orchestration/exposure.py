@@ -125,7 +125,9 @@ def facts_of(run_dir: Path, doc: dict, run, history=None) -> E.RunFacts:
     return E.RunFacts(nemesis=run.nemesis, columns=columns, sends=sends, txns=txns,
                       batches=_batches(Path(run_dir), config),
                       topic_of={pid: s.topic for pid, s in config.producers.items()},
-                      client_pid=client_pid)
+                      client_pid=client_pid,
+                      log_start={f"{t}-{p}": int(o) for (t, p), o in
+                                 (getattr(run.drain, "log_start", None) or {}).items()})
 
 
 def _user_client_ids(run_dir: Path) -> dict[str, str]:

@@ -141,6 +141,17 @@ def test_exposure_counts_the_records_deleted_past_the_pipeline_s_position():
         2, "retention", {}, 1, 2, "ok", None, {}, {}), batches)[0] is None
 
 
+def test_deletion_after_the_heal_counts_as_the_judge_s_lost_does():
+    """The heal read t-0's log start at 100; the segments the window's retention made
+    eligible were gone by the drain, up to 141 (the judge's `lost` counts below the
+    drain's log start: a retention-loss run had 698 lost against an exposure of 657)."""
+    batches = [E.Batch(0, 1_000, 2_000, {("t", 0): (0, 30)})]
+    w = _window({"t-0": 0}, {"t-0": 100})
+    assert E._deleted_unread(w, batches, {"t-0": 141})[0] == 111
+    assert E._deleted_unread(w, batches, {"t-0": 90})[0] == 70  # the heal's, when larger
+    assert E._deleted_unread(w, batches, {})[0] == 70
+
+
 @pytest.mark.parametrize("params, ok", [
     ({}, True), ({"retention_ms": 6000, "segment_ms": 1000}, True),
     ({"retention_ms": 0}, False), ({"retention_ms": True}, False), ({"segment_bytes": 1}, False),
