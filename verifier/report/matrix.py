@@ -17,6 +17,7 @@ from verifier.report.compare import (
     REPEAT_LEGEND,
     anchor,
     cells,
+    exposure_text,
     fault_kinds,
     load_text,
     outcome_text,
@@ -83,8 +84,10 @@ def _grid_html(grid: dict, docs: list[dict], out_dir: Path) -> str:
                 f"<span class='obs {e}'><a href='{where[k]}'>"
                 f"{n} {escape(k)}</a> {MARK[e]}</span><br>" for k, n, e in cell["observed"])
             text = outcome_text(cell["outcomes"])
+            exposed = exposure_text(cell["exposure"])  # the legend's "exp N", as on the terminal
+            exp = f"<span class='f exp'>{escape(exposed)}</span>" if exposed else ""
             tds.append(f"<td class='cell {css_class(cell['verdict'])}' "
-                       f"title='{escape(cell['text'])}'><b>{escape(text)}</b>{obs}"
+                       f"title='{escape(cell['text'])}'><b>{escape(text)}</b>{obs}{exp}"
                        f"{_runs_html(cell, out_dir)}</td>")
         wall = sum(d.get("phases", {}).get("total_s", 0) for d in group)
         href = _href(group[0].get("run_dir"), out_dir)

@@ -38,3 +38,17 @@ def test_what_a_cell_observed_may_wrap():
 
     (rule,) = re.findall(r"\.obs\{([^}]*)\}", CSS)
     assert "nowrap" not in rule, rule
+
+
+def test_each_cell_shows_its_exposure_as_the_legend_says():
+    """The legend explains "exp N"; the terminal cell shows it, and so must the page's
+    (the quick profile's page had the legend and no "exp" in any cell, 2026-11-28)."""
+    matrix = json.loads(FIXTURE.read_text())
+    run = next(r for r in matrix["runs"] if r["scenario"] == "ack-loss")
+    col = run["columns"][0]
+    col["exposure"] = {"exercised": True, "faults": [{"fault": "ack-loss", "acted": 36}]}
+    page = matrix_html(matrix["grid"], matrix["runs"], Path("runs"), matrix["workloads"])
+    row = page[page.index("<tr id='s-ack-loss'>"):page.index("<tr class='faults'>",
+                                                               page.index("s-ack-loss"))]
+    assert "<span class='f exp'>exp 36</span>" in row
+    assert "exp N" in page  # the legend
