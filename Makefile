@@ -90,7 +90,7 @@ test-chaos: setup
 	  $(BIN)/pytest tests/chaos tests/integration -m chaos $(PYTEST_ARGS); \
 	  rc=$$?; $(CLUSTERS_DOWN); exit $$rc
 
-# The pipelines' scenario runs alone (about 12 minutes on 2 cores): driver kills through a
+# The pipelines' scenario runs alone (16 min on 2 cores, 2026-11-28): driver kills through a
 # restart, executor loss on a standalone cluster, retention, triggers on a user's query.
 # CI runs them as their own step after `make test`.
 test-pipelines: setup
