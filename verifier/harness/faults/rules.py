@@ -298,7 +298,12 @@ class Rule:
             return False
         if on.get("ok") and (direction != "response" or error_code != 0):
             return False
-        want = on.get("transactional_id")
+        return self._release_txn_matches(held, event)
+
+    def _release_txn_matches(self, held: RequestIdentity, event: RequestIdentity) -> bool:
+        """``release_on.transactional_id``: none (any), ``same`` (the held request's) or a
+        named one; ``event`` must carry it."""
+        want = (self.release_on or {}).get("transactional_id")
         if want is None:
             return True
         expected = held.transactional_id if want == "same" else want
@@ -313,11 +318,7 @@ class Rule:
         if after is None or event.api_key != after["api_key"] or \
                 direction != after["direction"]:
             return False
-        want = self.release_on.get("transactional_id")
-        if want is None:
-            return True
-        expected = held.transactional_id if want == "same" else want
-        return expected is not None and event.transactional_id == expected
+        return self._release_txn_matches(held, event)
 
     def gates(self, request: RequestIdentity) -> bool:
         """Whether ``then_hold`` holds this request back now: the rule released a
