@@ -11,6 +11,7 @@ wheels, a few minutes on a fast link), then about 10 minutes on 2 cores.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -22,13 +23,15 @@ pytestmark = pytest.mark.chaos
 
 ROOT = Path(__file__).resolve().parents[2]
 VERSIONS = ("3.5.7", "4.2.0")
+BASE_PORT = int(os.environ.get("VERIFIER_TEST_BASE_PORT", "29700"))
 
 
+@pytest.mark.timeout(5500)  # past the tier's 600 s: the subprocess's own 5,400 s decides
 def test_a_column_per_spark_version(tmp_path):
     verifier = Path(sys.executable).with_name("verifier")
     proc = subprocess.run([str(verifier), "chaos", "--pipeline", "delta", "--spark-version",
                            ",".join(VERSIONS), "--scenario", "pipeline-restart",
-                           "--out", str(tmp_path), "--base-port", "29700",
+                           "--out", str(tmp_path), "--base-port", str(BASE_PORT),
                            "--state-dir", str(tmp_path / "state")],
                           cwd=ROOT, capture_output=True, text=True, timeout=5400)
     said = proc.stdout[-4000:] + proc.stderr[-2000:]
