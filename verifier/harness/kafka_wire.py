@@ -393,6 +393,10 @@ class RequestIdentity:
     committed: bool | None = None
     acks: int | None = None
     partitions: tuple[PartitionWrite, ...] = ()
+    #: Produce: what its records say of their transaction, in the generators' record
+    #: format (verifier.rundata.records: ``"abort":true`` when it is meant to abort);
+    #: None when the values do not say (compressed, another writer's records)
+    records_abort: bool | None = None
 
     @property
     def api_name(self) -> str:
@@ -401,7 +405,8 @@ class RequestIdentity:
     def to_json(self) -> dict:
         out = {"api": self.api_name, "api_key": self.api_key, "api_version": self.api_version,
                "correlation_id": self.correlation_id, "client_id": self.client_id}
-        for name in ("transactional_id", "producer_id", "producer_epoch", "committed", "acks"):
+        for name in ("transactional_id", "producer_id", "producer_epoch", "committed", "acks",
+                     "records_abort"):
             if getattr(self, name) is not None:
                 out[name] = getattr(self, name)
         if self.partitions:
@@ -425,6 +430,21 @@ def _batch_fields(records: bytes | None) -> dict:
     f = _BATCH.unpack_from(records, 0)
     return {"producer_id": f[9], "producer_epoch": f[10], "base_sequence": f[11],
             "records": f[12]}
+
+
+def records_abort(payload: bytes) -> bool | None:
+    """Whether the uncompressed record values in a transactional Produce say their
+    transaction is meant to abort (``"abort":true``, the generators' record format), or
+    not (``"abort":false``); None when neither is there (compressed batches, other
+    writers). One transaction's records all carry the same flag."""
+    if _ABORT_TRUE in payload:
+        return True
+    if _ABORT_FALSE in payload:
+        return False
+    return None
+
+
+_ABORT_TRUE, _ABORT_FALSE = b'"abort":true', b'"abort":false'
 
 
 def request_identity(payload: bytes) -> RequestIdentity:
@@ -452,7 +472,8 @@ def request_identity(payload: bytes) -> RequestIdentity:
         pid = next((p.producer_id for p in parts if p.producer_id is not None), None)
         epoch = next((p.producer_epoch for p in parts if p.producer_epoch is not None), None)
         return RequestIdentity(**base, transactional_id=txn, producer_id=pid,
-                               producer_epoch=epoch, acks=acks, partitions=tuple(parts))
+                               producer_epoch=epoch, acks=acks, partitions=tuple(parts),
+                               records_abort=records_abort(payload) if txn else None)
     if h.api_key == API_ADD_PARTITIONS_TO_TXN:
         if h.api_version >= 4:  # batched (brokers' verification); the first transaction
             if r.array_len() < 1:

@@ -268,3 +268,89 @@ def test_ok_waits_for_an_add_partitions_the_coordinator_accepted(path):
     assert events[released[0]].request.api_key == API_ADD_PARTITIONS_TO_TXN
     with pytest.raises(RuleError, match="applies to a response"):
         hold_rule(release_on={"api_key": 24, "direction": "request", "ok": True})
+
+
+def produce_v3(txn: str, partition: int, values: list[bytes]) -> bytes:
+    """A Produce v3 request (not flexible) of one uncompressed batch v2 to ``t-wire``:
+    the batch header, then the values as its records' bytes (the identity reads the
+    header's fields and searches the values)."""
+    import struct
+
+    records = b"".join(values)
+    header = struct.pack(">qiibihiqqqhii", 0, 49 + len(records), 0, 2, 0, 0x10, 0, 0, 0, 7,
+                         0, 0, len(values))
+    batch = header + records
+    body = (struct.pack(">h", len(txn)) + txn.encode() + struct.pack(">hi", -1, 30000)
+            + struct.pack(">i", 1) + struct.pack(">h", 6) + b"t-wire"
+            + struct.pack(">i", 1) + struct.pack(">ii", partition, len(batch)) + batch)
+    return struct.pack(">hhih", API_PRODUCE, 3, 5, 1) + b"c" + body
+
+
+def test_a_produce_says_what_its_records_mean_for_their_transaction():
+    from verifier.rundata.records import encode_values
+
+    for abort in (True, False):
+        values = encode_values("r", "transactional-0", 1, [(0, 3), (0, 4)], 9, abort, 1, 100)
+        ident = request_identity(produce_v3("wire-x", 0, values))
+        assert (ident.transactional_id, ident.records_abort) == ("wire-x", abort)
+        assert ident.to_json()["records_abort"] is abort
+        assert [p.partition for p in ident.partitions] == [0]
+    # another writer's values say nothing: None, and the JSON leaves it out
+    other = request_identity(produce_v3("wire-x", 0, [b"c0"]))
+    assert other.records_abort is None and "records_abort" not in other.to_json()
+
+
+def test_release_on_records_waits_for_a_transaction_meant_to_abort():
+    """KAFKA-17754's copy: released by the first Produce answered whose records say their
+    transaction is meant to abort, not by one meant to commit nor by a foreign one."""
+    rule = hold_rule(api_keys=[26], transactional_id="t", committed=True,
+                     release_on={"api_key": 0, "direction": "response",
+                                 "transactional_id": "same", "records": "abort"})
+    held = RequestIdentity(26, 3, 1, "c", transactional_id="t", committed=True)
+
+    def produce(abort, txn="t"):
+        return RequestIdentity(0, 9, 2, "c", transactional_id=txn, records_abort=abort)
+
+    assert not rule.releases(held, produce(False), "response", None)
+    assert not rule.releases(held, produce(None), "response", None)
+    assert not rule.releases(held, produce(True), "request", None)
+    assert not rule.releases(held, produce(True, "u"), "response", None)
+    assert rule.releases(held, produce(True), "response", None)
+    commit = hold_rule(api_keys=[26], release_on={"api_key": 0, "records": "commit"})
+    assert commit.releases(held, produce(False), "response", None)
+    assert not commit.releases(held, produce(True), "response", None)
+
+
+def test_release_on_partition_waits_for_the_held_partition_to_be_added():
+    """KAFKA-17754 (b): the next transaction's first AddPartitionsToTxn may add only other
+    partitions; the late Produce to partition 0 goes once one adds partition 0."""
+    from verifier.harness.kafka_wire import PartitionWrite
+
+    def add(*parts):
+        return RequestIdentity(24, 3, 4, "c", transactional_id="t",
+                               partitions=tuple(PartitionWrite("t-wire", p) for p in parts))
+
+    held = RequestIdentity(0, 13, 1, "c", transactional_id="t",
+                           partitions=(PartitionWrite("0f1e", 0),))  # v13: topic by id
+    for params in ({"partition": 0}, {}):  # the rule's partition, else the held request's
+        rule = hold_rule(transactional_id="t", **params,
+                         release_on={"api_key": 24, "direction": "response", "ok": True,
+                                     "transactional_id": "same", "partition": "same"})
+        assert not rule.releases(held, add(1), "response", 0)
+        assert not rule.releases(held, add(1, 2), "response", 0)
+        assert not rule.releases(held, add(2, 0), "response", 51)  # not accepted yet
+        assert rule.releases(held, add(2, 0), "response", 0)
+    fixed = hold_rule(release_on={"api_key": 24, "partition": 2})
+    assert fixed.releases(held, add(1, 2), "response", 0)
+    assert not fixed.releases(held, add(0), "response", 0)
+
+
+@pytest.mark.parametrize("release_on, fragment", [
+    ({"api_key": 24, "records": "abort"}, "on a Produce"),
+    ({"api_key": 0, "records": "maybe"}, "records is one of"),
+    ({"api_key": 24, "partition": "other"}, "partition number or"),
+    ({"api_key": 24, "partition": True}, "partition number or"),
+])
+def test_bad_release_on_partition_and_records(release_on, fragment):
+    with pytest.raises(RuleError, match=fragment):
+        hold_rule(release_on=release_on)

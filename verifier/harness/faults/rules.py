@@ -44,6 +44,12 @@ as new ones, until it is removed. Kinds:
     event counts only once this event of the same transactional id passed after the hold
     (the held request's own transaction ended: its next AddPartitionsToTxn is the next
     transaction's); from that event on the rule holds no new request.
+    ``release_on.partition`` (a number, or ``"same"``: the held request's): the event
+    must add or write that partition (a next transaction's first AddPartitionsToTxn may
+    add only other partitions). ``release_on.records`` (``"abort"`` or ``"commit"``, on a
+    Produce): the event's records must say their transaction is meant to abort (commit),
+    in the generators' record format (verifier.rundata.records): a stale EndTxn(commit)
+    released into a transaction its producer then aborts shows as an aborted read.
     ``after_marker`` (``abort``, ``commit`` or ``any``; held Produce requests only): the
     ``release_on`` event does not release the request yet; it starts ``then_hold``'s gate
     and the proxy watches the partition the request writes (the rule's ``partition``, else
@@ -73,7 +79,9 @@ KINDS = ("drop_response", "latency", "blackhole", "reset", "hold")
 DIRECTIONS = ("downstream", "upstream", "both")
 CLIENT_VIEWS = ("timeout", "reset", "copy")
 RELEASE_DIRECTIONS = ("request", "response")
-RELEASE_KEYS = {"api_key", "direction", "transactional_id", "ok", "after"}
+RELEASE_KEYS = {"api_key", "direction", "transactional_id", "ok", "after", "partition",
+                "records"}
+RELEASE_RECORDS = ("abort", "commit")
 THEN_HOLD_KEYS = {"api_keys", "max_ms"}
 MARKER_KINDS = ("abort", "commit", "any")
 
@@ -298,7 +306,22 @@ class Rule:
             return False
         if on.get("ok") and (direction != "response" or error_code != 0):
             return False
+        if "partition" in on and not self._release_partition_matches(held, event):
+            return False
+        if "records" in on and event.records_abort != (on["records"] == "abort"):
+            return False
         return self._release_txn_matches(held, event)
+
+    def _release_partition_matches(self, held: RequestIdentity, event: RequestIdentity) -> bool:
+        """``release_on.partition``: the event adds (AddPartitionsToTxn) or writes
+        (Produce) this partition: a number, or ``same``, the held request's (the rule's
+        ``partition``, else the first it writes). By index: the held Produce may name its
+        topic by id (v13+), the event by name; one transactional id writes one topic here."""
+        want = self.release_on["partition"]
+        if want == "same":
+            want = self.partition if self.partition is not None else \
+                next((p.partition for p in held.partitions), None)
+        return want is not None and any(p.partition == want for p in event.partitions)
 
     def _release_txn_matches(self, held: RequestIdentity, event: RequestIdentity) -> bool:
         """``release_on.transactional_id``: none (any), ``same`` (the held request's) or a
@@ -429,6 +452,17 @@ def _release_on(value) -> dict | None:
         if out["direction"] != "response":
             raise RuleError("release_on ok applies to a response")
         out["ok"] = True
+    if value.get("partition") is not None:
+        part = value["partition"]
+        if part != "same" and (isinstance(part, bool) or not isinstance(part, int)):
+            raise RuleError(f"release_on partition is a partition number or \"same\"; "
+                            f"not {part!r}")
+        out["partition"] = part
+    if value.get("records") is not None:
+        if value["records"] not in RELEASE_RECORDS or out["api_key"] != API_PRODUCE:
+            raise RuleError(f"release_on records is one of {RELEASE_RECORDS}, on a Produce "
+                            f"(api_key 0); not {value['records']!r}")
+        out["records"] = value["records"]
     if value.get("after") is not None:
         after = value["after"]
         if not isinstance(after, dict) or "api_key" not in after or \
