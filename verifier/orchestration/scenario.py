@@ -254,12 +254,13 @@ def parse_broker(where: str, data, duration_s: float) -> BrokerSettings:
     return BrokerSettings(settings=settings, apply=apply, at=float(at))
 
 
-#: producer settings a scenario may give every generator: connection behaviour and the
+#: producer settings a scenario may give every generator: connection behaviour, the
 #: request and delivery timeouts (how long a client waits for a held request before it
-#: retries or gives up), never what defines a mode
+#: retries or gives up) and the linger (how a transaction's records are batched: one
+#: batch per partition when it outlasts the transaction's sends), never what defines a mode
 CLIENT_KEYS = frozenset({"connections_max_idle_ms", "reconnect_backoff_ms",
                          "reconnect_backoff_max_ms", "metadata_max_age_ms",
-                         "request_timeout_ms", "delivery_timeout_ms"})
+                         "request_timeout_ms", "delivery_timeout_ms", "linger_ms"})
 
 
 def _connection_checks(source: str, data: dict) -> dict:
