@@ -8,8 +8,9 @@ requests let through only then.
 
 The whole profile (`verifier chaos --profile known-bugs --repeat 3`, the issue's done-when:
 every row of KAFKA-14402, KAFKA-17754 and KAFKA-17754 (b) reproduced 3 of 3, KAFKA-17754
-(b)'s kafka-python runs released by the next transaction's AddPartitionsToTxn and
-accepted): three clusters, 27 runs, ~45 minutes on a quiet 2-core machine.
+(b)'s runs released by the next transaction's AddPartitionsToTxn of partition 0,
+KAFKA-17754's copy by a Produce of a transaction meant to abort): three clusters, 27
+runs, ~45 minutes on a quiet 2-core machine.
 
 Not part of `make test` (nine runs, two clusters: ~25 minutes on a loaded 2-core machine);
 ports and folder from VERIFIER_CHAOS_BASE_PORT and VERIFIER_CHAOS_STATE_DIR (defaults:
@@ -73,6 +74,14 @@ def test_kafka_14402_fails_on_3_5_2_and_with_the_verification_off_passes_with_it
     assert done.returncode == 0, said
 
 
+def _of_client(request: dict, client: str) -> bool:
+    """Whether a held request is ``client``'s generator's: its transactional id ends in
+    ``transactional-<client>-0`` when clients ran side by side, ``transactional-0`` when
+    the cluster ran one client (the transaction.version=0 cluster: Java only)."""
+    tid = str(request.get("transactional_id", ""))
+    return not client or tid.endswith((f"transactional-{client}-0", "transactional-0"))
+
+
 def assert_next_transaction_release(run_dir: Path, accepted: bool,
                                     client: str = "") -> list[dict]:
     """KAFKA-17754 (b)'s order, from the run's nemesis history (``client``'s generator
@@ -85,8 +94,7 @@ def assert_next_transaction_release(run_dir: Path, accepted: bool,
     where = {(op["f"], op["detail"]["hold"]): i for i, op in enumerate(events)}
     late = [op["detail"] for op in events if op["f"] == "hold"
             and op["detail"].get("client_view") == "timeout"
-            and str(op["detail"]["request"].get("transactional_id", "")).endswith(
-                f"transactional-{client}-0" if client else "")]
+            and _of_client(op["detail"]["request"], client)]
     assert late, f"nothing held: {events}"
     answers = []
     for held in late:
@@ -107,9 +115,39 @@ def assert_next_transaction_release(run_dir: Path, accepted: bool,
         assert release["reason"] == "AddPartitionsToTxn response", release
         assert release["trigger"]["transactional_id"] == request["transactional_id"]
         assert release["trigger"].get("error_code") == 0, release
+        # the next transaction's AddPartitionsToTxn that adds the late batch's partition
+        assert any(p["partition"] == 0 for p in release["trigger"]["partitions"]), release
     if accepted:  # the batch written (its copies, the retries, may be refused or recognised)
         assert any(error == 0 for a in answers for _, _, error, _ in a["partitions"]), answers
     return answers
+
+
+def assert_copy_released_into_an_abort(run_dir: Path, accepted: bool,
+                                       client: str = "") -> dict:
+    """KAFKA-17754's order, from the run's nemesis history (``client``'s generator when
+    several ran side by side): one copy of an EndTxn(commit) held; released by a Produce
+    response of the same transactional id whose records say their transaction is meant to
+    abort (not a timer nor the heal); answered without error on an affected combination
+    (the stale commit ended that transaction), refused on the fixed one. Returns the
+    copy's answer."""
+    events = hold_events(run_dir)
+    where = {(op["f"], op["detail"]["hold"]): i for i, op in enumerate(events)}
+    copies = [op["detail"] for op in events if op["f"] == "hold"
+              and op["detail"].get("client_view") == "copy"
+              and _of_client(op["detail"]["request"], client)]
+    assert len(copies) == 1, f"one copy held: {copies}"
+    (held,) = copies
+    n, request = held["hold"], held["request"]
+    assert (request["api"], request.get("committed")) == ("EndTxn", True), request
+    assert where[("hold", n)] < where[("release", n)] < where[("answer", n)], events
+    release = events[where[("release", n)]]["detail"]
+    trigger = release.get("trigger") or {}
+    assert release["reason"] == "Produce response", release
+    assert (trigger.get("transactional_id"), trigger.get("records_abort")) == \
+        (request["transactional_id"], True), release
+    answer = events[where[("answer", n)]]["detail"]["response"]
+    assert (answer.get("error_code") == 0) == accepted, answer
+    return answer
 
 
 ALL_BUGS = {"KAFKA-14402", "KAFKA-17754", "KAFKA-17754 (b)"}
@@ -120,9 +158,10 @@ def check_whole_grid(grid: dict, said: str = "", bugs: set = ALL_BUGS,
                      clusters: set = ALL_CLUSTERS) -> None:
     """The done-when of issue 33: every row of every bug reproduced its documented status
     in each of the REPEAT runs (exit 0); each cluster's set-up is reported apart; the
-    KAFKA-17754 (b) runs of kafka-python were released by the next transaction's
-    AddPartitionsToTxn and accepted. ``bugs`` and ``clusters``: what the grid must hold
-    (a run of some bugs only: ``--scenario``)."""
+    KAFKA-17754 (b) runs were released by the next transaction's AddPartitionsToTxn of
+    partition 0 (accepted where affected), KAFKA-17754's copies by a Produce of a
+    transaction meant to abort (accepted where affected). ``bugs`` and ``clusters``: what
+    the grid must hold (a run of some bugs only: ``--scenario``)."""
     assert {r["bug"] for r in grid["rows"]} == bugs, grid["rows"]
     for row in grid["rows"]:
         want = "FAIL" if row["status"] == "affected" else "PASS"
@@ -132,11 +171,11 @@ def check_whole_grid(grid: dict, said: str = "", bugs: set = ALL_BUGS,
     assert set(ran) == clusters, ran
     assert all(c["setup_s"] > 0 and c["runs_s"] > 0 for c in ran.values()), ran
     for row in grid["rows"]:
-        if row["bug"] == "KAFKA-17754 (b)":
-            client = row["client"].split()[0]
-            for run in row["runs"]:
-                assert_next_transaction_release(Path(run), row["status"] == "affected",
-                                                client)
+        client = row["client"].split()[0]
+        check = {"KAFKA-17754 (b)": assert_next_transaction_release,
+                 "KAFKA-17754": assert_copy_released_into_an_abort}.get(row["bug"])
+        for run in row["runs"] if check else ():
+            check(Path(run), row["status"] == "affected", client)
 
 
 @pytest.mark.timeout(4 * 3600)
