@@ -277,8 +277,8 @@ def chaos_with_advice(args: argparse.Namespace, prepared: tuple, run, out=None) 
     columns = column_configs(opts, scenarios)
     print("=== the advice for this run's configurations (verifier advise)", file=out)
     for key, (name, kind, pairs, client) in columns.items():
-        entry = advise_one(name, kind, pairs, client, installed_version(client),
-                           run_check=key == "user-0")
+        entry = advise_one(name, kind, pairs, client.split(":")[0],
+                           installed_version(client), run_check=key == "user-0")
         if key == "user-0":
             print(render_advice(entry), file=out)
         else:
@@ -300,13 +300,16 @@ def chaos_with_advice(args: argparse.Namespace, prepared: tuple, run, out=None) 
 def column_configs(opts, scenarios) -> dict[str, tuple[str, str, list, str]]:
     """Each column's configuration, keyed as :func:`check_outputs` finds the column (its
     generator's pid, or a pipeline's mode): (name, kind, pairs, client)."""
+    from producers.clients import client_slug, column_suffix
+
     clients = tuple(opts.clients or (opts.client,))
     modes = dict.fromkeys(m for s in scenarios for m in s.workload.modes)
     out = {}
-    for c in clients:
+    for c in clients:  # c may name a version (java:3.9.1): the advice is for that one
+        slug = client_slug(column_suffix(c, clients))
         for m in modes:
             (_, kind, pairs, _), = targets([m])
-            out[f"{m}-{c}-0" if len(clients) > 1 else f"{m}-0"] = (m, kind, pairs, c)
+            out[f"{m}-{slug}-0" if len(clients) > 1 else f"{m}-0"] = (m, kind, pairs, c)
     if opts.user_config is not None:
         out["user-0"] = (f"user:{Path(opts.user_config).name}", "producer",
                          _properties(Path(opts.user_config)), clients[0])
@@ -349,7 +352,8 @@ def check_outputs(out: Path, columns: dict) -> list[dict]:
                 if (key, iso) not in cache:
                     name, kind, pairs, client = columns[key]
                     extra = [("isolation.level", iso)] if kind == "producer" else []
-                    cache[(key, iso)] = _advice(name, kind, list(pairs) + extra, client)
+                    cache[(key, iso)] = _advice(name, kind, list(pairs) + extra,
+                                                client.split(":")[0], installed_version(client))
                 row = compare(cache[(key, iso)], col, faults)
                 doc["advice_check"].append({**row, "scenario": doc.get("scenario", "?")})
             rows += doc["advice_check"]

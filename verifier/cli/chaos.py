@@ -55,7 +55,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "Java producer at KAFKA_CLIENTS_VERSION, built by `make setup`)")
     p.add_argument("--clients", default=None, metavar="C1,C2",
                    help="several clients side by side, one column per mode and client "
-                        "(idempotent/java), same faults: e.g. java,kafka-python")
+                        "(idempotent/java), same faults: e.g. java,kafka-python; a client "
+                        "may name its version (java:3.9.1: kafka-clients, librdkafka:2.6.1: "
+                        "confluent-kafka), built or installed on first use")
     p.add_argument("--kafka-version", default=None, metavar="VERSION",
                    help="the local cluster's broker release, any KRaft one from 3.3 to 4.x "
                         "(default $KAFKA_VERSION or 4.1.1; its jars are resolved on first use)")
@@ -258,17 +260,12 @@ def _scenarios(args: argparse.Namespace):
 
 
 def _clients(args: argparse.Namespace) -> tuple[str, ...]:
-    """``--clients java,kafka-python`` as a tuple (empty: ``--client`` alone)."""
+    """``--clients java:3.9.1,kafka-python`` as a tuple (empty: ``--client`` alone)."""
     if args.clients is None:
         return ()
-    from producers.clients import check_client
+    from producers.clients import parse_clients
 
-    names = tuple(dict.fromkeys(c.strip() for c in args.clients.split(",") if c.strip()))
-    if not names:
-        raise UsageError("--clients: expected a comma-separated list, e.g. java,kafka-python")
-    for name in names:
-        check_client(name)
-    return names
+    return parse_clients(args.clients)
 
 
 def _versions(args: argparse.Namespace, profile) -> list[str]:
@@ -446,8 +443,9 @@ def _prepare(args: argparse.Namespace):
         scenarios, versions, clients = _known_bug_runs(args, scenarios, versions, clients)
     user = UserConfig({}, {})
     if args.producer_config is not None:  # the user's column runs on the first client
-        user = read_user_config(args.producer_config, (clients or (args.client,))[0])
-        user_mode = derive_mode(user.settings, (clients or (args.client,))[0])
+        first = (clients or (args.client,))[0].split(":")[0]  # java:3.9.1 is java's file
+        user = read_user_config(args.producer_config, first)
+        user_mode = derive_mode(user.settings, first)
     settings = user.settings
     # the connection settings every client of the run uses (in the plan, secrets redacted)
     client_config = security_of(settings)

@@ -159,6 +159,8 @@ def plan_known_bugs(bugs: list[KnownBug], scenarios: dict[str, Scenario],
     is not there is left out: ``--scenario`` picks bugs); ``versions`` and ``clients``
     keep only those combinations. Variants run after the scenario without settings, so
     a dynamic setting never outlives its run into another one."""
+    from producers.clients import same_client, selects
+
     plans: dict[tuple, VersionPlan] = {}
     for bug in bugs:
         base = scenarios.get(bug.scenario)
@@ -166,11 +168,11 @@ def plan_known_bugs(bugs: list[KnownBug], scenarios: dict[str, Scenario],
             continue
         for combo in bug.combinations:
             if (versions and combo.kafka not in versions) or \
-                    (clients and combo.client not in clients):
+                    (clients and not selects(clients, combo.client)):
                 continue
             key = (combo.kafka, combo.features)
             plan = plans.setdefault(key, VersionPlan(combo.kafka, combo.features))
-            if combo.client not in plan.clients:
+            if not any(same_client(combo.client, c) for c in plan.clients):
                 plan.clients.append(combo.client)
             name = bug.run_name(combo)
             if name not in [s.name for s in plan.scenarios]:
@@ -189,13 +191,13 @@ def run_outcome(doc: dict, bug: KnownBug, client: str) -> str:
     """One run's outcome for a bug and client: FAIL when one of the bug's columns of that
     client failed, PASS when they all passed, else the worst of them (UNKNOWN, NOT
     EXERCISED, SKIPPED: the run says nothing about the bug)."""
+    from producers.clients import label_of
     from verifier.report.versions import _client_of
 
-    verdicts = []
-    for col in doc.get("columns") or []:
-        label, name = _client_of(doc, col)
-        if label.split()[0] == client and name in bug.columns:
-            verdicts.append(col["verdict"])
+    cols = [(_client_of(doc, col), col) for col in doc.get("columns") or []]
+    wanted = label_of([label for (label, _), _ in cols], client)  # java:3.9.1 -> java 3.9.1
+    verdicts = [col["verdict"] for (label, name), col in cols
+                if label == wanted and name in bug.columns]
     if FAIL in verdicts:
         return FAIL
     return worst_of(verdicts) if verdicts else "UNKNOWN"
@@ -216,6 +218,7 @@ def known_bug_grid(plans: list[VersionPlan], docs: dict[str, list[dict]]) -> dic
     (``docs``: per plan key, its run documents), whether they match the
     documented status, the held requests' answers and the runs' wall time;
     ``exit_code`` 1 on a mismatch, 2 on an open row, else 0."""
+    from producers.clients import client_slug, column_suffix, label_of
     from verifier.report.versions import held_answers
 
     rows = []
@@ -223,10 +226,11 @@ def known_bug_grid(plans: list[VersionPlan], docs: dict[str, list[dict]]) -> dic
         for bug, combo in plan.cells:
             runs = [d for d in docs.get(plan.key, []) if d.get("scenario") == bug.run_name(combo)]
             outcomes = [run_outcome(d, bug, combo.client) for d in runs]
-            label = next((c for d in runs for c in d.get("clients") or []
-                          if c.split()[0] == combo.client), combo.client)
+            label = next((x for d in runs if (x := label_of(d.get("clients") or [],
+                                                           combo.client))), combo.client)
             answers = [held_answers(d.get("run_dir")) for d in runs]
-            key = combo.client if len(plan.clients) > 1 else ""
+            key = client_slug(column_suffix(combo.client, plan.clients)) \
+                if len(plan.clients) > 1 else ""
             rows.append({
                 "bug": bug.id, "kafka": combo.kafka, "client": label,
                 "setting": combo.setting_text(), "status": combo.status,

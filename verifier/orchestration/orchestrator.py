@@ -114,7 +114,7 @@ class ScenarioRun:
     def _generator(self, plan: ProducerPlan) -> ManagedProcess:
         from producers.clients import generator_argv
 
-        argv = generator_argv(plan.client, self.layout.config, plan.pid)
+        argv = generator_argv(plan.spec, self.layout.config, plan.pid)
         proc = ManagedProcess(plan.process_name, argv, self.layout.log(plan.pid),
                               env=self.child_env)
         # the in-transaction trigger reads it (verifier.harness.faults.triggers)

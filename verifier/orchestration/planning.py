@@ -55,20 +55,26 @@ class RunOptions:
 
 
 def plan_producers(scenario: Scenario, run_id: str, opts: RunOptions) -> list[ProducerPlan]:
-    from producers.clients import client_version
+    from producers.clients import check_client, client_slug, client_version, column_suffix
 
     clients = opts.clients or (opts.client,)
     plans = []
     for c in clients:
-        version = {"client": c, "client_version": client_version(c)}
+        # the plan names the client and its version apart (java, 3.9.1); the column,
+        # topic and producer id carry the version only where the name alone is ambiguous
+        version = {"client": check_client(c), "client_version": client_version(c)}
+        col = column_suffix(c, clients)
+        slug = client_slug(col)
         for m in scenario.workload.modes:
             if len(clients) > 1:  # side by side: the column names the client
-                plans.append(ProducerPlan(f"{m}-{c}-0", f"{m}/{c}", m, f"{run_id}.{m}.{c}",
-                                          dict(scenario.clients), **version))
+                plans.append(ProducerPlan(f"{m}-{slug}-0", f"{m}/{col}", m,
+                                          f"{run_id}.{m}.{slug}", dict(scenario.clients),
+                                          client_spec=c, **version))
             else:
                 plans.append(ProducerPlan(f"{m}-0", m, m, f"{run_id}.{m}",
-                                          dict(scenario.clients), **version))
-    client = {"client": clients[0], "client_version": client_version(clients[0])}
+                                          dict(scenario.clients), client_spec=c, **version))
+    client = {"client": check_client(clients[0]), "client_version": client_version(clients[0]),
+              "client_spec": clients[0]}
     if opts.user_config is not None:
         label = f"user:{opts.user_config.name}"
         plans.append(ProducerPlan("user-0", label, opts.user_mode or "at-least-once",

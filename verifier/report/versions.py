@@ -9,6 +9,7 @@ column's verdict and what it observed, as in the scenario x mode grid (``~`` tol
 
 from __future__ import annotations
 
+from functools import lru_cache
 from pathlib import Path
 
 from verifier.report.compare import CELL_LEGEND, cells
@@ -23,11 +24,39 @@ def _client_of(doc: dict, col: dict) -> tuple[str, str]:
     """(client label with its version, the column's name without the client)."""
     named = {c.split()[0]: c for c in doc.get("clients") or []}
     mode = str(col.get("mode") or col["name"])
-    if "/" in mode:  # several clients side by side: "transactional/java"
+    if "/" in mode:  # several clients side by side: "transactional/java", ".../java:3.9.1"
         client = mode.split("/", 1)[1]
-        return named.get(client, client), col["name"].replace(f"/{client}", "", 1)
+        label = (_column_clients(doc.get("run_dir")).get(client) or named.get(client)
+                 or client.replace(":", " ", 1))
+        return label, col["name"].replace(f"/{client}", "", 1)
     only = next(iter(named.values()), "kafka-python")
     return only, col["name"]
+
+
+def _column_key(col: dict) -> str:
+    """The key :func:`held_answers` files a column's client under (its producer id's
+    client part: ``java-3.9.1`` for ``.../java:3.9.1``), ``""`` for a run of one client."""
+    mode = str(col.get("mode") or col["name"])
+    return mode.split("/", 1)[1].replace(":", "-") if "/" in mode else ""
+
+
+@lru_cache(maxsize=64)
+def _column_clients(run_dir: str | None) -> dict[str, str]:
+    """Each side-by-side column's client suffix (``java:3.9.1``) and the client and
+    version its generator ran (``java 3.9.1``), from the run's config.json."""
+    if not run_dir:
+        return {}
+    try:
+        producers = read_json(RunLayout(Path(run_dir)).config, "run-config").get("producers")
+    except RunFormatError:
+        return {}
+    out = {}
+    for p in (producers or {}).values():
+        mode, version = str(p.get("mode", "")), p.get("client_version")
+        if "/" in mode:
+            client = p.get("client") or "kafka-python"
+            out[mode.split("/", 1)[1]] = f"{client} {version}" if version else client
+    return out
 
 
 def version_grid(entries: list[tuple[str, list[dict]]]) -> dict:
@@ -43,8 +72,10 @@ def version_grid(entries: list[tuple[str, list[dict]]]) -> dict:
             worst = _worse(worst, int(doc.get("exit_code", 2)))
             detail = cells([doc]).get(doc["scenario"], {})
             by_client: dict[str, dict] = {}
+            keys: dict[str, str] = {}
             for col in doc["columns"]:
                 client, name = _client_of(doc, col)
+                keys[client] = _column_key(col)
                 if name not in columns:
                     columns.append(name)
                 cell = detail.get(col["name"]) or {"verdict": col["verdict"]}
@@ -54,7 +85,7 @@ def version_grid(entries: list[tuple[str, list[dict]]]) -> dict:
             for client, row in sorted(by_client.items()):
                 rows.append({"kafka": version, "client": client, "scenario": doc["scenario"],
                              "cells": row, "run_dir": doc.get("run_dir"),
-                             "held": late.get(client.split()[0], late.get("", "-"))})
+                             "held": late.get(keys[client], late.get("", "-"))})
     return {"columns": columns, "rows": rows, "exit_code": worst}
 
 

@@ -155,9 +155,11 @@ def delta_jars(version: str | None = None) -> JarSet:
     return JarSet("delta", version or delta_version())
 
 
-def java_generator_jars() -> JarSet:
-    """The Java load generator (``producers/java``) and its runtime classpath."""
-    return JarSet("java-generator", clients_version())
+def java_generator_jars(version: str | None = None) -> JarSet:
+    """The Java load generator (``producers/java``) and its runtime classpath, built
+    against kafka-clients ``version`` (default :func:`clients_version`): several versions
+    live side by side in ``.jars/java-generator-<version>``."""
+    return JarSet("java-generator", version or clients_version())
 
 
 def java_executable() -> str:

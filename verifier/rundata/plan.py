@@ -99,6 +99,14 @@ class PlannedProducer:
     #: the generator's client library (``kafka-python``, ``java``) and its version
     client: str = "kafka-python"
     client_version: str | None = None
+    #: what ``--clients`` named (``java:3.9.1``: that version side by side), if not the
+    #: bare ``client`` (its pinned version)
+    client_spec: str | None = None
+
+    @property
+    def spec(self) -> str:
+        """The client as ``--clients`` names it: what starts its generator."""
+        return self.client_spec or self.client
 
     @property
     def process_name(self) -> str:
@@ -109,6 +117,8 @@ class PlannedProducer:
                "process": self.process_name, "client": self.client}
         if self.client_version is not None:
             doc["client_version"] = self.client_version
+        if self.client_spec not in (None, self.client):
+            doc["client_spec"] = self.client_spec
         if self.overrides:
             doc["overrides"] = redacted(self.overrides)
         if self.config_file is not None:
@@ -198,7 +208,8 @@ def read_plan(path: Path) -> RunPlan:
                                  overrides=dict(p.get("overrides") or {}),
                                  config_file=p.get("config_file"),
                                  client=str(p.get("client") or "kafka-python"),
-                                 client_version=p.get("client_version"))
+                                 client_version=p.get("client_version"),
+                                 client_spec=p.get("client_spec"))
             for pid, p in doc["producers"].items()
         }
         return RunPlan(
