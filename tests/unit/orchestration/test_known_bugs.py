@@ -46,7 +46,10 @@ def test_kafka_14402_is_affected_before_3_6_and_with_the_verification_off():
 def test_kafka_17754_is_fixed_only_by_transaction_version_2_on_both_sides():
     (bug,) = [b for b in _bugs() if b.id == "KAFKA-17754"]
     fixed = [(c.kafka, c.client, c.features) for c in bug.combinations if c.status == "fixed"]
-    assert fixed == [("4.1.1", "java", ())]
+    assert fixed == [("4.1.1", "java:4.1.1", ())]
+    # the client side of part 2: the Java client before 4.0 on the same cluster is affected
+    assert [(c.kafka, c.status) for c in bug.combinations if c.client == "java:3.9.1"] == [
+        ("4.1.1", "affected")]
     control = [c for c in bug.combinations if c.features]
     assert [(c.client, c.features, c.status) for c in control] == [
         ("java", (("transaction.version", 0),), "affected")]
@@ -63,12 +66,12 @@ def test_kafka_17754_b_gets_past_the_partition_verification_without_version_2():
     # this one arrives once the partition is in the next transaction (same epoch)
     assert rows == {("java", "3.5.2", "defaults", "affected"),
                     ("kafka-python", "4.1.1", "defaults", "affected"),
-                    ("java", "4.1.1", "defaults", "fixed")}
+                    ("java:4.1.1", "4.1.1", "defaults", "fixed")}
     release = load_scenario(bug.scenario).faults[0]["params"]["release_on"]
     assert (release["api_key"], release["ok"], release["after"]["api_key"]) == (24, True, 26)
     plans = kb.plan_known_bugs(_bugs(), {"kafka-17754b": load_scenario("kafka-17754b")})
     assert [(p.key, p.clients) for p in plans] == [("3.5.2", ["java"]),
-                                                   ("4.1.1", ["kafka-python", "java"])]
+                                                   ("4.1.1", ["kafka-python", "java:4.1.1"])]
 
 
 def test_plan_one_cluster_per_version_variants_after_the_defaults():
