@@ -182,8 +182,15 @@ def require_built(client: str, say: Callable[[str], None] = print) -> None:
                 f"client {spec.text}: the Java generator cannot be built against "
                 f"org.apache.kafka:kafka-clients:{gen.version} (tried `mvn ... "
                 f"-Dkafka.clients.version={gen.version} package` with Maven Central); "
-                f"Maven said:\n{exc.output_tail}") from None
+                f"Maven said: {_maven_error(exc.output_tail)}") from None
         say(f"java generator {gen.version} built")
+
+
+def _maven_error(tail: str) -> str:
+    """Maven's first [ERROR] line, without its colour codes and help boilerplate."""
+    lines = [re.sub(r"\x1b\[[0-9;]*m", "", x).strip() for x in tail.splitlines()]
+    errors = [x.removeprefix("[ERROR]").strip() for x in lines if x.startswith("[ERROR]")]
+    return next((x for x in errors if x), "\n".join(lines[-5:]))
 
 
 def generator_argv(client: str, plan: Path, pid: str) -> list[str]:

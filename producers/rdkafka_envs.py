@@ -19,6 +19,7 @@ before anything starts, with pip's own last lines.
 from __future__ import annotations
 
 import os
+import shutil
 import site
 import subprocess
 import sys
@@ -70,6 +71,17 @@ def ensure(version: str, say: Callable[[str], None] = print) -> RdkafkaEnv:
     if env.present:
         return env
     say(f"installing confluent-kafka {version} into {env.folder} (once) ...")
+    try:
+        libversion = _install(env)
+    except BaseException:
+        shutil.rmtree(env.folder, ignore_errors=True)  # nothing half-made stays
+        raise
+    say(f"confluent-kafka {version} (librdkafka {libversion}) ready")
+    return env
+
+
+def _install(env: RdkafkaEnv) -> str:
+    version = env.version
     _run([sys.executable, "-m", "venv", "--clear", "--without-pip", str(env.folder)], version)
     # the wheel only: no build from source (it needs that librdkafka's headers), and its
     # dependencies come from .venv through the .pth line
@@ -89,8 +101,7 @@ def ensure(version: str, say: Callable[[str], None] = print) -> RdkafkaEnv:
                                  f"but its Python does not import it from there: "
                                  f"{(probe.stdout + probe.stderr).strip()[-400:]}")
     (env.folder / ".complete").write_text(f"{words[0]} {words[1]}\n")
-    say(f"confluent-kafka {words[0]} (librdkafka {words[1]}) ready")
-    return env
+    return words[1]
 
 
 def _run(cmd: list[str], version: str) -> None:
