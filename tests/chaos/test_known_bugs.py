@@ -75,11 +75,17 @@ def test_kafka_14402_fails_on_3_5_2_and_with_the_verification_off_passes_with_it
 
 
 def _of_client(request: dict, client: str) -> bool:
-    """Whether a held request is ``client``'s generator's: its transactional id ends in
-    ``transactional-<client>-0`` when clients ran side by side, ``transactional-0`` when
-    the cluster ran one client (the transaction.version=0 cluster: Java only)."""
+    """Whether a held request is the generator's of ``client`` (a grid row's label,
+    ``java 3.9.1``, or a bare name): its transactional id ends in
+    ``transactional-<name>-0``, or ``transactional-<name>-<version>-0`` when two versions
+    of a client ran side by side, or ``transactional-0`` when the cluster ran one client
+    (the transaction.version=0 cluster: Java only)."""
     tid = str(request.get("transactional_id", ""))
-    return not client or tid.endswith((f"transactional-{client}-0", "transactional-0"))
+    name, _, version = client.partition(" ")
+    ends = [f"transactional-{name}-0", "transactional-0"]
+    if version:
+        ends.append(f"transactional-{name}-{version}-0")
+    return not client or tid.endswith(tuple(ends))
 
 
 def assert_next_transaction_release(run_dir: Path, accepted: bool,
@@ -171,7 +177,7 @@ def check_whole_grid(grid: dict, said: str = "", bugs: set = ALL_BUGS,
     assert set(ran) == clusters, ran
     assert all(c["setup_s"] > 0 and c["runs_s"] > 0 for c in ran.values()), ran
     for row in grid["rows"]:
-        client = row["client"].split()[0]
+        client = row["client"]
         check = {"KAFKA-17754 (b)": assert_next_transaction_release,
                  "KAFKA-17754": assert_copy_released_into_an_abort}.get(row["bug"])
         for run in row["runs"] if check else ():
