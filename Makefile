@@ -40,7 +40,7 @@ DOCKER_STATE  ?= .state/docker
 BIN := $(VENV)/bin
 export KAFKA_VERSION KAFKA_CLIENTS_VERSION
 
-.PHONY: setup system-deps jars test unit integration test-chaos test-pipelines chaos chaos-quick cluster-up cluster-down lint clean distclean \
+.PHONY: setup system-deps jars test unit integration test-chaos test-runs test-pipelines chaos chaos-quick cluster-up cluster-down lint clean distclean \
 	docker-engine docker-engine-down docker-image test-containers
 
 setup: $(VENV)/.installed jars system-deps ## Python packages in .venv, JVM jars in .jars
@@ -90,9 +90,18 @@ test-chaos: setup
 	  $(BIN)/pytest tests/chaos tests/integration -m chaos $(PYTEST_ARGS); \
 	  rc=$$?; $(CLUSTERS_DOWN); exit $$rc
 
-# The pipelines' scenario runs alone (16 min on 2 cores, 2026-11-28): driver kills through a
-# restart, executor loss on a standalone cluster, retention, triggers on a user's query.
-# CI runs them as their own step after `make test`.
+# The integration tier's whole runs (marker `chaos` under tests/integration): the pipelines'
+# scenarios (driver kills through a restart, executor loss on a standalone cluster,
+# retention, triggers on a user's query) and the orchestration's runs with a cluster or
+# Spark master of their own (standalone master, process lifetime, SASL, exposure, the
+# 3.5.2 known-bug run, an external cluster). CI runs them as its step after `make test`,
+# on TEST_WORKERS xdist workers like the tier.
+test-runs: setup
+	VERIFIER_TEST_BASE_PORT=$(TEST_BASE_PORT) VERIFIER_TEST_STATE_DIR=$(TEST_STATE_DIR) \
+	  $(BIN)/pytest tests/integration -m chaos $(XDIST) $(PYTEST_ARGS); \
+	  rc=$$?; $(CLUSTERS_DOWN); exit $$rc
+
+# The pipelines' scenario runs alone (16 min on 2 cores, 2026-11-28).
 test-pipelines: setup
 	VERIFIER_TEST_BASE_PORT=$(TEST_BASE_PORT) VERIFIER_TEST_STATE_DIR=$(TEST_STATE_DIR) \
 	  $(BIN)/pytest tests/integration/pipelines -m chaos $(PYTEST_ARGS); \

@@ -31,7 +31,9 @@ from verifier.rundata.errors import VerifierError
 from verifier.rundata.jvm import PROJECT_ROOT
 from verifier.rundata.waiting import GiveUp, wait_until
 
-pytestmark = pytest.mark.integration
+#: a whole `verifier chaos` run of its own (issue 39): in the chaos tier, `make test-runs`
+#: (CI's step after `make test`), not in `make test`
+pytestmark = [pytest.mark.integration, pytest.mark.chaos]
 
 WORKER_CORES = 2
 

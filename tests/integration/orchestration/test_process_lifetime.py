@@ -25,7 +25,9 @@ from verifier.rundata.errors import VerifierError
 from verifier.rundata.jvm import PROJECT_ROOT
 from verifier.rundata.waiting import GiveUp, wait_until
 
-pytestmark = pytest.mark.integration
+#: a whole `verifier chaos` run of its own (issue 39): in the chaos tier, `make test-runs`
+#: (CI's step after `make test`), not in `make test`
+pytestmark = [pytest.mark.integration, pytest.mark.chaos]
 
 BASE_PORT = int(os.environ.get("VERIFIER_TEST_LIFETIME_BASE_PORT", port_base("lifetime")))
 STATE_DIR = PROJECT_ROOT / ".state" / f"test-lifetime-{BASE_PORT}"
