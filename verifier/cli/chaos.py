@@ -49,10 +49,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "its outcomes (FAIL 2/3 · PASS 1/3), the exit code the worst")
     p.add_argument("--producer-config", type=Path, default=None, metavar="FILE",
                    help="your Java-style producer properties, run as an extra column")
-    p.add_argument("--client", default="kafka-python",
-                   choices=("kafka-python", "java", "librdkafka"),
-                   help="the producer client every column's generator runs (java: Kafka's "
-                        "Java producer at KAFKA_CLIENTS_VERSION, built by `make setup`)")
+    p.add_argument("--client", default="kafka-python", type=_client_arg,
+                   help="the producer client every column's generator runs: kafka-python, "
+                        "java (Kafka's Java producer at KAFKA_CLIENTS_VERSION) or "
+                        "librdkafka, optionally at a version (java:3.9.1)")
     p.add_argument("--clients", default=None, metavar="C1,C2",
                    help="several clients side by side, one column per mode and client "
                         "(idempotent/java), same faults: e.g. java,kafka-python; a client "
@@ -257,6 +257,16 @@ def _scenarios(args: argparse.Namespace):
     if duration is not None:
         scenarios = [stretched(s, duration, profile.period_s) for s in scenarios]
     return profile, scenarios
+
+
+def _client_arg(text: str) -> str:
+    """``--client java:3.9.1``: checked as one entry of ``--clients``."""
+    from producers.clients import parse_client
+
+    try:
+        return parse_client(text).text
+    except UsageError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
 
 
 def _clients(args: argparse.Namespace) -> tuple[str, ...]:

@@ -119,3 +119,27 @@ def test_reports_tell_two_versions_of_a_client_apart():
     assert _column_key(cols[0]) == "java-3.9.1"
     assert kb.run_outcome(doc, bug, "java:3.9.1") == "FAIL"
     assert kb.run_outcome(doc, bug, "java:4.1.1") == "PASS"
+
+
+def test_the_cli_takes_a_version_in_client_and_clients(monkeypatch, tmp_path, capsys):
+    import verifier.cli.chaos as chaos_cli
+    from verifier.cli import main
+
+    seen = {}
+    monkeypatch.setattr(chaos_cli, "_run", lambda args, *rest: seen.update(opts=rest[-1]) or 0)
+    monkeypatch.setattr(chaos_cli, "cleanup", lambda: [])
+    monkeypatch.setattr(chaos_cli, "_stop_on_signals", lambda: {})
+    # nothing is built here: what the flags ask for is what would be built
+    built = []
+    monkeypatch.setattr("producers.clients.require_built", built.append)
+    assert main(["chaos", "--scenario", "baseline", "--out", str(tmp_path),
+                 "--clients", "java:3.9.1,java:4.1.1,java:3.9.1"]) == 0
+    assert seen["opts"].clients == ("java:3.9.1", "java:4.1.1") and built == list(
+        seen["opts"].clients)
+    built.clear()
+    assert main(["chaos", "--scenario", "baseline", "--out", str(tmp_path),
+                 "--client", "java:3.9.1"]) == 0
+    assert seen["opts"].client == "java:3.9.1" and built == ["java:3.9.1"]
+    with pytest.raises(SystemExit):
+        main(["chaos", "--scenario", "baseline", "--client", "java:x"])
+    assert "not a release number" in capsys.readouterr().err
