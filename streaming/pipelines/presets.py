@@ -132,10 +132,12 @@ RECORD_IDENTITY = ["topic", "partition", "offset"]
 def _dedup_state(spark, source):
     """Stateful: each log record once (``dropDuplicatesWithinWatermark`` on its identity,
     state in RocksDB with changelog checkpointing) into a Delta table. A replay after a
-    restart must find the state of the last committed batch: a stale store writes the
-    batch's records again, one ahead of the commit drops them. Its identity is the
-    record's place in the log, not its value: a producer's own duplicate (one value at two
-    offsets) is two records, as the judge counts them."""
+    restart must find the state of the last committed batch: one ahead of the commit (the
+    replayed batch's records already in it) drops them. A stale one shows nothing here:
+    a replay reads the same offsets, which no committed state has seen, and Delta writes
+    the replayed batch once. Its identity is the record's place in the log, not its
+    value: a producer's own duplicate (one value at two offsets) is two records, as the
+    judge counts them."""
     for key, value in STATE_STORE_CONF.items():
         spark.conf.set(key, value)  # read when the query starts, then kept in its checkpoint
     return (source.select("topic", "partition", "offset", "value", "timestamp")
