@@ -140,6 +140,41 @@ def pytest_configure(config):
         signal.signal(signal.SIGTERM, _interrupt)
 
 
+#: The integration tier's longest files, longest first (seconds of test time at two workers,
+#: docs/benchmarks.md, 2026-11-28): xdist's loadfile hands files out in collection order,
+#: so a long file collected last leaves the other worker idle until it ends. Run first,
+#: the short files fill in behind them. Tests inside a file keep their order.
+LONGEST_FIRST = (
+    "pipelines/test_pipelines.py",           # the restart run, ~360 (make test-runs)
+    "pipelines/test_executor_loss.py",       # ~240 (make test-runs)
+    "judge/test_selftest_runs.py",           # 295
+    "pipelines/test_retention_loss.py",      # ~160 (make test-runs)
+    "streaming/test_observer_kill.py",       # 160
+    "judge/test_batch_pass.py",              # 140
+    "orchestration/test_external_spark.py",  # 130 (make test-runs)
+    "orchestration/test_process_lifetime.py",  # 126 (make test-runs)
+    "orchestration/test_drain_progress.py",  # 122
+    "orchestration/test_secured_cluster.py",  # 111 (make test-runs)
+    "orchestration/test_exposure_run.py",    # 109 (make test-runs)
+    "orchestration/test_known_bug_run.py",   # 105 (make test-runs)
+    "pipelines/test_triggers.py",            # ~100 (make test-runs)
+    "harness/test_broker_versions.py",       # 93
+)
+
+
+def pytest_collection_modifyitems(items):
+    """The integration tier's longest files first (:data:`LONGEST_FIRST`), the rest in
+    their collected order after them; a stable sort, so each file's order stands."""
+    def rank(item) -> int:
+        path = item.nodeid.split("::", 1)[0]
+        if not path.startswith("tests/integration/"):
+            return len(LONGEST_FIRST)
+        rel = path.removeprefix("tests/integration/")
+        return LONGEST_FIRST.index(rel) if rel in LONGEST_FIRST else len(LONGEST_FIRST)
+
+    items.sort(key=rank)
+
+
 def pytest_terminal_summary(terminalreporter):
     for nodeid, lines in _SPARK_STOPPED:
         terminalreporter.section("the shared Spark session stopped")
