@@ -65,12 +65,15 @@ def test_kafka_17754_b_gets_past_the_partition_verification_without_version_2():
     # kafka-python is affected on 4.1.1 at its defaults: unlike KAFKA-14402's late batch,
     # this one arrives once the partition is in the next transaction (same epoch)
     assert rows == {("java", "3.5.2", "defaults", "affected"),
+                    ("kafka-python", "3.5.2", "defaults", "affected"),
                     ("kafka-python", "4.1.1", "defaults", "affected"),
                     ("java:4.1.1", "4.1.1", "defaults", "fixed")}
     release = load_scenario(bug.scenario).faults[0]["params"]["release_on"]
     assert (release["api_key"], release["ok"], release["after"]["api_key"]) == (24, True, 26)
+    # released by the AddPartitionsToTxn that adds the late batch's partition
+    assert release["partition"] == "same"
     plans = kb.plan_known_bugs(_bugs(), {"kafka-17754b": load_scenario("kafka-17754b")})
-    assert [(p.key, p.clients) for p in plans] == [("3.5.2", ["java"]),
+    assert [(p.key, p.clients) for p in plans] == [("3.5.2", ["java", "kafka-python"]),
                                                    ("4.1.1", ["kafka-python", "java:4.1.1"])]
 
 
