@@ -145,7 +145,10 @@ def held_answers(run_dir) -> dict[str, str]:
 def _client_key(txn: str) -> str:
     """The client named in a generator's transactional id ``<run>.transactional-<client>-0``
     (several clients side by side), else ``""``."""
-    pid = txn.rsplit(".", 1)[-1]
+    head, sep, pid = txn.rpartition(".")
+    while sep and pid[:1].isdigit():  # a dot of a client version (java-3.9.1), not the run's
+        head, sep, rest = head.rpartition(".")
+        pid = f"{rest}.{pid}"
     parts = pid.split("-")
     return "-".join(parts[1:-1]) if len(parts) > 2 else ""
 

@@ -92,3 +92,18 @@ def test_the_grid_gives_each_clusters_set_up_apart():
          "runs_s": 600.2, "setup_s": 100.2}]}
     assert ("cluster 4.1.1+transaction.version=0: 700s, of which 6 runs 600s and set-up "
             "and stop 100s") in render_known_bug_grid(grid).splitlines()
+
+
+def test_late_answers_of_two_versions_of_one_client_stay_apart(tmp_path):
+    """java:3.9.1 beside java:4.1.1 (transactional ids ``<run>.transactional-java-3.9.1-0``):
+    each version's answers under its own key, as the grid's column key names it."""
+    base = {"type": "event", "fault": "hold", "target": {"all": True}, "id": 1}
+    ops = []
+    for n, (version, code) in enumerate((("3.9.1", 0), ("4.1.1", 90)), start=1):
+        end = {"api": "EndTxn", "api_key": 26, "committed": True,
+               "transactional_id": f"k-1-s1.transactional-java-{version}-0"}
+        ops.append({**base, "f": "answer", "t": n, "detail": {
+            "hold": n, "request": end, "response": {"error_code": code}}})
+    _write(tmp_path, ops)
+    assert held_answers(tmp_path) == {"java-3.9.1": "EndTxn accepted",
+                                      "java-4.1.1": "EndTxn refused: ProducerFenced"}
