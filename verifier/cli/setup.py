@@ -17,7 +17,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                            ("verifier setup --no-spark --no-java-generator", "only what a "
                             "producer-only chaos run needs"),
                            ("verifier setup --kafka-versions 3.5.2,3.6.2", "also these broker "
-                            "releases, for chaos --kafka-versions")),
+                            "releases, for chaos --kafka-versions"),
+                           ("verifier setup --clients java:3.9.1,librdkafka:2.0.2", "also "
+                            "these client versions, for chaos --clients")),
                        formatter_class=HelpFormatter)
     p.add_argument("--no-spark", action="store_true", help="skip the Spark Kafka connector")
     p.add_argument("--no-tools", action="store_true", help="skip kafka-tools (benchmarks)")
@@ -26,6 +28,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--kafka-versions", default=None, metavar="V1,V2",
                    help="also resolve the broker jars of these releases (KRaft 3.3 to 4.x), "
                         "each into .jars/broker-<version>, side by side")
+    p.add_argument("--clients", default=None, metavar="C1,C2",
+                   help="also build or install these client versions (java:<kafka-clients>, "
+                        "librdkafka:<confluent-kafka>), as chaos --clients does on first use")
     p.set_defaults(func=run)
 
 
@@ -51,4 +56,10 @@ def run(args: argparse.Namespace) -> int:
         jvm.build_java_generator(gen)
         note = "present" if was else "built"
         print(f"{gen.profile:<14} {gen.version:<8} {note:<9} {gen.folder}")
+    if args.clients:
+        from producers.clients import parse_clients, require_built
+
+        for client in parse_clients(args.clients):
+            require_built(client)
+            print(f"{'client':<14} {client} ready")
     return 0

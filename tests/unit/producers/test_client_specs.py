@@ -143,3 +143,17 @@ def test_the_cli_takes_a_version_in_client_and_clients(monkeypatch, tmp_path, ca
     with pytest.raises(SystemExit):
         main(["chaos", "--scenario", "baseline", "--client", "java:x"])
     assert "not a release number" in capsys.readouterr().err
+
+
+def test_setup_builds_the_client_versions_it_is_given(monkeypatch, capsys):
+    from verifier.cli import main
+    from verifier.rundata import jvm as jvm_mod
+
+    built = []
+    monkeypatch.setattr("producers.clients.require_built", built.append)
+    monkeypatch.setattr(jvm_mod, "require_java", lambda: None)
+    monkeypatch.setattr(jvm_mod, "resolve", lambda s: s.folder)  # nothing downloaded here
+    assert main(["setup", "--no-spark", "--no-tools", "--no-java-generator",
+                 "--clients", "java:3.9.1,librdkafka:2.0.2"]) == 0
+    assert built == ["java:3.9.1", "librdkafka:2.0.2"]
+    assert "librdkafka:2.0.2 ready" in capsys.readouterr().out
