@@ -302,3 +302,46 @@ def test_a_trigger_that_never_comes_leaves_the_fault_not_applied(tmp_path, drive
     assert [(e["type"], e["f"]) for e in ops] == [("invoke", "start"), ("fail", "start")]
     assert "mid-batch did not come within 0.5 s" in ops[1]["error"]
     assert drivers["pipeline/a"].pid == pid and drivers["pipeline/a"].alive  # untouched
+
+
+def test_kills_waiting_for_the_same_held_batch_take_it_in_turn(tmp_path, drivers):
+    """Two kills of one driver wait for mid-batch; the first held batch goes to the one
+    that began to wait first, the next (after its restart) to the other. The executor-loss
+    run of 2026-11-28 09:41 gave a pipeline's first hold to the later kill and the earlier
+    one's limit ran out (not applied). Without the turn the later one takes batch 9 about
+    every other time: run with --count, or see the gate's own test below."""
+    from streaming.pipelines.hold import write_marker
+    from verifier.rundata.waiting import wait_until
+
+    specs = [parse_spec({"kind": "process-kill", "target": {"process": "pipeline/a"},
+                         "start": at, "duration": 0.3,
+                         "params": {"trigger": "mid-batch", "within": 10}}, name)
+             for name, at in (("first", 0), ("second", 0.2))]
+    path = tmp_path / "n.jsonl"
+    driver = drivers["pipeline/a"]
+    with Nemesis(build_schedule(specs, seed=1, run_seconds=2),
+                 FaultEnv("unused:9092", processes=drivers), path, "r") as n:
+        time.sleep(0.6)  # both wait
+        write_marker(driver.mid_batch_marker, 9, "foreachBatch")
+        wait_until(lambda: (any(e["f"] == "heal" and e["type"] == "ok"
+                                for e in lines(path)), None),
+                   timeout=5, what="the first kill's heal", expected="healed",
+                   interval=0.05)
+        time.sleep(0.2)  # the restarted driver's next batch holds
+        write_marker(driver.mid_batch_marker, 10, "foreachBatch")
+        n.wait_done(timeout=15)
+    ok = {e["id"]: e for e in lines(path) if e["f"] == "start" and e["type"] == "ok"}
+    planned = {f.id: f.start for f in build_schedule(specs, seed=1, run_seconds=2).faults}
+    first, second = sorted(ok, key=planned.get)
+    assert ok[first]["detail"]["batch"] == 9, ok
+    assert ok[second]["detail"]["batch"] == 10, ok
+
+
+def test_a_gate_not_first_in_line_leaves_the_state_to_the_earlier_wait():
+    found = {"mid_batch": True, "batch": 9}
+    acted = []
+    gate = T.Gate(first_in_line=lambda: False)
+    with pytest.raises(T.NotTriggered, match="an earlier fault waits for the same state"):
+        gate.until(T.Trigger("mid-batch", 0.3), lambda: (found, ""), acted.append)
+    assert acted == []
+    assert T.Gate().until(T.Trigger("mid-batch", 0.3), lambda: (found, ""))["batch"] == 9

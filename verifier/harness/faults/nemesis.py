@@ -47,7 +47,7 @@ from verifier.harness.faults.actions import (
     not_serving,
 )
 from verifier.harness.faults.spec import Schedule, ScheduledFault
-from verifier.harness.faults.triggers import Gate
+from verifier.harness.faults.triggers import IN_TURN, Gate
 from verifier.rundata.errors import UsageError, VerifierError, WaitTimeout
 from verifier.rundata.formats import header
 from verifier.rundata.nemesis import NEMESIS_FORMAT
@@ -383,7 +383,15 @@ class Nemesis:
         the process stays down its duration; a proxy rule's window keeps its heal."""
         start, _ = HANDLERS[fault.kind]
         state: dict = {}
-        gate = Gate(self._lock, self._stop)
+
+        def first_in_line() -> bool:  # under the lock; self.waiting keeps the wait order
+            if fault.trigger.name not in IN_TURN:
+                return True
+            return next((f.id for f, _, _ in self.waiting.values()
+                         if f.target == fault.target and f.trigger.name == fault.trigger.name),
+                        fault.id) == fault.id
+
+        gate = Gate(self._lock, self._stop, first_in_line)
 
         def act() -> dict:
             detail = start(fault, self.env, state, gate)

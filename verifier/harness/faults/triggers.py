@@ -354,6 +354,10 @@ def probe_batch_planned(proc) -> tuple[dict | None, str]:
             "batch_in_flight": True}, ""
 
 
+#: triggers whose state the fault that takes it uses up (a held batch ends with its
+#: kill): faults waiting for one on the same target take it in turn (Gate.first_in_line)
+IN_TURN = frozenset({"mid-batch"})
+
 PROCESS_PROBES = {"mid-batch": probe_mid_batch, "in-transaction": probe_in_transaction,
                   "batch-planned": probe_batch_planned}
 
@@ -362,12 +366,19 @@ PROCESS_PROBES = {"mid-batch": probe_mid_batch, "in-transaction": probe_in_trans
 
 class Gate:
     """How a triggered start waits: the nemesis's action lock (taken to re-check and
-    act), its stop event, and a callback told what the wait is at (the progress line)."""
+    act), its stop event, and whether the state, once seen, is this wait's to take
+    (``first_in_line``, asked under the lock): faults waiting for the same state of the
+    same target take it in the order they began to wait. Without that the executor-loss
+    run of 2026-11-28 09:41 gave dedup-state's first held task to its worker kill
+    (planned at 60 s) while its executor kill (planned at 12 s, waiting since) waited on
+    until its 300 s ran out: not applied, the column NOT EXERCISED."""
 
     def __init__(self, lock: threading.Lock | None = None,
-                 stop: threading.Event | None = None) -> None:
+                 stop: threading.Event | None = None,
+                 first_in_line: Callable[[], bool] | None = None) -> None:
         self.lock = lock or threading.Lock()
         self.stop = stop or threading.Event()
+        self.first_in_line = first_in_line or (lambda: True)
 
     def until(self, trigger: Trigger, probe: Callable[[], tuple[dict | None, str]],
               act: Callable[[dict], dict] | None = None) -> dict:
@@ -382,6 +393,9 @@ class Gate:
             if found is not None:
                 with self.lock:
                     found, why = probe()
+                    if found is not None and not self.first_in_line():
+                        found, why = None, ("an earlier fault waits for the same state of "
+                                            "this target")
                     if found is not None:
                         found = {**found, "trigger": trigger.name,
                                  "waited_s": round(time.monotonic() - t0, 2)}
@@ -395,7 +409,7 @@ class Gate:
                                    f"{trigger.name} came ({why})")
 
 
-__all__ = ["DEFAULT_WITHIN_S", "Gate", "NotTriggered", "PROCESS_PROBES", "TRIGGERS",
+__all__ = ["DEFAULT_WITHIN_S", "Gate", "IN_TURN", "NotTriggered", "PROCESS_PROBES", "TRIGGERS",
            "Trigger", "batch_planned", "max_within", "mid_batch", "open_transaction",
            "parse_marker", "probe_batch_planned", "probe_in_transaction", "probe_mid_batch",
            "probe_rule_hit", "split_params", "tail_events", "trigger_of", "validate"]
