@@ -24,8 +24,8 @@ TEST_STATE_DIR ?= .state/test-cluster-$(TEST_BASE_PORT)
 PYTEST_ARGS   ?=
 # pytest-xdist workers of the integration tier (0: one process). Each worker runs its own
 # cluster and Spark session on its own ports. 2, one per core here: on a quiet machine
-# (2026-11-28) 168 passed in 17 min 35 s against about 21 min in one process; the first
-# try (2026-11-27, load 21-45 from other sessions) had failed, see docs/benchmarks.md
+# (2026-11-28) 168 passed in 17 min 35 s against about 21 min in one process; without the
+# whole runs (make test-runs) a fresh clone's tier took 11 min 39 s, docs/benchmarks.md
 TEST_WORKERS  ?= 2
 XDIST         := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
 # stops the integration tier's shared clusters (one per xdist worker) that are left
