@@ -95,9 +95,11 @@ test-chaos: setup
 # retention, triggers on a user's query) and the orchestration's runs with a cluster or
 # Spark master of their own (standalone master, process lifetime, SASL, exposure, the
 # 3.5.2 known-bug run, an external cluster). CI runs them as its step after `make test`.
-# In one process: on two xdist workers (2026-11-28, 19 min 58 s) the restart run's five
-# drivers beside the retention run's put the load at 15, and a driver kill missed its
-# batch (exactly-once column NOT EXERCISED, rightly, and the test failed).
+# In one process: on two xdist workers (2026-11-28, 19 min 58 s, a tree before 25bdd5c)
+# the restart run's five drivers beside the retention run put the load at 15; the first
+# kill of the delta driver waited so long that its second took the held batch, the first
+# was never applied and the column was NOT EXERCISED (the order fixed in 25bdd5c; two
+# workers not tried since).
 test-runs: setup
 	VERIFIER_TEST_BASE_PORT=$(TEST_BASE_PORT) VERIFIER_TEST_STATE_DIR=$(TEST_STATE_DIR) \
 	  $(BIN)/pytest tests/integration -m chaos $(PYTEST_ARGS); \
