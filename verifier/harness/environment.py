@@ -97,15 +97,17 @@ class LocalEnvironment:
     def kafka_version(self) -> str:
         return self.spec.kafka_version
 
-    def use_broker_settings(self, settings: dict[str, str]) -> str | None:
+    def use_broker_settings(self, settings: dict[str, str],
+                            replication_proxied: bool = False) -> str | None:
         """Run the brokers with these start-time settings (a scenario's ``[broker]``
-        table; ``{}``: the defaults): the nodes restart one by one when the running ones
-        have others. Each key must be one the brokers' version knows. Returns a note for
-        the run, or None when nothing was done."""
+        table; ``{}``: the defaults), their replication listener through the proxy or
+        not (a scenario's ``proxy_replication``): the nodes restart one by one when the
+        running ones differ. Each key must be one the brokers' version knows. Returns a
+        note for the run, or None when nothing was done."""
         from verifier.harness.broker_config import check_known
 
         assert self.cluster is not None
-        restarted = self.cluster.reconfigure(settings)
+        restarted = self.cluster.reconfigure(settings, replication_proxied=replication_proxied)
         self.spec = self.cluster.spec
         if settings:
             check_known(self.bootstrap_servers, settings, self.kafka_version,
@@ -113,7 +115,8 @@ class LocalEnvironment:
         if not restarted:
             return None
         what = ", ".join(f"{k}={v}" for k, v in sorted(settings.items())) or "the defaults"
-        return f"brokers restarted one by one with {what}"
+        via = ", replication through the proxy" if replication_proxied else ""
+        return f"brokers restarted one by one with {what}{via}"
 
     @property
     def replication_factor(self) -> int:
@@ -191,11 +194,15 @@ class ExternalEnvironment:
     #: the tool cannot tell an external cluster's release (the protocol does not say)
     kafka_version = "external"
 
-    def use_broker_settings(self, settings: dict[str, str]) -> str | None:
+    def use_broker_settings(self, settings: dict[str, str],
+                            replication_proxied: bool = False) -> str | None:
         if settings:
             raise NotApplied("start-time [broker] settings need the local cluster (the "
                              "tool cannot restart an external cluster's brokers); use "
                              "apply = \"dynamic\"")
+        if replication_proxied:
+            raise NotApplied("proxy_replication needs the local cluster (its brokers "
+                             "advertise the proxy on their replication listener)")
         return None
 
     @property

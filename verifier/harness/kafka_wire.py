@@ -307,16 +307,20 @@ API_ADD_PARTITIONS_TO_TXN = 24
 API_ADD_OFFSETS_TO_TXN = 25
 API_END_TXN = 26
 API_TXN_OFFSET_COMMIT = 28
+#: the coordinator's transaction markers to a partition leader (broker to broker)
+API_WRITE_TXN_MARKERS = 27
 
 API_NAMES = {API_PRODUCE: "Produce", 1: "Fetch", API_METADATA: "Metadata", 10: "FindCoordinator",
              API_INIT_PRODUCER_ID: "InitProducerId",
              API_ADD_PARTITIONS_TO_TXN: "AddPartitionsToTxn",
              API_ADD_OFFSETS_TO_TXN: "AddOffsetsToTxn", API_END_TXN: "EndTxn",
-             API_TXN_OFFSET_COMMIT: "TxnOffsetCommit", 18: "ApiVersions"}
+             API_TXN_OFFSET_COMMIT: "TxnOffsetCommit", 18: "ApiVersions",
+             API_WRITE_TXN_MARKERS: "WriteTxnMarkers"}
 #: the first flexible version (compact strings, tagged fields, header v2) of each API
 #: whose body this module reads
 FLEXIBLE_FROM = {API_PRODUCE: 9, API_INIT_PRODUCER_ID: 2, API_ADD_PARTITIONS_TO_TXN: 3,
-                 API_ADD_OFFSETS_TO_TXN: 3, API_END_TXN: 3, API_TXN_OFFSET_COMMIT: 3}
+                 API_ADD_OFFSETS_TO_TXN: 3, API_END_TXN: 3, API_TXN_OFFSET_COMMIT: 3,
+                 API_WRITE_TXN_MARKERS: 1}
 #: APIs whose request starts with the transactional id (Produce: from v3)
 _TXN_FIRST = (API_INIT_PRODUCER_ID, API_ADD_OFFSETS_TO_TXN, API_END_TXN, API_TXN_OFFSET_COMMIT)
 #: a v2 record batch's header up to its record count (KIP-98)
@@ -389,7 +393,7 @@ class RequestIdentity:
     transactional_id: str | None = None
     producer_id: int | None = None
     producer_epoch: int | None = None
-    #: EndTxn: commit (True) or abort (False)
+    #: EndTxn and WriteTxnMarkers: commit (True) or abort (False)
     committed: bool | None = None
     acks: int | None = None
     partitions: tuple[PartitionWrite, ...] = ()
@@ -488,6 +492,8 @@ def request_identity(payload: bytes) -> RequestIdentity:
             r.tagged()
         return RequestIdentity(**base, transactional_id=txn, producer_id=pid,
                                producer_epoch=epoch, partitions=tuple(parts))
+    if h.api_key == API_WRITE_TXN_MARKERS:
+        return _write_txn_markers(r, base)
     txn = r.string()
     if h.api_key == API_END_TXN:
         pid, epoch, committed = r.fixed("q"), r.fixed("h"), bool(r.fixed("b"))
@@ -503,14 +509,55 @@ def request_identity(payload: bytes) -> RequestIdentity:
     return RequestIdentity(**base, transactional_id=txn)  # InitProducerId
 
 
+def _write_txn_markers(r: _Reader, base: dict) -> RequestIdentity:
+    """WriteTxnMarkers (coordinator to leader): the first marker's producer id, epoch,
+    result and partitions (the coordinator batches the markers it has for one leader;
+    here one transactional producer writes at a time). v2 (KIP-1228) adds the marker's
+    transaction version after the coordinator epoch."""
+    if r.array_len() < 1:
+        return RequestIdentity(**base)
+    pid, epoch, committed = r.fixed("q"), r.fixed("h"), bool(r.fixed("b"))
+    parts = []
+    for _ in range(r.array_len()):
+        topic = r.string() or ""
+        parts += [PartitionWrite(topic, r.fixed("i")) for _ in range(r.array_len())]
+        r.tagged()
+    return RequestIdentity(**base, producer_id=pid, producer_epoch=epoch, committed=committed,
+                           partitions=tuple(parts))
+
+
+def response_error(summary: dict) -> int | None:
+    """One error code for a response summary: its own, or for a Produce the first
+    partition's that is not 0 (0 when all are); None when it says none."""
+    if "error_code" in summary:
+        return summary["error_code"]
+    parts = summary.get("partitions")
+    if not parts:
+        return None
+    return next((p[2] for p in parts if p[2]), 0)
+
+
 def response_summary(payload: bytes, api_key: int, api_version: int) -> dict:
     """What a response says, for the APIs the hold fault follows: Produce, per partition
     ``[partition, error code, base offset]``; the transactional APIs, their error code
-    (AddPartitionsToTxn v0-3: the first partition error that is not 0). Others: {}."""
+    (AddPartitionsToTxn v0-3 and WriteTxnMarkers: the first partition error that is not
+    0; WriteTxnMarkers also ``markers``, ``[topic, partition, error code]``). Others: {}."""
     if api_key not in FLEXIBLE_FROM:
         return {}
     r = _Reader(payload, 4, api_version >= FLEXIBLE_FROM[api_key])
     r.tagged()  # response header v1
+    if api_key == API_WRITE_TXN_MARKERS:  # no throttle time
+        results = []
+        for _ in range(r.array_len()):
+            r.fixed("q")  # producer id
+            for _ in range(r.array_len()):
+                topic = r.string() or ""
+                for _ in range(r.array_len()):
+                    results.append([topic, r.fixed("i"), r.fixed("h")])
+                    r.tagged()
+                r.tagged()
+            r.tagged()
+        return {"error_code": next((e for *_, e in results if e), 0), "markers": results}
     if api_key == API_PRODUCE:
         results = []
         for _ in range(r.array_len()):

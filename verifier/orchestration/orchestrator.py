@@ -171,20 +171,22 @@ class ScenarioRun:
 
     def _broker_settings(self) -> None:
         """The scenario's start-time ``[broker]`` settings (or the defaults, after a
-        scenario that had some) on the running brokers; a dynamic table runs as a
-        ``broker-config`` fault of the schedule instead."""
+        scenario that had some) on the running brokers, and its replication through the
+        proxy or not (``proxy_replication``); a dynamic table runs as a ``broker-config``
+        fault of the schedule instead."""
         from verifier.harness.faults.actions import NotApplied
 
         b = self.scenario.broker
         settings = dict(b.settings) if b is not None and b.apply == "start" else {}
+        proxied = self.scenario.proxy_replication
         use = getattr(self.env, "use_broker_settings", None)
         try:
             if use is None:  # an environment without broker control
-                if settings:
+                if settings or proxied:
                     raise NotApplied(f"the {self.env.name} environment cannot set start-time "
                                      "broker settings")
                 return
-            note = use(settings)
+            note = use(settings, replication_proxied=proxied)
         except NotApplied as exc:
             self.skipped_faults.append(f"[broker] settings ({exc})")
             self.notes.append(f"skipped [broker] settings: {exc}")

@@ -78,6 +78,10 @@ class Scenario:
     #: the ``[pipelines]`` table: how the pipelines under test run here
     #: (``fail_on_data_loss``: a tuple of values, each pipeline once per value)
     pipelines: dict = field(default_factory=dict)
+    #: ``[options] proxy_replication``: broker-to-broker traffic passes the fault proxy
+    #: too (the local cluster's brokers advertise it on their replication listener), so
+    #: holds can match the coordinator's WriteTxnMarkers; off: replication goes direct
+    proxy_replication: bool = False
 
     def to_json(self) -> dict:
         return {
@@ -92,6 +96,7 @@ class Scenario:
             **({"broker": self.broker.to_json()} if self.broker else {}),
             **({"pipelines": {k: list(v) for k, v in self.pipelines.items()}}
                if self.pipelines else {}),
+            **({"proxy_replication": True} if self.proxy_replication else {}),
         }
 
     def broker_faults(self) -> tuple[dict, ...]:
@@ -160,7 +165,10 @@ def parse_scenario(text: str, name: str, source: str = "<string>") -> Scenario:
     options = data.get("options", {})
     # no "nodes": every scenario of a matrix shares one environment (3 local nodes, or the
     # user's cluster), so a per-scenario node count could not be honoured
-    _check_keys(f"{source} [options]", options, {"sink", "drain_timeout_s"})
+    _check_keys(f"{source} [options]", options, {"sink", "drain_timeout_s",
+                                                 "proxy_replication"})
+    if not isinstance(options.get("proxy_replication", False), bool):
+        raise UsageError(f"{source} [options]: proxy_replication is true or false")
     sink = options.get("sink", "exactly-once")
     if sink not in SINKS:
         raise UsageError(f"{source}: sink must be one of {list(SINKS)}, not {sink!r}")
@@ -182,6 +190,7 @@ def parse_scenario(text: str, name: str, source: str = "<string>") -> Scenario:
         clients=_clients(source, data.get("clients", {})),
         broker=broker,
         pipelines=parse_pipelines(f"{source} [pipelines]", data.get("pipelines", {})),
+        proxy_replication=options.get("proxy_replication", False),
     )
 
 

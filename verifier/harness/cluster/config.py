@@ -3,13 +3,19 @@
 Port plan for node n (1-based) with base port B (default 9100):
 
     client listener (EXTERNAL)     B + n        what clients reach, possibly via a proxy
-    replication (INTERNAL)         B + 100 + n  broker to broker, never proxied
+    replication (INTERNAL)         B + 100 + n  broker to broker, direct unless
+                                                ``replication_proxied``
     controller (CONTROLLER)        B + 200 + n  KRaft quorum, never proxied
     fault proxy (suggested)        B + 300 + n  see verifier.harness.faults
+    proxy of replication           B + 310 + n  advertised on INTERNAL when
+                                                ``replication_proxied``
 
 A broker answers Metadata with the endpoints of the listener the request arrived on, so
 advertising the proxy port on EXTERNAL makes every client connection pass the proxy while
-replication and the quorum go direct.
+replication and the quorum go direct. ``replication_proxied`` advertises the proxy's
+replication port on INTERNAL too (a scenario's ``proxy_replication`` option): then every
+broker-to-broker request (replication, the coordinator's WriteTxnMarkers, the leaders'
+partition verification) passes the proxy, which faults of the inter-broker path need.
 
 With ``sasl_plain_users`` the client listener is SASL_PLAINTEXT with the PLAIN mechanism
 and those users (an unauthenticated client is refused), as a secured cluster a user
@@ -45,6 +51,9 @@ class ClusterSpec:
     #: the broker release every node runs (KRaft, 3.3 to 4.x; default KAFKA_VERSION):
     #: its jars are .jars/broker-<version>, and the properties and logging follow it
     kafka_version: str = field(default_factory=jvm.kafka_version)
+    #: advertise the proxy's replication port on INTERNAL (B + 310 + n): broker-to-broker
+    #: traffic passes the proxy too
+    replication_proxied: bool = False
 
     def __post_init__(self) -> None:
         try:
@@ -74,6 +83,13 @@ class ClusterSpec:
 
     def proxy_port(self, node: int) -> int:
         return self.base_port + 300 + node
+
+    def internal_proxy_port(self, node: int) -> int:
+        return self.base_port + 310 + node
+
+    def advertised_internal_port(self, node: int) -> int:
+        return self.internal_proxy_port(node) if self.replication_proxied else \
+            self.internal_port(node)
 
     def node_uid(self, node: int) -> int | None:
         return None if self.node_uid_base is None else self.node_uid_base + node
@@ -123,6 +139,7 @@ class ClusterSpec:
             "node_uid_base": self.node_uid_base,
             "sasl_plain_users": dict(self.sasl_plain_users),
             "kafka_version": self.kafka_version,
+            **({"replication_proxied": True} if self.replication_proxied else {}),
         }
 
     @classmethod
@@ -137,6 +154,7 @@ class ClusterSpec:
             sasl_plain_users=dict(data.get("sasl_plain_users") or {}),
             # a folder written before versions were recorded ran the default
             kafka_version=data.get("kafka_version") or jvm.DEFAULT_KAFKA_VERSION,
+            replication_proxied=bool(data.get("replication_proxied", False)),
         )
 
 
@@ -159,7 +177,7 @@ def broker_properties(spec: ClusterSpec, node: int, data_dir: str) -> dict[str, 
         # No CONTROLLER entry with a static quorum.
         "advertised.listeners": (
             f"EXTERNAL://{HOST}:{spec.advertised_port(node)},"
-            f"INTERNAL://{HOST}:{spec.internal_port(node)}"
+            f"INTERNAL://{HOST}:{spec.advertised_internal_port(node)}"
         ),
         "listener.security.protocol.map": (
             f"EXTERNAL:{spec.client_protocol},INTERNAL:PLAINTEXT,CONTROLLER:PLAINTEXT"

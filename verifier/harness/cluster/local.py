@@ -216,15 +216,19 @@ class LocalCluster:
 
     # ----- whole cluster ------------------------------------------------------------
 
-    def reconfigure(self, overrides: dict[str, str], timeout: float = READY_TIMEOUT) -> bool:
+    def reconfigure(self, overrides: dict[str, str], timeout: float = READY_TIMEOUT,
+                    replication_proxied: bool = False) -> bool:
         """Run every node with these extra broker settings (replacing the earlier
-        ones): a rolling restart, one node at a time and each ready before the next, so a
-        3-node quorum and its partitions stay available. False if nothing changed."""
-        if dict(self.spec.overrides) == dict(overrides):
+        ones), and its replication listener advertised through the proxy or not: a
+        rolling restart, one node at a time and each ready before the next, so a 3-node
+        quorum and its partitions stay available. False if nothing changed."""
+        if dict(self.spec.overrides) == dict(overrides) and \
+                self.spec.replication_proxied == replication_proxied:
             return False
         from dataclasses import replace
 
-        self.spec = replace(self.spec, overrides=dict(overrides))
+        self.spec = replace(self.spec, overrides=dict(overrides),
+                            replication_proxied=replication_proxied)
         for n in self.spec.node_ids:
             self.folder.write_properties(self.spec, n)
         self.save()

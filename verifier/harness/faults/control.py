@@ -141,12 +141,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--control-port", type=int, required=True)
     p.add_argument("--route", type=_route_arg, action="append", required=True,
                    help="BROKER=LISTEN_PORT:BROKER_PORT, once per broker")
+    p.add_argument("--internal-route", type=_route_arg, action="append", default=[],
+                   help="BROKER=LISTEN_PORT:BROKER_PORT of its replication listener "
+                        "(used when the cluster advertises it: WriteTxnMarkers pass)")
     p.add_argument("--connection-log", type=Path, default=None)
     p.add_argument("--max-frame", type=int, default=MAX_FRAME)
     args = p.parse_args(argv)
     logging.basicConfig(level=logging.WARNING,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    proxy = Proxy(dict(args.route), conn_log=args.connection_log, max_frame=args.max_frame)
+    proxy = Proxy(dict(args.route), conn_log=args.connection_log, max_frame=args.max_frame,
+                  internal_routes=dict(args.internal_route))
     asyncio.run(serve(proxy, args.control_port))
     return 0
 

@@ -19,7 +19,12 @@ from typing import Protocol
 
 from verifier.harness.faults.marker_probe import MarkerProbe, Upstream
 from verifier.harness.faults.rules import Rule, RuleSet
-from verifier.harness.kafka_wire import RequestIdentity, WireError, response_summary
+from verifier.harness.kafka_wire import (
+    RequestIdentity,
+    WireError,
+    response_error,
+    response_summary,
+)
 
 log = logging.getLogger(__name__)
 
@@ -130,8 +135,11 @@ class Holds:
             conn.stalled = True
         return held
 
-    def release(self, held: Held, reason: str, trigger: dict | None = None) -> None:
-        """Send a held request to the broker on its own connection (once)."""
+    def release(self, held: Held, reason: str, trigger: dict | None = None,
+                txn: str | None = None) -> None:
+        """Send a held request to the broker on its own connection (once); ``txn``: the
+        transactional id of the event that released it (gated when the held request
+        carries none)."""
         if held.released:
             return
         held.released = True
@@ -148,17 +156,20 @@ class Holds:
             if rule.awaiting <= 0 and rule.gate_txn is not None:
                 self.open_gate(rule, f"hold {held.id} not delivered")
         elif delivered:
-            self._count_for_gate(held)
+            self._count_for_gate(held, txn)
 
-    def _count_for_gate(self, held: Held) -> None:
+    def _count_for_gate(self, held: Held, txn: str | None = None) -> None:
         """``then_hold``: hold back the client's next requests of the held request's
-        transactional id until the broker has answered it (counted once)."""
+        transactional id (else ``txn``, its releasing event's) until the broker has
+        answered it (counted once)."""
         rule = held.rule
+        gated = held.request.transactional_id or txn
         if held.gate_counted or not rule.then_hold or held.request.acks == 0 or \
+                gated is None or \
                 self.rules.get(rule.id) is not rule:  # a removed rule gates nothing more
             return
         held.gate_counted = True
-        rule.gate_txn, rule.awaiting = held.request.transactional_id, rule.awaiting + 1
+        rule.gate_txn, rule.awaiting = gated, rule.awaiting + 1
         if rule.id not in self._gate_timers:
             max_ms = rule.then_hold["max_ms"]
             self._gate_timers[rule.id] = asyncio.get_running_loop().call_later(
@@ -234,8 +245,8 @@ class Holds:
         error = None
         if response:
             try:
-                error = response_summary(response, event.api_key,
-                                         event.api_version).get("error_code")
+                error = response_error(response_summary(response, event.api_key,
+                                                        event.api_version))
             except WireError:
                 error = None
         for held in list(self._held.values()):
@@ -257,7 +268,10 @@ class Holds:
                 if held.rule.after_marker:
                     self._await_marker(held, trigger)
                 else:
-                    self.release(held, f"{event.api_name} {direction}", trigger)
+                    if held.copy:  # the duplicate arrived where it does harm: no more
+                        rule.stopped_holding = True
+                    self.release(held, f"{event.api_name} {direction}", trigger,
+                                 event.transactional_id)
 
     def answered(self, held: Held, payload: bytes, to_client: bool) -> None:
         try:
@@ -268,7 +282,8 @@ class Holds:
                     **({"gated": True} if held.gated else {}))
         held.conn.held_answered()
         rule = held.rule
-        if rule.then_hold and not held.gated and rule.gate_txn is not None:
+        if rule.then_hold and not held.gated and held.gate_counted and \
+                rule.gate_txn is not None:
             rule.awaiting -= 1
             if rule.awaiting <= 0:
                 self.open_gate(rule, f"answered: hold {held.id}")

@@ -1,7 +1,10 @@
 """A Kafka-protocol-aware TCP proxy: one listener per broker, faults set at run time.
 
 It sits in front of each broker's client listener (the broker advertises the proxy's
-port, so every client connection passes it; replication and the quorum go direct). It
+port, so every client connection passes it; replication and the quorum go direct), and,
+with internal routes, in front of its replication listener too (only when the cluster
+advertises those ports: ``ClusterSpec.replication_proxied``; then the coordinator's
+WriteTxnMarkers to partition leaders pass it). It
 reads Kafka frames in both directions, pairs each response with its request (responses
 on a connection come back in request order; ``acks=0`` produce requests get none), and
 applies the rules of :mod:`verifier.harness.faults.rules`: lose a Produce response after the
@@ -86,8 +89,11 @@ class Connection:
     writer per direction (writers hold frames back for latency, keeping order)."""
 
     def __init__(self, proxy: Proxy, broker: int, conn_id: int,
-                 reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+                 reader: asyncio.StreamReader, writer: asyncio.StreamWriter,
+                 internal: bool = False) -> None:
         self.proxy, self.broker, self.id = proxy, broker, conn_id
+        #: on the broker's replication listener (broker to broker), not a client's
+        self.internal = internal
         self.client_r, self.client_w = reader, writer
         self.up_w: asyncio.StreamWriter | None = None
         self.client_id: str | None = None
@@ -142,7 +148,8 @@ class Connection:
             self._logged_open = True
             self.proxy.conn_log.write({
                 "event": "open", "conn": self.id, "broker": self.broker, "peer": self.peer,
-                "client_id": self.client_id, "t": self.opened_at})
+                "client_id": self.client_id, "t": self.opened_at,
+                **({"listener": "internal"} if self.internal else {})})
 
     async def run(self) -> None:
         self.counters["connections_opened"] += 1
@@ -155,7 +162,8 @@ class Connection:
                 self.reset("reset by rule on connect", "fault")
                 return
             try:
-                up_r, self.up_w = await asyncio.open_connection(*self.proxy.upstream(self.broker))
+                up_r, self.up_w = await asyncio.open_connection(
+                    *self.proxy.upstream(self.broker, self.internal))
             except OSError as exc:
                 self.end(f"upstream connect failed: {exc}", "broker")
                 return
@@ -250,6 +258,7 @@ class Connection:
         self.proxy.conn_log.write({
             "event": "close", "conn": self.id, "broker": self.broker, "peer": self.peer,
             "client_id": self.client_id, "t": now_ms(), "reason": self.reason, "by": self.by,
+            **({"listener": "internal"} if self.internal else {}),
             "requests": self.requests, "responses": self.responses,
             "api": {str(k): v for k, v in sorted(self.api.items())},
             "first_request_t": self.first_request_t, "first_response_t": self.first_response_t,
@@ -417,8 +426,11 @@ class Proxy:
     """Listeners for every broker, the shared rule set, counters and the connection log."""
 
     def __init__(self, routes: dict[int, tuple[int, int]], host: str = "127.0.0.1",
-                 conn_log: Path | None = None, max_frame: int = MAX_FRAME) -> None:
+                 conn_log: Path | None = None, max_frame: int = MAX_FRAME,
+                 internal_routes: dict[int, tuple[int, int]] | None = None) -> None:
         self.routes = dict(routes)  # broker -> (listen port, upstream port)
+        #: the same for the brokers' replication listeners (broker to broker)
+        self.internal_routes = dict(internal_routes or {})
         self.host = host
         self.max_frame = max_frame
         self.rules = RuleSet()
@@ -432,18 +444,19 @@ class Proxy:
         #: held requests and their events (``GET /holds?since=N``)
         self.holds = Holds(self.rules, self.upstream, list(self.routes))
 
-    def upstream(self, broker: int) -> tuple[str, int]:
-        return self.host, self.routes[broker][1]
+    def upstream(self, broker: int, internal: bool = False) -> tuple[str, int]:
+        return self.host, (self.internal_routes if internal else self.routes)[broker][1]
 
     async def start(self) -> None:
-        for broker, (listen, _) in self.routes.items():
-            server = await asyncio.start_server(
-                lambda r, w, b=broker: self._accept(b, r, w), self.host, listen,
-                reuse_address=True)
-            self._servers.append(server)
+        for internal, routes in ((False, self.routes), (True, self.internal_routes)):
+            for broker, (listen, _) in routes.items():
+                server = await asyncio.start_server(
+                    lambda r, w, b=broker, i=internal: self._accept(b, r, w, i), self.host,
+                    listen, reuse_address=True)
+                self._servers.append(server)
 
-    async def _accept(self, broker: int, reader, writer) -> None:
-        conn = Connection(self, broker, self._next_conn, reader, writer)
+    async def _accept(self, broker: int, reader, writer, internal: bool = False) -> None:
+        conn = Connection(self, broker, self._next_conn, reader, writer, internal)
         self._next_conn += 1
         self._conns[conn.id] = conn
         await conn.run()
@@ -515,6 +528,8 @@ class Proxy:
         for b, (listen, upstream) in self.routes.items():
             brokers[str(b)] = {
                 "listen": listen, "upstream": upstream,
+                **({"internal": list(self.internal_routes[b])}
+                   if b in self.internal_routes else {}),
                 "open_connections": sum(1 for c in self._conns.values() if c.broker == b),
                 "counters": dict(self.counters[b])}
         totals: collections.Counter = collections.Counter()

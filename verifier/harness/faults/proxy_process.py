@@ -1,7 +1,9 @@
 """Start and stop the fault proxy as its own OS process, in front of a local cluster.
 
 Ports follow the cluster's plan: the proxy for node n listens on ``B + 300 + n``
-(``ClusterSpec.proxy_port``) and its control interface on ``B + 300``, a port the plan
+(``ClusterSpec.proxy_port``), for node n's replication listener on ``B + 310 + n``
+(``ClusterSpec.internal_proxy_port``: used only while the cluster advertises it,
+``replication_proxied``), and its control interface on ``B + 300``, a port the plan
 leaves unused.
 """
 
@@ -45,12 +47,16 @@ class ProxyProcess:
                 "--connection-log", str(self.connection_log)]
         for r in routes:
             argv += ["--route", r]
+        for n in spec.node_ids:
+            argv += ["--internal-route",
+                     f"{n}={spec.internal_proxy_port(n)}:{spec.internal_port(n)}"]
         self.process = ManagedProcess("fault-proxy", argv, self.workdir / "proxy.log",
                                       cwd=PROJECT_ROOT)
         self.client = ProxyClient(control_port(spec))
 
     def ports(self) -> list[int]:
-        return [control_port(self.spec), *(self.spec.proxy_port(n) for n in self.spec.node_ids)]
+        return [control_port(self.spec), *(self.spec.proxy_port(n) for n in self.spec.node_ids),
+                *(self.spec.internal_proxy_port(n) for n in self.spec.node_ids)]
 
     def start(self, timeout: float = START_TIMEOUT) -> ProxyClient:
         """Start the process and wait until its control interface answers."""

@@ -50,6 +50,13 @@ as new ones, until it is removed. Kinds:
     Produce): the event's records must say their transaction is meant to abort (commit),
     in the generators' record format (verifier.rundata.records): a stale EndTxn(commit)
     released into a transaction its producer then aborts shows as an aborted read.
+    ``release_on.producer`` (``"same"``): the event carries the held request's producer
+    id and epoch (a WriteTxnMarkers copy under transaction version 2 has the epoch of the
+    producer's next transaction, and only that one). ``"ok": true`` on a Produce: no
+    partition answered with an error. A held request without a transactional id (a
+    WriteTxnMarkers, coordinator to leader, on the inter-broker listener) gates, with
+    ``then_hold``, the transactional id of the event that released it (``release_on``
+    names one).
     ``after_marker`` (``abort``, ``commit`` or ``any``; held Produce requests only): the
     ``release_on`` event does not release the request yet; it starts ``then_hold``'s gate
     and the proxy watches the partition the request writes (the rule's ``partition``, else
@@ -70,6 +77,7 @@ from dataclasses import dataclass, field
 from verifier.harness.kafka_wire import (
     API_END_TXN,
     API_PRODUCE,
+    API_WRITE_TXN_MARKERS,
     RequestIdentity,
     WireError,
     response_summary,
@@ -80,7 +88,7 @@ DIRECTIONS = ("downstream", "upstream", "both")
 CLIENT_VIEWS = ("timeout", "reset", "copy")
 RELEASE_DIRECTIONS = ("request", "response")
 RELEASE_KEYS = {"api_key", "direction", "transactional_id", "ok", "after", "partition",
-                "records"}
+                "records", "producer"}
 RELEASE_RECORDS = ("abort", "commit")
 THEN_HOLD_KEYS = {"api_keys", "max_ms"}
 MARKER_KINDS = ("abort", "commit", "any")
@@ -113,7 +121,7 @@ class Rule:
     release_on: dict | None = None
     release_after_ms: int | None = None
     skip: int = 0
-    #: EndTxn only: hold commits (True) or aborts (False); None: either
+    #: EndTxn or WriteTxnMarkers only: hold commits (True) or aborts (False); None: either
     committed: bool | None = None
     #: hold back the next requests of these APIs until the released ones are answered
     then_hold: dict | None = None
@@ -211,17 +219,21 @@ class Rule:
                 raise RuleError("release_after_ms must be > 0")
             if self.skip < 0 or (self.limit is not None and self.limit < 1):
                 raise RuleError("skip must be >= 0 and limit >= 1")
-            if self.committed is not None and set(self.api_keys) != {API_END_TXN}:
-                raise RuleError("committed applies to EndTxn requests only (api_keys [26])")
+            if self.committed is not None and set(self.api_keys) not in (
+                    {API_END_TXN}, {API_WRITE_TXN_MARKERS}):
+                raise RuleError("committed applies to EndTxn or WriteTxnMarkers requests only "
+                                "(api_keys [26] or [27])")
             if self.after_marker is not None and (
                     self.after_marker not in MARKER_KINDS or self.release_on is None
                     or set(self.api_keys) != {API_PRODUCE}):
                 raise RuleError(f"after_marker must be one of {MARKER_KINDS}, with release_on, "
                                 "on held Produce requests (api_keys [0]): the marker is "
                                 "looked for in the partition the request writes")
-            if self.then_hold is not None and not set(self.api_keys) <= TXN_APIS:
+            named = (self.release_on or {}).get("transactional_id") not in (None, "same")
+            if self.then_hold is not None and not (set(self.api_keys) <= TXN_APIS or named):
                 raise RuleError("then_hold needs held requests that carry a transactional "
-                                "id (the next requests are those of the same id)")
+                                "id (the next requests are those of the same id), or a "
+                                "release_on that names one (its event's id is gated)")
             if self.release_on is not None and \
                     self.release_on.get("transactional_id") == "same" and \
                     not set(self.api_keys) <= TXN_APIS:
@@ -309,6 +321,10 @@ class Rule:
         if "partition" in on and not self._release_partition_matches(held, event):
             return False
         if "records" in on and event.records_abort != (on["records"] == "abort"):
+            return False
+        if "producer" in on and (held.producer_id is None or (
+                event.producer_id, event.producer_epoch) != (held.producer_id,
+                                                            held.producer_epoch)):
             return False
         return self._release_txn_matches(held, event)
 
@@ -463,6 +479,11 @@ def _release_on(value) -> dict | None:
             raise RuleError(f"release_on records is one of {RELEASE_RECORDS}, on a Produce "
                             f"(api_key 0); not {value['records']!r}")
         out["records"] = value["records"]
+    if value.get("producer") is not None:
+        if value["producer"] != "same":
+            raise RuleError(f"release_on producer is \"same\" (the held request's producer "
+                            f"id and epoch); not {value['producer']!r}")
+        out["producer"] = "same"
     if value.get("after") is not None:
         after = value["after"]
         if not isinstance(after, dict) or "api_key" not in after or \
