@@ -191,6 +191,7 @@ def test_the_released_copy_gates_the_producer_of_its_releasing_write():
         holds.passed(_produce(8), "response", ok)
         assert held.released and inter_broker.sent == [held]
         assert rule.gate_txn == TXN
+        assert rule.clients["producer"] == [1, 1]  # the column it acted on (exposure)
         assert rules.hold_for(1, _marker(9)) is None  # it happened: no further copies
         end = RequestIdentity(API_END_TXN, 4, 6, "producer", transactional_id=TXN)
         assert rules.gate_for(2, end) is rule

@@ -270,6 +270,8 @@ class Holds:
                 else:
                     if held.copy:  # the duplicate arrived where it does harm: no more
                         rule.stopped_holding = True
+                    if held.request.transactional_id is None:  # a marker: it acts
+                        rule.note(event.client_id, True)  # on the releasing client's column
                     self.release(held, f"{event.api_name} {direction}", trigger,
                                  event.transactional_id)
 
