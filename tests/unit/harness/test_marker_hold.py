@@ -7,6 +7,7 @@ listener. Hand-built frames (v1 and v2, KIP-1228), no Kafka."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import struct
 
 import pytest
@@ -138,8 +139,7 @@ def test_the_copy_is_released_by_the_next_transactions_write_of_its_epoch_only()
 @pytest.mark.parametrize("change, fragment", [
     ({"release_on": {**RULE["release_on"], "producer": "any"}}, "producer"),
     ({"api_keys": [0]}, "committed applies"),
-    ({"release_on": {**RULE["release_on"], "transactional_id": None}}, "then_hold needs"),
-    ({"release_on": {**RULE["release_on"], "transactional_id": "same"}}, "same"),
+    ({"api_keys": [3], "committed": None}, "then_hold needs"),
 ])
 def test_bad_marker_rules(change, fragment):
     with pytest.raises(RuleError, match=fragment):
@@ -279,3 +279,35 @@ def test_the_proxy_routes_a_replication_listener_to_the_brokers_own(tmp_path):
     assert asyncio.run(run(log)) == ["internal"]
     records = [json.loads(line) for line in log.read_text().splitlines()[1:]]
     assert records and all(r.get("listener") == "internal" for r in records)
+
+
+def test_a_marker_is_named_after_the_transactional_id_of_its_producer():
+    """The proxy learns each producer id's transactional id from the producer's own
+    requests and names it on the coordinator's markers: with several producers side by
+    side, a hold for one transactional id copies only its own markers."""
+    holds = Holds(RuleSet(), lambda b: ("127.0.0.1", 1), [1])
+    assert holds.attribute(_marker(8)).transactional_id is None  # not seen yet
+    holds.attribute(_produce(8))  # run.transactional-0 writes as producer 4001
+    other = RequestIdentity(API_END_TXN, 4, 6, "other", transactional_id="run.other-0",
+                            producer_id=4002, producer_epoch=3, committed=True)
+    holds.attribute(other)
+    mine = holds.attribute(_marker(9))
+    theirs = holds.attribute(dataclasses.replace(_marker(4), producer_id=4002))
+    assert (mine.transactional_id, theirs.transactional_id) == (TXN, "run.other-0")
+    rule = Rule.from_json({**RULE, "transactional_id": TXN,
+                           "release_on": {**RULE["release_on"], "transactional_id": "same"}}, 1)
+    assert rule.hold_matches(mine) and not rule.hold_matches(theirs)
+    assert rule.releases(mine, _produce(9), "response", 0)
+    holds.close()
+
+
+def test_the_proxy_names_the_markers_it_reads():
+    from verifier.harness.faults.proxy import Proxy
+
+    proxy = Proxy({1: (0, 0)})
+    end_txn = struct.pack(">hhi", API_END_TXN, 3, 9) + struct.pack(">h", 8) + b"producer" + \
+        b"\x00" + _cstr(TXN) + struct.pack(">qh?", 4001, 8, True) + b"\x00"
+    assert proxy.identify(None, end_txn).transactional_id == TXN
+    marker = proxy.identify(None, markers_request(2, 4001, 9, True, {"t": [0]}))
+    assert marker.transactional_id == TXN
+    proxy.holds.close()

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import collections
+import dataclasses
 import logging
 import time
 from typing import Protocol
@@ -20,6 +21,7 @@ from typing import Protocol
 from verifier.harness.faults.marker_probe import MarkerProbe, Upstream
 from verifier.harness.faults.rules import Rule, RuleSet
 from verifier.harness.kafka_wire import (
+    API_WRITE_TXN_MARKERS,
     RequestIdentity,
     WireError,
     response_error,
@@ -94,6 +96,20 @@ class Holds:
         self._gate_timers: dict[int, asyncio.TimerHandle] = {}
         self._next_hold = 1
         self.markers = MarkerProbe(upstream, brokers)
+        #: producer id -> the transactional id its requests carry (WriteTxnMarkers names
+        #: only the producer id)
+        self.producers: dict[int, str] = {}
+
+    def attribute(self, request: RequestIdentity) -> RequestIdentity:
+        """Learn each producer id's transactional id from the producer's own requests,
+        and name it on the coordinator's WriteTxnMarkers for that producer id, so that a
+        hold's ``transactional_id`` matches a marker of that producer only."""
+        if request.transactional_id is not None and request.producer_id is not None:
+            self.producers[request.producer_id] = request.transactional_id
+        elif request.api_key == API_WRITE_TXN_MARKERS and request.producer_id in self.producers:
+            return dataclasses.replace(request,
+                                       transactional_id=self.producers[request.producer_id])
+        return request
 
     def watching(self) -> bool:
         """Whether requests must be parsed: a hold rule is set, or a request is held
@@ -270,8 +286,8 @@ class Holds:
                 else:
                     if held.copy:  # the duplicate arrived where it does harm: no more
                         rule.stopped_holding = True
-                    if held.request.transactional_id is None:  # a marker: it acts
-                        rule.note(event.client_id, True)  # on the releasing client's column
+                    if held.request.api_key == API_WRITE_TXN_MARKERS:  # it acts on
+                        rule.note(event.client_id, True)  # the releasing client's column
                     self.release(held, f"{event.api_name} {direction}", trigger,
                                  event.transactional_id)
 

@@ -483,7 +483,7 @@ class Proxy:
 
     def identify(self, conn: Connection, payload: bytes) -> RequestIdentity | None:
         try:
-            return request_identity(payload)
+            return self.holds.attribute(request_identity(payload))
         except WireError as exc:  # forwarded as it is; only the hold cannot judge it
             conn.counters["unparsed"] += 1
             log.warning("broker %s conn %s: request not parsed for the hold rules: %s",

@@ -229,11 +229,9 @@ class Rule:
                 raise RuleError(f"after_marker must be one of {MARKER_KINDS}, with release_on, "
                                 "on held Produce requests (api_keys [0]): the marker is "
                                 "looked for in the partition the request writes")
-            named = (self.release_on or {}).get("transactional_id") not in (None, "same")
-            if self.then_hold is not None and not (set(self.api_keys) <= TXN_APIS or named):
+            if self.then_hold is not None and not set(self.api_keys) <= TXN_APIS:
                 raise RuleError("then_hold needs held requests that carry a transactional "
-                                "id (the next requests are those of the same id), or a "
-                                "release_on that names one (its event's id is gated)")
+                                "id (the next requests are those of the same id)")
             if self.release_on is not None and \
                     self.release_on.get("transactional_id") == "same" and \
                     not set(self.api_keys) <= TXN_APIS:
@@ -432,8 +430,9 @@ def _opt_str(value) -> str | None:
     return value
 
 
-#: the APIs whose requests carry a transactional id (Produce from v3)
-TXN_APIS = {0, 22, 24, 25, 26, 28}
+#: the APIs whose requests carry a transactional id (Produce from v3; WriteTxnMarkers,
+#: which names the producer id only, gets it from the proxy: Holds.attribute)
+TXN_APIS = {0, 22, 24, 25, 26, 27, 28}
 
 
 def _then_hold(value) -> dict | None:
