@@ -19,20 +19,31 @@ from verifier.rundata.jvm import PROJECT_ROOT
 
 pytestmark = pytest.mark.integration
 
-PRESETS = ("kafka-sink", "file", "delta", "foreach-batch", "foreach-batch-idempotent")
-EXACTLY_ONCE = ("file", "delta", "foreach-batch-idempotent")
-AT_LEAST_ONCE = ("kafka-sink", "foreach-batch")
+#: the presets through a driver restart. Not here, each held elsewhere (issue 39: the
+#: restart run took 500 s of CI's time with five drivers killed twice): ``foreach-batch``
+#: (the naive append, killed mid-batch of a restarted driver in test_triggers.py, whose
+#: user pipeline is the same code) and ``foreach-batch-idempotent`` (the user's
+#: dedup_to_delta below writes each batch as it does, txnAppId and txnVersion)
+PRESETS = ("kafka-sink", "file", "delta")
+#: a user's pipeline file outside the project, killed and restarted like the presets
+USER_FILE = PROJECT_ROOT / "examples" / "pipelines" / "dedup_to_delta.py"
+USER = "dedup-to-delta"
+EXACTLY_ONCE = ("file", "delta", USER)
+AT_LEAST_ONCE = ("kafka-sink",)
 
-#: pipeline-restart, shortened: two driver kills far enough apart that the restarted
-#: driver runs batches again before the second, each waiting for a batch partly written
+#: pipeline-restart, shortened: one driver kill each, waiting for a batch partly written
 #: (a kill at a planned time alone landed before a driver's first batch in CI: NOT
-#: EXERCISED, rightly)
+#: EXERCISED, rightly); the load runs until the last kill has landed, so a second round of
+#: kills (a restarted driver killed again: test_triggers.py) kept every generator and
+#: driver busy for minutes more. Two modes feed the pipelines: a plain topic and a
+#: transactional one with aborts (read_committed input)
 SHORT_RESTART = """
 description = "pipeline-restart, short"
 [options]
 drain_timeout_s = 240
 [workload]
-duration_s = 75
+modes = ["at-least-once", "transactional"]
+duration_s = 40
 rate = 40
 partitions = 2
 [[faults]]
@@ -41,12 +52,6 @@ target = { process = "pipeline" }
 start = [12, 14]
 duration = 2
 params = { trigger = "mid-batch", within = 240 }
-[[faults]]
-kind = "process-kill"
-target = { process = "pipeline" }
-start = [50, 54]
-duration = 2
-params = { trigger = "mid-batch", within = 300 }
 """
 
 NO_FAULT = """
@@ -83,7 +88,11 @@ def count(col: dict, kind: str) -> int:
 @pytest.fixture(scope="module")
 def restart_run(tmp_path_factory, bootstrap) -> tuple[int, str, dict, Path]:
     tmp = tmp_path_factory.mktemp("pipeline-restart")
-    code, text, doc = chaos(tmp, bootstrap, SHORT_RESTART, "--pipeline", ",".join(PRESETS))
+    mine = tmp / "elsewhere" / USER_FILE.name
+    mine.parent.mkdir()
+    shutil.copy(USER_FILE, mine)
+    code, text, doc = chaos(tmp, bootstrap, SHORT_RESTART,
+                            "--pipeline", ",".join((*PRESETS, str(mine))))
     return code, text, doc, tmp
 
 
@@ -92,12 +101,13 @@ def test_every_preset_through_pipeline_restart(restart_run):
     code, text, doc, _ = restart_run
     assert doc, text[-3000:]
     kills = [f for f in doc["faults"] if f["fault"] == "process-kill"]
-    assert len(kills) == 2 * len(PRESETS), doc["faults"]  # each driver killed twice
+    assert len(kills) == len(PRESETS) + 1, doc["faults"]  # each driver killed once
     for name in EXACTLY_ONCE:
         col = column(doc, name)
         assert col["expect"] == "pipeline/exactly-once"
         assert (count(col, "lost"), count(col, "duplicate-delivery")) == (0, 0), col
         assert col["verdict"] == "PASS", col["reasons"]
+        assert col["counts"]["observed"] == col["counts"]["sent"] > 0, col
     for name in AT_LEAST_ONCE:  # duplicates tolerated, nothing lost
         col = column(doc, name)
         assert count(col, "lost") == 0 and col["verdict"] == "PASS", col
@@ -114,7 +124,7 @@ def test_every_preset_through_pipeline_restart(restart_run):
 @pytest.mark.chaos  # the restart run: minutes (make test-pipelines)
 def test_claiming_exactly_once_fails_the_duplicating_sinks(restart_run, tmp_path):
     """The same run re-judged offline with each pipeline claiming exactly-once: the
-    Kafka sink and the naive foreachBatch, whose duplicates were tolerated, now FAIL."""
+    Kafka sink, whose duplicates were tolerated, now FAILs; the others are unchanged."""
     from verifier.rundata.formats import read_json, write_json
 
     _, _, doc, tmp = restart_run
@@ -129,24 +139,13 @@ def test_claiming_exactly_once_fails_the_duplicating_sinks(restart_run, tmp_path
                           cwd=PROJECT_ROOT, capture_output=True, text=True, timeout=900,
                           check=False)
     again = orjson.loads((run / "verdict.json").read_bytes())
-    for name in PRESETS:
+    for name in (*PRESETS, USER):
         before, after = column(doc, name), column(again, name)
         dup = count(before, "duplicate-delivery")
         assert count(after, "duplicate-delivery") == dup  # the same anomalies
         assert after["verdict"] == ("FAIL" if dup else before["verdict"]), after
     assert done.returncode == (1 if any(count(column(doc, n), "duplicate-delivery")
-                                        for n in PRESETS) else 0), done.stdout[-2000:]
-
-
-@pytest.mark.chaos  # a whole run with Delta: about 90 s (make test-pipelines)
-def test_a_user_pipeline_file_outside_the_project(tmp_path, bootstrap):
-    mine = tmp_path / "elsewhere" / "dedup_to_delta.py"
-    mine.parent.mkdir()
-    shutil.copy(PROJECT_ROOT / "examples" / "pipelines" / "dedup_to_delta.py", mine)
-    code, text, doc = chaos(tmp_path, bootstrap, NO_FAULT, "--pipeline", str(mine))
-    col = column(doc, "dedup-to-delta")
-    assert col["verdict"] == "PASS" and col["counts"]["observed"] == col["counts"]["sent"] > 0
-    assert code == 0, text[-3000:]
+                                        for n in (*PRESETS, USER)) else 0), done.stdout[-2000:]
 
 
 def test_a_pipeline_that_drops_the_value_is_refused_before_anything_starts(tmp_path,

@@ -34,6 +34,7 @@ description = "three driver kills: at once, a trigger that cannot come, a trigge
 [options]
 drain_timeout_s = 480
 [workload]
+modes = ["at-least-once"]
 duration_s = 20
 rate = 40
 partitions = 2
