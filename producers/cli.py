@@ -102,6 +102,7 @@ def apply_plan(args: argparse.Namespace) -> dict:
     producer = plan.producer(args.pid)
     args.run_dir, args.run_id = args.plan.parent, plan.run
     args.mode, args.topic = producer.expect, producer.topic
+    args.input_topic = args.input_topic or producer.input_topic  # the copier's
     args.bootstrap_servers, args.seed = plan.bootstrap_servers, plan.seed
     args.rate = plan.workload.get("rate")
     args.record_size = plan.workload.get("record_size")

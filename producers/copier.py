@@ -12,6 +12,14 @@ therefore not dense (transaction markers take input offsets).
 The consumer uses ``assign`` (all input partitions) with the group id
 ``<run>.<pid>``: one copier per input topic, no rebalances, and the group's committed
 offsets survive a restart.
+
+Every transaction sends its offsets, also one meant to abort (it aborts after sending
+them: an aborted transaction's offsets must not count), and each offset's metadata says
+what the transaction is meant to do (``{"abort":true}``), as the generators' values do, so
+the fault proxy can pick a TxnOffsetCommit of a transaction meant to abort (KAFKA-15449).
+After each commit the copier reads its group's committed offsets back and continues from
+them (:func:`resync`): what a copier restarted right after that commit would do, so
+committed offsets that are not its own show as input skipped or copied again.
 """
 
 from __future__ import annotations
@@ -66,12 +74,14 @@ def copy_loop(session, runner: TxnRunner) -> None:
             txn = PlannedTxn(next_txn, rng.random() < session.spec.abort_fraction,
                              tuple((m.partition, m.offset) for m in batch))
             next_txn += 1
+            intent = '{"abort":true}' if txn.abort else '{"abort":false}'
             offsets = {TopicPartition(session.spec.input_topic, p):
-                       OffsetAndMetadata(max(s for q, s in txn.recs if q == p) + 1, "", -1)
+                       OffsetAndMetadata(max(s for q, s in txn.recs if q == p) + 1, intent, -1)
                        for p in start}
             result, replace = runner.run(txn, offsets=(offsets, consumer.group_metadata()))
             if result is TxnResult.COMMITTED:
                 session.new_records += len(batch)
+                resync(consumer, tps, session.spec.settings["max_block_ms"])
             else:  # aborted (on purpose or not): read the same input again
                 for p, off in start.items():
                     consumer.seek(TopicPartition(session.spec.input_topic, p), off)
@@ -86,3 +96,21 @@ def _poll(consumer: KafkaConsumer, session) -> list:
     size = session.spec.txn_size if left is None else min(session.spec.txn_size, left)
     polled = consumer.poll(timeout_ms=500, max_records=size)
     return [m for msgs in polled.values() for m in msgs]
+
+
+def resync(consumer: KafkaConsumer, tps: list[TopicPartition], timeout_ms: int) -> None:
+    """Continue from the group's committed offsets (OffsetFetch at read_committed, as a
+    restarted copier starts): on a correct broker they are the copier's positions after a
+    commit; a committed offset past a position skips input, one behind re-copies it, and
+    the process log says which. A fetch that fails or times out changes nothing."""
+    for tp in tps:
+        try:
+            committed = consumer.committed(tp, timeout_ms=timeout_ms)
+            position = consumer.position(tp, timeout_ms=timeout_ms)
+        except Exception as exc:  # noqa: BLE001 - the copy goes on from its own position
+            print(f"resync {tp.topic}-{tp.partition}: {type(exc).__name__}: {exc}", flush=True)
+            continue
+        if committed is not None and committed != position:
+            print(f"resync {tp.topic}-{tp.partition}: position {position}, committed "
+                  f"{committed}: continuing from {committed}", flush=True)
+            consumer.seek(tp, committed)

@@ -166,7 +166,8 @@ class TxnRunner:
                 before_send(self.em)
             futures += self.em.send_many(txn.recs[i:i + step], txn.txn, txn.abort)
         failures = self.em.wait_all(futures)
-        if offsets is not None and not failures and not stopped and not txn.abort:
+        # the copier sends offsets in a transaction meant to abort too (they must not count)
+        if offsets is not None and not failures and not stopped:
             try:
                 bounded(lambda: self.producer.send_offsets_to_transaction(*offsets),
                         self.block_s, "send_offsets_to_transaction")

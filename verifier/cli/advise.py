@@ -301,6 +301,7 @@ def column_configs(opts, scenarios) -> dict[str, tuple[str, str, list, str]]:
     """Each column's configuration, keyed as :func:`check_outputs` finds the column (its
     generator's pid, or a pipeline's mode): (name, kind, pairs, client)."""
     from producers.clients import client_slug, column_suffix
+    from verifier.rundata.vocab import COPIER
 
     clients = tuple(opts.clients or (opts.client,))
     modes = dict.fromkeys(m for s in scenarios for m in s.workload.modes)
@@ -308,7 +309,8 @@ def column_configs(opts, scenarios) -> dict[str, tuple[str, str, list, str]]:
     for c in clients:  # c may name a version (java:3.9.1): the advice is for that one
         slug = client_slug(column_suffix(c, clients))
         for m in modes:
-            (_, kind, pairs, _), = targets([m])
+            # the copier's producer is the transactional preset (producers.copier)
+            (_, kind, pairs, _), = targets(["transactional" if m == COPIER else m])
             out[f"{m}-{slug}-0" if len(clients) > 1 else f"{m}-0"] = (m, kind, pairs, c)
     if opts.user_config is not None:
         out["user-0"] = (f"user:{Path(opts.user_config).name}", "producer",

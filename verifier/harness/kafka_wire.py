@@ -399,8 +399,11 @@ class RequestIdentity:
     partitions: tuple[PartitionWrite, ...] = ()
     #: Produce: what its records say of their transaction, in the generators' record
     #: format (verifier.rundata.records: ``"abort":true`` when it is meant to abort);
-    #: None when the values do not say (compressed, another writer's records)
+    #: None when the values do not say (compressed, another writer's records);
+    #: TxnOffsetCommit: what its offsets' metadata says (the copier writes it there)
     records_abort: bool | None = None
+    #: TxnOffsetCommit: the consumer group (its ``__consumer_offsets`` partition)
+    group_id: str | None = None
 
     @property
     def api_name(self) -> str:
@@ -410,7 +413,7 @@ class RequestIdentity:
         out = {"api": self.api_name, "api_key": self.api_key, "api_version": self.api_version,
                "correlation_id": self.correlation_id, "client_id": self.client_id}
         for name in ("transactional_id", "producer_id", "producer_epoch", "committed", "acks",
-                     "records_abort"):
+                     "records_abort", "group_id"):
             if getattr(self, name) is not None:
                 out[name] = getattr(self, name)
         if self.partitions:
@@ -440,7 +443,8 @@ def records_abort(payload: bytes) -> bool | None:
     """Whether the uncompressed record values in a transactional Produce say their
     transaction is meant to abort (``"abort":true``, the generators' record format), or
     not (``"abort":false``); None when neither is there (compressed batches, other
-    writers). One transaction's records all carry the same flag."""
+    writers). One transaction's records all carry the same flag; so do the offsets'
+    metadata of the copier's TxnOffsetCommit (producers.copier)."""
     if _ABORT_TRUE in payload:
         return True
     if _ABORT_FALSE in payload:
@@ -503,9 +507,10 @@ def request_identity(payload: bytes) -> RequestIdentity:
         return RequestIdentity(**base, transactional_id=txn, producer_id=r.fixed("q"),
                                producer_epoch=r.fixed("h"))
     if h.api_key == API_TXN_OFFSET_COMMIT:
-        r.string()  # group id
-        return RequestIdentity(**base, transactional_id=txn, producer_id=r.fixed("q"),
-                               producer_epoch=r.fixed("h"))
+        group = r.string()
+        return RequestIdentity(**base, transactional_id=txn, group_id=group,
+                               producer_id=r.fixed("q"), producer_epoch=r.fixed("h"),
+                               records_abort=records_abort(payload))
     return RequestIdentity(**base, transactional_id=txn)  # InitProducerId
 
 
@@ -540,8 +545,9 @@ def response_error(summary: dict) -> int | None:
 def response_summary(payload: bytes, api_key: int, api_version: int) -> dict:
     """What a response says, for the APIs the hold fault follows: Produce, per partition
     ``[partition, error code, base offset]``; the transactional APIs, their error code
-    (AddPartitionsToTxn v0-3 and WriteTxnMarkers: the first partition error that is not
-    0; WriteTxnMarkers also ``markers``, ``[topic, partition, error code]``). Others: {}."""
+    (AddPartitionsToTxn v0-3, TxnOffsetCommit and WriteTxnMarkers: the first partition
+    error that is not 0; WriteTxnMarkers also ``markers``, ``[topic, partition, error
+    code]``). Others: {}."""
     if api_key not in FLEXIBLE_FROM:
         return {}
     r = _Reader(payload, 4, api_version >= FLEXIBLE_FROM[api_key])
@@ -579,7 +585,9 @@ def response_summary(payload: bytes, api_key: int, api_version: int) -> dict:
             r.tagged()
         return {"partitions": results}
     r.fixed("i")  # throttle time
-    if api_key == API_ADD_PARTITIONS_TO_TXN and api_version < 4:
+    # AddPartitionsToTxn v0-3 and TxnOffsetCommit answer per topic and partition
+    if (api_key == API_ADD_PARTITIONS_TO_TXN and api_version < 4) or \
+            api_key == API_TXN_OFFSET_COMMIT:
         for _ in range(r.array_len()):
             r.string()
             for _ in range(r.array_len()):

@@ -78,6 +78,8 @@ class ProducerSpec:
     mode: str  # column label: a preset name or a user label such as "user:my.properties"
     expect: str  # the preset whose expectations apply
     topic: str
+    #: the copier's input topic (formats §2.1; verifier.judge.copier), else None
+    input_topic: str | None = None
 
 
 @dataclass(frozen=True)

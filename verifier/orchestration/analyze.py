@@ -12,6 +12,7 @@ from verifier.judge import verdict as V
 from verifier.judge.checks import Derived, load_run, run_checks
 from verifier.judge.checks.runner import DEFAULT_SAMPLE
 from verifier.judge.checks.stats import counts_by_pid, partition_points, throughput
+from verifier.judge.copier import judge_run as judge_copiers
 from verifier.judge.pipeline import judge_run as judge_pipelines
 from verifier.orchestration.crosscheck import cross_check
 from verifier.orchestration.exposure import add_exposure
@@ -34,6 +35,7 @@ def analyze(spark, run_dir: Path | str, cap: int = DEFAULT_SAMPLE, files=None,
         outcomes = run_checks(run, d, cap=cap)
         counts = counts_by_pid(d)
         piped, piped_counts = judge_pipelines(run_dir, run.config, run.drain, cap)
+        piped += judge_copiers(run_dir, run.config, cap)
         outcomes, counts = outcomes + piped, {**counts, **piped_counts}
         by_pid = throughput(d)
         modes = {p: s.mode for p, s in run.config.producers.items()}

@@ -304,6 +304,7 @@ def live_doc(run_dir: Path | str, follower: RunFollower, cap: int = 20,
     ``connections``: add the connection report (a pass over the proxy's log that grows
     with the run, 4 s after 20 minutes; the orchestrator adds it after the verdict)."""
     from verifier.judge.checks.load import load_drain
+    from verifier.judge.copier import judge_run as judge_copiers
     from verifier.judge.pipeline import judge_run as judge_pipelines
     from verifier.orchestration.analyze import (
         add_connections,
@@ -331,6 +332,7 @@ def live_doc(run_dir: Path | str, follower: RunFollower, cap: int = 20,
                   start_failures={pid: describe(e) for pid, e in failed.items()})  # fmt: skip
     outcomes = outcomes_of(got["table"], cfg, cap)
     piped, piped_counts = judge_pipelines(run_dir, cfg, drain, cap)
+    piped += judge_copiers(run_dir, cfg, cap)
     thr: dict[str, dict[int, int]] = {}
     for pid, series in got["throughput"].items():
         acc = thr.setdefault(cfg.producers[pid].mode, {})

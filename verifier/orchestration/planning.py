@@ -10,6 +10,7 @@ from verifier.harness.faults.spec import build_schedule, parse_spec
 from verifier.orchestration.scenario import Scenario
 from verifier.rundata.errors import VerifierError
 from verifier.rundata.plan import PlannedProducer
+from verifier.rundata.vocab import COPIER
 
 #: one logical producer of the run, as the plan holds it
 ProducerPlan = PlannedProducer
@@ -66,13 +67,20 @@ def plan_producers(scenario: Scenario, run_id: str, opts: RunOptions) -> list[Pr
         col = column_suffix(c, clients)
         slug = client_slug(col)
         for m in scenario.workload.modes:
+            if m == COPIER and version["client"] != "kafka-python":
+                continue  # the copier is kafka-python's only (producers.copier)
+            # the copier: a transactional producer (its expectations) reading the topic of
+            # this client's mode listed before it
+            expect, source = (("transactional", plans[-1].topic) if m == COPIER
+                              else (m, None))
             if len(clients) > 1:  # side by side: the column names the client
-                plans.append(ProducerPlan(f"{m}-{slug}-0", f"{m}/{col}", m,
+                plans.append(ProducerPlan(f"{m}-{slug}-0", f"{m}/{col}", expect,
                                           f"{run_id}.{m}.{slug}", dict(scenario.clients),
-                                          client_spec=c, **version))
+                                          client_spec=c, input_topic=source, **version))
             else:
-                plans.append(ProducerPlan(f"{m}-0", m, m, f"{run_id}.{m}",
-                                          dict(scenario.clients), client_spec=c, **version))
+                plans.append(ProducerPlan(f"{m}-0", m, expect, f"{run_id}.{m}",
+                                          dict(scenario.clients), client_spec=c,
+                                          input_topic=source, **version))
     client = {"client": check_client(clients[0]), "client_version": client_version(clients[0]),
               "client_spec": clients[0]}
     if opts.user_config is not None:
@@ -85,6 +93,14 @@ def plan_producers(scenario: Scenario, run_id: str, opts: RunOptions) -> list[Pr
     return plans
 
 
+def _named(ref: str, plan: ProducerPlan) -> bool:
+    """Whether ``"@<mode>"`` names this producer: its mode (without the client a column
+    side by side adds) or its preset; the copier only as ``@copier``, although its
+    expectations are the transactional preset's."""
+    base = plan.mode.split("/")[0]
+    return ref == "@" + base or (base != COPIER and ref == "@" + plan.expect)
+
+
 def _substitute(value, plans: list[ProducerPlan], run_id: str):
     """Fault targets name topics and transactional ids by mode: "@idempotent"."""
     if isinstance(value, dict):
@@ -92,7 +108,7 @@ def _substitute(value, plans: list[ProducerPlan], run_id: str):
     if isinstance(value, str) and value.startswith("@"):
         mode = value[1:]
         for p in plans:  # with several clients: the first client's column of that mode
-            if mode in (p.mode, p.expect):
+            if _named(value, p):
                 return p.topic
         raise VerifierError(f"fault target {value!r}: no producer of mode {mode!r} in this run")
     return value
@@ -110,7 +126,7 @@ def _resolve_faults(scenario: Scenario, plans, run_id: str, env, processes) -> t
         target = entry.get("target", {})
         if "coordinator" in target:  # the transactional id is "<run id>.<pid>"
             tid = target["coordinator"]["transactional_id"]
-            plan = next((p for p in plans if tid in ("@" + p.mode, "@" + p.expect)), None)
+            plan = next((p for p in plans if _named(tid, p)), None)
             if plan is not None:
                 target = {"coordinator": {"transactional_id": f"{run_id}.{plan.pid}"}}
         entry["target"] = _substitute(target, plans, run_id)
@@ -135,7 +151,7 @@ def _transactional_ids(entry: dict, plans, run_id: str) -> list[dict] | None:
     if len(refs) > 1:
         raise VerifierError(f"hold: transactional ids {sorted(refs)}: one mode per hold")
     (ref,) = refs
-    matches = [p for p in plans if ref in ("@" + p.mode, "@" + p.expect)]
+    matches = [p for p in plans if _named(ref, p)]
     if not matches:
         raise VerifierError(f"hold: no producer of mode {ref[1:]!r} in this run")
     out = []

@@ -17,7 +17,7 @@ from pathlib import Path
 from verifier.rundata.errors import UsageError
 
 SCENARIO_DIR = Path(__file__).resolve().parent / "scenarios"
-from verifier.rundata.vocab import MODES, SINKS  # noqa: E402
+from verifier.rundata.vocab import COPIER, MODES, SINKS  # noqa: E402
 
 
 @dataclass(frozen=True)
@@ -145,9 +145,12 @@ def parse_workload(where: str, data: dict) -> Workload:
         w = Workload(**{**data, "modes": tuple(data.get("modes", MODES))})
     except TypeError as exc:
         raise UsageError(f"{where}: {exc}") from exc
-    bad = [m for m in w.modes if m not in MODES]
+    bad = [m for m in w.modes if m not in (*MODES, COPIER)]
     if bad:
-        raise UsageError(f"{where}: unknown modes {bad} (known: {list(MODES)})")
+        raise UsageError(f"{where}: unknown modes {bad} (known: {[*MODES, COPIER]})")
+    if COPIER in w.modes and w.modes.index(COPIER) == 0:
+        raise UsageError(f"{where}: the copier copies the topic of the mode listed before "
+                         "it: name one first (modes = [\"idempotent\", \"copier\"])")
     if w.partitions < 1 or w.duration_s <= 0 or w.rate <= 0 or w.txn_size < 1:
         raise UsageError(f"{where}: partitions, duration_s, rate, txn_size must be positive")
     if not 0 <= w.abort_fraction < 1:

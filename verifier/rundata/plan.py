@@ -102,6 +102,8 @@ class PlannedProducer:
     #: what ``--clients`` named (``java:3.9.1``: that version side by side), if not the
     #: bare ``client`` (its pinned version)
     client_spec: str | None = None
+    #: the copier (mode ``copier``): the topic it reads, another producer's (formats §2.1)
+    input_topic: str | None = None
 
     @property
     def spec(self) -> str:
@@ -123,6 +125,8 @@ class PlannedProducer:
             doc["overrides"] = redacted(self.overrides)
         if self.config_file is not None:
             doc["config_file"] = self.config_file
+        if self.input_topic is not None:
+            doc["input_topic"] = self.input_topic
         return doc
 
 
@@ -209,7 +213,8 @@ def read_plan(path: Path) -> RunPlan:
                                  config_file=p.get("config_file"),
                                  client=str(p.get("client") or "kafka-python"),
                                  client_version=p.get("client_version"),
-                                 client_spec=p.get("client_spec"))
+                                 client_spec=p.get("client_spec"),
+                                 input_topic=p.get("input_topic"))
             for pid, p in doc["producers"].items()
         }
         return RunPlan(

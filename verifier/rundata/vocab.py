@@ -7,6 +7,9 @@ from __future__ import annotations
 
 #: the producer delivery presets (DESIGN §4), in report order
 MODES: tuple[str, ...] = ("at-most-once", "at-least-once", "idempotent", "transactional")
+#: a workload mode beside the presets: the transactional read-process-write copier
+#: (producers.copier), copying the topic of the mode listed before it (formats §2.1)
+COPIER = "copier"
 
 READ_COMMITTED = "read_committed"
 READ_UNCOMMITTED = "read_uncommitted"

@@ -138,7 +138,7 @@ class Holds:
                     release_on=rule.release_on, release_after_ms=rule.release_after_ms,
                     **({"after_marker": rule.after_marker} if rule.after_marker else {}))
         if rule.after_marker:
-            held.where = MarkerProbe.partition_of(request, rule.partition, rule.topic)
+            held.where = self.markers.where(request, rule.partition, rule.topic, conn.broker)
             if held.where is not None:
                 self.markers.note_hold(rule.id, conn.broker, held.where)
         if rule.release_after_ms:
@@ -231,6 +231,7 @@ class Holds:
         held = Held(self._next_hold, rule, conn, payload, request)
         self._next_hold += 1
         held.gated = True
+        held.copy = False  # the client's own request, delayed: its answer is the client's
         conn.held_open += 1
         conn.counters["requests_held"] += 1
         conn.deferred = [(payload, request.correlation_id, request.api_key,

@@ -1,10 +1,11 @@
 """Waiting, in the fault proxy, for a transaction marker to land in a partition's log.
 
 A hold rule with ``after_marker`` releases its request only once the partition it writes
-holds the marker (``abort``, ``commit`` or ``any``) that ended the held request's own
-transaction: KAFKA-14402 needs the late Produce after the coordinator's abort marker, which
-the coordinator writes to the partition leader after it has answered EndTxn, between
-brokers, where the proxy sees nothing. So the proxy asks the leader itself, directly on its
+(a TxnOffsetCommit: its group's ``__consumer_offsets`` partition) holds the marker
+(``abort``, ``commit`` or ``any``) that ended the held request's own transaction:
+KAFKA-14402 needs the late Produce after the coordinator's abort marker, which the
+coordinator writes to the partition leader after it has answered EndTxn, between brokers,
+where the proxy sees nothing. So the proxy asks the leader itself, directly on its
 listener: when it holds the first request of a partition, the partition's high watermark
 (every marker of that transaction comes after it); after the rule's ``release_on`` event,
 a Fetch from there, long-polling, until a control batch of the held request's producer id
@@ -49,7 +50,20 @@ REQUEST_TIMEOUT_S = 10.0
 #: errors after which the leader is looked up again (NOT_LEADER_OR_FOLLOWER, ...)
 LEADER_ERRORS = {3, 6, 9, 74, 75}
 
+OFFSETS_TOPIC = "__consumer_offsets"
+
 Upstream = Callable[[int], tuple[str, int]]
+
+
+def group_partition(group: str, partitions: int) -> int:
+    """A group's ``__consumer_offsets`` partition: Java's ``String.hashCode`` of the group
+    id, made non-negative as Kafka's ``Utils.abs`` does (``& 0x7fffffff``), modulo the
+    topic's partitions (offsets.topic.num.partitions)."""
+    data = group.encode("utf-16-be")  # Java's chars: UTF-16 code units
+    h = 0
+    for (unit,) in struct.iter_unpack(">H", data):
+        h = (31 * h + unit) & 0xFFFFFFFF
+    return (h & 0x7FFFFFFF) % partitions
 #: what a request to a broker can end in besides an answer (TimeoutError is an OSError)
 _PROBLEMS = (OSError, asyncio.IncompleteReadError, WireError, struct.error)
 
@@ -74,6 +88,27 @@ class MarkerProbe:
         self.upstream, self.brokers = upstream, list(brokers)
         self._watches: dict[tuple[int, str, int], _Watch] = {}
         self._corr = itertools.count(1)
+        #: offsets.topic.num.partitions, from the first group's lookup
+        self._offsets_partitions: int | None = None
+
+    def where(self, request: RequestIdentity, partition: int | None, topic: str | None,
+              broker: int) -> tuple[str, int] | None:
+        """The partition a held request's marker is looked for in: a TxnOffsetCommit's
+        group's ``__consumer_offsets`` partition (the coordinator writes the transaction's
+        marker there: KAFKA-15449), else :meth:`partition_of`."""
+        if request.group_id is None:
+            return self.partition_of(request, partition, topic)
+        if self._offsets_partitions is None:  # asked once, of the group's coordinator
+            host, port = self.upstream(broker)
+            try:
+                infos = metadata_partitions(host, port, [OFFSETS_TOPIC])
+            except (OSError, WireError, struct.error) as exc:
+                log.warning("marker probe: %s partitions: %s", OFFSETS_TOPIC, exc)
+                return None
+            self._offsets_partitions = len(infos) or None
+        if self._offsets_partitions is None:
+            return None
+        return OFFSETS_TOPIC, group_partition(request.group_id, self._offsets_partitions)
 
     @staticmethod
     def partition_of(request: RequestIdentity, partition: int | None,

@@ -57,14 +57,19 @@ as new ones, until it is removed. Kinds:
     WriteTxnMarkers, coordinator to leader, on the inter-broker listener) gates, with
     ``then_hold``, the transactional id of the event that released it (``release_on``
     names one).
-    ``after_marker`` (``abort``, ``commit`` or ``any``; held Produce requests only): the
+    ``after_marker`` (``abort``, ``commit`` or ``any``; held Produce or TxnOffsetCommit
+    requests only): the
     ``release_on`` event does not release the request yet; it starts ``then_hold``'s gate
     and the proxy watches the partition the request writes (the rule's ``partition``, else
-    its first) until the marker of that type of the request's producer id and epoch is in
+    its first; a TxnOffsetCommit's group's ``__consumer_offsets`` partition) until the
+    marker of that type of the request's producer id and epoch is in
     its log (verifier.harness.faults.marker_probe), then releases it: a late Produce lands
     after its own transaction's marker, which the coordinator writes after it answered
     EndTxn, between brokers. From that event on the rule holds no new request (one that
     matches belongs to a later transaction).
+    ``records`` (``"abort"`` or ``"commit"``; held Produce or TxnOffsetCommit requests):
+    hold only a request whose records (a TxnOffsetCommit: its offsets' metadata, where the
+    copier writes it) say their transaction is meant to abort (commit).
 
 The decisions here are pure so that the unit tier can test them without sockets.
 """
@@ -77,6 +82,7 @@ from dataclasses import dataclass, field
 from verifier.harness.kafka_wire import (
     API_END_TXN,
     API_PRODUCE,
+    API_TXN_OFFSET_COMMIT,
     API_WRITE_TXN_MARKERS,
     RequestIdentity,
     WireError,
@@ -127,6 +133,8 @@ class Rule:
     then_hold: dict | None = None
     #: release only once the partition holds this marker of the request's transaction
     after_marker: str | None = None
+    #: hold only requests whose records say their transaction is meant to (abort, commit)
+    records: str | None = None
     #: after_marker: its release_on event came, so a request matching now belongs to a
     #: later transaction: the rule holds nothing more
     stopped_holding: bool = False
@@ -153,7 +161,7 @@ class Rule:
                    "probability",
                    "seed", "limit", "ms", "direction", "transactional_id", "partition", "topic",
                    "client_view", "release_on", "release_after_ms", "skip", "then_hold",
-                   "committed", "after_marker"}
+                   "committed", "after_marker", "records"}
         unknown = set(data) - allowed
         if unknown:
             raise RuleError(f"unknown rule fields {sorted(unknown)}")
@@ -186,6 +194,7 @@ class Rule:
                 committed=None if data.get("committed") is None
                 else _opt_bool(data["committed"]),
                 after_marker=_opt_str(data.get("after_marker")),
+                records=_opt_str(data.get("records")),
                 id=rule_id,
             )
         except (TypeError, ValueError) as exc:
@@ -225,10 +234,16 @@ class Rule:
                                 "(api_keys [26] or [27])")
             if self.after_marker is not None and (
                     self.after_marker not in MARKER_KINDS or self.release_on is None
-                    or set(self.api_keys) != {API_PRODUCE}):
+                    or set(self.api_keys) not in ({API_PRODUCE}, {API_TXN_OFFSET_COMMIT})):
                 raise RuleError(f"after_marker must be one of {MARKER_KINDS}, with release_on, "
-                                "on held Produce requests (api_keys [0]): the marker is "
-                                "looked for in the partition the request writes")
+                                "on held Produce or TxnOffsetCommit requests (api_keys [0] or "
+                                "[28]): the marker is looked for in the partition the request "
+                                "writes")
+            if self.records is not None and (
+                    self.records not in RELEASE_RECORDS
+                    or not set(self.api_keys) <= {API_PRODUCE, API_TXN_OFFSET_COMMIT}):
+                raise RuleError(f"records must be one of {RELEASE_RECORDS}, on held Produce or "
+                                "TxnOffsetCommit requests (api_keys [0], [28])")
             if self.then_hold is not None and not set(self.api_keys) <= TXN_APIS:
                 raise RuleError("then_hold needs held requests that carry a transactional "
                                 "id (the next requests are those of the same id)")
@@ -270,6 +285,8 @@ class Rule:
                 out["committed"] = self.committed
             if self.after_marker is not None:
                 out["after_marker"] = self.after_marker
+            if self.records is not None:
+                out["records"] = self.records
         return out
 
     # ----- hold: pure decisions on parsed requests -------------------------------------
@@ -283,6 +300,8 @@ class Rule:
                 request.transactional_id != self.transactional_id:
             return False
         if self.committed is not None and request.committed != self.committed:
+            return False
+        if self.records is not None and request.records_abort != (self.records == "abort"):
             return False
         if self.partition is not None or self.topic is not None:
             return any((self.partition is None or p.partition == self.partition)

@@ -83,7 +83,8 @@ def load_config(path: Path) -> RunConfig:
         for pid, spec in doc["producers"].items():
             mode = str(spec["mode"])
             producers[pid] = ProducerSpec(
-                pid=pid, mode=mode, expect=str(spec.get("expect", mode)), topic=str(spec["topic"])
+                pid=pid, mode=mode, expect=str(spec.get("expect", mode)), topic=str(spec["topic"]),
+                input_topic=spec.get("input_topic"),
             )
         config = RunConfig(
             run=str(doc["run"]), scenario=str(doc.get("scenario", "unnamed")),
