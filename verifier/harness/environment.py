@@ -107,6 +107,8 @@ class LocalEnvironment:
         from verifier.harness.broker_config import check_known
 
         assert self.cluster is not None
+        if replication_proxied:
+            self.proxy_process.route_replication()
         restarted = self.cluster.reconfigure(settings, replication_proxied=replication_proxied)
         self.spec = self.cluster.spec
         if settings:

@@ -228,8 +228,9 @@ def test_a_scenario_asks_for_replication_through_the_proxy():
 
 
 def test_the_proxy_routes_a_replication_listener_to_the_brokers_own(tmp_path):
-    """An internal route: a connection to its port reaches the broker's replication
-    listener (not its client one), and the connection log says so."""
+    """An internal route, opened when asked (not at the start: test clusters 4 ports
+    apart would share the ports): a connection to its port reaches the broker's
+    replication listener (not its client one), and the connection log says so."""
     import json
     import socket
     from pathlib import Path
@@ -257,9 +258,18 @@ def test_the_proxy_routes_a_replication_listener_to_the_brokers_own(tmp_path):
         ports = {k: free() for k in ("client", "internal", "listen", "listen_internal")}
         servers = [await asyncio.start_server(stand_in(k), "127.0.0.1", ports[k])
                    for k in ("client", "internal")]
-        proxy = Proxy({1: (ports["listen"], ports["client"])}, conn_log=log,
-                      internal_routes={1: (ports["listen_internal"], ports["internal"])})
+        proxy = Proxy({1: (ports["listen"], ports["client"])}, conn_log=log)
         await proxy.start()
+        assert "internal" not in proxy.status()["brokers"]["1"]
+        route = {1: (ports["listen_internal"], ports["internal"])}
+        assert proxy.add_internal_routes(route) == [ports["listen_internal"]]
+        assert proxy.add_internal_routes(route) == []  # already open
+        await asyncio.sleep(0.05)
+        taken = socket.socket()
+        taken.bind(("127.0.0.1", 0))
+        with pytest.raises(OSError):
+            proxy.add_internal_routes({2: (taken.getsockname()[1], 1)})
+        taken.close()
         reader, writer = await asyncio.open_connection("127.0.0.1", ports["listen_internal"])
         body = markers_request(1, 4001, 7, True, {"t": [0]}, corr=42)
         writer.write(struct.pack(">i", len(body)) + body)

@@ -69,6 +69,15 @@ def route(proxy: Proxy, method: str, path: str, body: dict | None) -> tuple[int,
         if rule is None:
             raise _HttpError(404, f"no rule {parts[1]}")
         return 200, rule.to_json()
+    if method == "POST" and parts == ["internal-routes"]:
+        try:
+            routes = {int(b): (int(r[0]), int(r[1])) for b, r in (body or {}).items()}
+            return 200, {"listening": proxy.add_internal_routes(routes)}
+        except (TypeError, ValueError, IndexError) as exc:
+            raise _HttpError(400, f"internal routes are {{broker: [listen, upstream]}}: "
+                                  f"{exc}") from exc
+        except OSError as exc:
+            raise _HttpError(409, f"cannot listen: {exc}") from exc
     if method == "POST" and parts == ["reset"]:
         broker = (body or {}).get("broker")
         return 200, {"reset": proxy.reset_connections(None if broker is None else int(broker))}
@@ -192,6 +201,12 @@ class ProxyClient:
 
     def clear_rules(self) -> list[dict]:
         return self._call("DELETE", "/rules")
+
+    def add_internal_routes(self, routes: dict[int, tuple[int, int]]) -> list[int]:
+        """Listen in front of these brokers' replication listeners ({broker: (listen,
+        upstream)}); returns the ports newly listened on."""
+        body = {str(b): list(r) for b, r in routes.items()}
+        return self._call("POST", "/internal-routes", body)["listening"]
 
     def holds(self, since: int = 0) -> list[dict]:
         """Hold, release and answer events numbered above ``since`` (docs/faults.md)."""

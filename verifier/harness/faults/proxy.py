@@ -455,6 +455,37 @@ class Proxy:
                     listen, reuse_address=True)
                 self._servers.append(server)
 
+    def add_internal_routes(self, routes: dict[int, tuple[int, int]]) -> list[int]:
+        """Listen in front of the brokers' replication listeners too, from now on (a
+        scenario asks for it: ``proxy_replication``; only then, since these ports belong
+        to the cluster's port plan only while it advertises them). A broker's route
+        already open stays; a port that cannot be bound is an OSError before any other
+        is opened. Returns the ports newly listened on."""
+        new = {b: r for b, r in routes.items() if b not in self.internal_routes}
+        socks = []
+        try:
+            for listen, _ in new.values():
+                sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+                socks.append(sock)
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+                sock.bind((self.host, listen))
+                sock.listen(100)
+        except OSError:
+            for sock in socks:
+                sock.close()
+            raise
+        loop = asyncio.get_running_loop()
+        for (broker, route), sock in zip(new.items(), socks, strict=True):
+            self.internal_routes[broker] = route
+            self.counters.setdefault(broker, collections.Counter())
+            loop.create_task(self._serve_internal(broker, sock))
+        return [listen for listen, _ in new.values()]
+
+    async def _serve_internal(self, broker: int, sock: socket.socket) -> None:
+        server = await asyncio.start_server(
+            lambda r, w, b=broker: self._accept(b, r, w, True), sock=sock)
+        self._servers.append(server)
+
     async def _accept(self, broker: int, reader, writer, internal: bool = False) -> None:
         conn = Connection(self, broker, self._next_conn, reader, writer, internal)
         self._next_conn += 1

@@ -1,10 +1,11 @@
 """Start and stop the fault proxy as its own OS process, in front of a local cluster.
 
 Ports follow the cluster's plan: the proxy for node n listens on ``B + 300 + n``
-(``ClusterSpec.proxy_port``), for node n's replication listener on ``B + 310 + n``
-(``ClusterSpec.internal_proxy_port``: used only while the cluster advertises it,
-``replication_proxied``), and its control interface on ``B + 300``, a port the plan
-leaves unused.
+(``ClusterSpec.proxy_port``) and its control interface on ``B + 300``, a port the plan
+leaves unused. In front of node n's replication listener it listens on ``B + 310 + n``
+(``ClusterSpec.internal_proxy_port``) only once asked (:meth:`ProxyProcess.route_replication`,
+before the cluster advertises those ports: ``replication_proxied``): clusters whose base
+ports are 4 apart (the test tier's slots) would otherwise share them.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ from pathlib import Path
 
 from verifier.harness.cluster import ClusterSpec
 from verifier.harness.cluster.processes import port_in_use
-from verifier.harness.faults.control import ProxyClient
+from verifier.harness.faults.control import ProxyClient, ProxyControlError
 from verifier.harness.procs import ManagedProcess
 from verifier.rundata.errors import EnvironmentProblem
 from verifier.rundata.jvm import PROJECT_ROOT
@@ -47,16 +48,23 @@ class ProxyProcess:
                 "--connection-log", str(self.connection_log)]
         for r in routes:
             argv += ["--route", r]
-        for n in spec.node_ids:
-            argv += ["--internal-route",
-                     f"{n}={spec.internal_proxy_port(n)}:{spec.internal_port(n)}"]
         self.process = ManagedProcess("fault-proxy", argv, self.workdir / "proxy.log",
                                       cwd=PROJECT_ROOT)
         self.client = ProxyClient(control_port(spec))
 
     def ports(self) -> list[int]:
-        return [control_port(self.spec), *(self.spec.proxy_port(n) for n in self.spec.node_ids),
-                *(self.spec.internal_proxy_port(n) for n in self.spec.node_ids)]
+        return [control_port(self.spec), *(self.spec.proxy_port(n) for n in self.spec.node_ids)]
+
+    def route_replication(self) -> None:
+        """Listen in front of every node's replication listener too (B + 310 + n), from
+        now on: before the cluster advertises those ports."""
+        try:
+            self.client.add_internal_routes({n: (self.spec.internal_proxy_port(n),
+                                                 self.spec.internal_port(n))
+                                             for n in self.spec.node_ids})
+        except ProxyControlError as exc:
+            raise EnvironmentProblem(f"the proxy cannot listen in front of the replication "
+                                     f"listeners: {exc}") from exc
 
     def start(self, timeout: float = START_TIMEOUT) -> ProxyClient:
         """Start the process and wait until its control interface answers."""
