@@ -4,11 +4,15 @@ the abort marker."""
 
 from __future__ import annotations
 
+import asyncio
 import collections
+import socket
 import struct
+import threading
 
 import pytest
 
+from tests.unit.harness.test_kafka_log import list_offsets_response
 from verifier.harness.faults import marker_probe
 from verifier.harness.faults.holds import Holds
 from verifier.harness.faults.marker_probe import MarkerProbe, group_partition
@@ -120,3 +124,34 @@ def test_a_request_a_copy_rules_gate_delays_is_the_clients_own():
     holds.gate(rule, conn, payload, request_identity(payload), -1)
     (*_, held), = conn.deferred
     assert held.gated and not held.copy
+
+
+def test_a_copys_start_is_read_before_its_original_goes_on():
+    # the copy's original may end its transaction within milliseconds: the partition's
+    # high watermark is asked at once (blocking), not by a task that may come too late
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+
+    def answer():
+        conn, _ = server.accept()
+        with conn:
+            size = struct.unpack(">i", conn.recv(4))[0]
+            while size > 0:
+                size -= len(conn.recv(size))
+            reply = list_offsets_response("__consumer_offsets", 2, 16)
+            conn.sendall(struct.pack(">i", len(reply)) + reply)
+
+    thread = threading.Thread(target=answer, daemon=True)
+    thread.start()
+
+    async def hold():
+        probe = MarkerProbe(lambda broker: ("127.0.0.1", port), [1])
+        probe.note_hold(1, 1, ("__consumer_offsets", 2), now=True)
+        (watch,) = probe._watches.values()
+        done = watch.start.done()  # before the loop ran anything else
+        probe.close()
+        return done, watch.start.result()
+
+    assert asyncio.run(hold()) == (True, 16)
+    thread.join(5)
+    server.close()

@@ -140,7 +140,7 @@ class Holds:
         if rule.after_marker:
             held.where = self.markers.where(request, rule.partition, rule.topic, conn.broker)
             if held.where is not None:
-                self.markers.note_hold(rule.id, conn.broker, held.where)
+                self.markers.note_hold(rule.id, conn.broker, held.where, now=held.copy)
         if rule.release_after_ms:
             held.timer = asyncio.get_running_loop().call_later(
                 rule.release_after_ms / 1000, self.release, held,

@@ -7,7 +7,8 @@ KAFKA-14402 needs the late Produce after the coordinator's abort marker, which t
 coordinator writes to the partition leader after it has answered EndTxn, between brokers,
 where the proxy sees nothing. So the proxy asks the leader itself, directly on its
 listener: when it holds the first request of a partition, the partition's high watermark
-(every marker of that transaction comes after it); after the rule's ``release_on`` event,
+(every marker of that transaction comes after it; for a copy, whose original goes on at
+once, read before the original is forwarded); after the rule's ``release_on`` event,
 a Fetch from there, long-polling, until a control batch of the held request's producer id
 and epoch of that type shows (its offset is the event's evidence). The wait is for the
 marker itself, not for a time: the rule's ``release_after_ms`` stays the bound.
@@ -18,6 +19,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
+import socket
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -55,6 +57,16 @@ OFFSETS_TOPIC = "__consumer_offsets"
 Upstream = Callable[[int], tuple[str, int]]
 
 
+def _receive(sock: socket.socket, n: int) -> bytes:
+    data = b""
+    while len(data) < n:
+        chunk = sock.recv(n - len(data))
+        if not chunk:
+            raise WireError(f"connection closed after {len(data)} of {n} bytes")
+        data += chunk
+    return data
+
+
 def group_partition(group: str, partitions: int) -> int:
     """A group's ``__consumer_offsets`` partition: Java's ``String.hashCode`` of the group
     id, made non-negative as Kafka's ``Utils.abs`` does (``& 0x7fffffff``), modulo the
@@ -75,7 +87,7 @@ class _Watch:
     topic: str
     partition: int
     broker: int
-    start: asyncio.Task | None = None
+    start: asyncio.Future | None = None
     #: (producer id, epoch, kind) -> the task looking for that marker
     waits: dict[tuple, asyncio.Task] = field(default_factory=dict)
 
@@ -121,14 +133,24 @@ class MarkerProbe:
                 return p.topic, p.partition
         return None
 
-    def note_hold(self, rule_id: int, broker: int, where: tuple[str, int]) -> None:
+    def note_hold(self, rule_id: int, broker: int, where: tuple[str, int],
+                  now: bool = False) -> None:
         """A request writing ``where`` was held on ``broker`` (its leader then): read the
-        partition's high watermark now, before its transaction can have ended."""
+        partition's high watermark now, before its transaction can have ended. ``now``: a
+        copy was held and its original goes on at once, so its transaction may end within
+        milliseconds: asked before the original is forwarded (blocking, one round trip on
+        loopback), else by a task."""
         key = (rule_id, *where)
         if key in self._watches:
             return
         watch = _Watch(where[0], where[1], broker)
-        watch.start = asyncio.get_running_loop().create_task(self._high_watermark(watch))
+        loop = asyncio.get_running_loop()
+        offset = self._high_watermark_now(watch) if now else None
+        if offset is not None:
+            watch.start = loop.create_future()
+            watch.start.set_result(offset)
+        else:
+            watch.start = loop.create_task(self._high_watermark(watch))
         self._watches[key] = watch
 
     def wait(self, rule_id: int, broker: int, where: tuple[str, int], producer_id: int,
@@ -172,6 +194,24 @@ class MarkerProbe:
             return await asyncio.wait_for(reader.readexactly(size), timeout)
         finally:
             writer.close()
+
+    def _high_watermark_now(self, watch: _Watch) -> int | None:
+        """The partition's high watermark, asked once and waited for (None: not known)."""
+        host, port = self.upstream(watch.broker)
+        payload = list_offsets_request(next(self._corr), CLIENT_ID, watch.topic,
+                                       watch.partition)
+        try:
+            with socket.create_connection((host, port), timeout=REQUEST_TIMEOUT_S) as sock:
+                sock.sendall(frame(payload))
+                size = struct.unpack(">i", _receive(sock, 4))[0]
+                if not 4 <= size <= MAX_FRAME:
+                    raise WireError(f"response size {size}")
+                error, offset = parse_list_offsets(_receive(sock, size), watch.topic,
+                                                   watch.partition)
+        except (OSError, WireError, struct.error) as exc:
+            log.info("marker probe: ListOffsets %s-%s: %s", watch.topic, watch.partition, exc)
+            return None
+        return offset if error == 0 else None
 
     async def _leader(self, watch: _Watch) -> None:
         """Look the partition's leader up again (after an error that says it moved)."""
