@@ -35,6 +35,7 @@ from kafka.net.compat import KafkaNetClient
 from kafka.producer import transaction_manager as tm_mod
 from kafka.structs import OffsetAndMetadata
 
+from verifier.harness.faults.marker_probe import group_partition
 from verifier.harness.kafka_log import _Cursor, fetch_request, record_batches
 
 PARTITIONS = 3
@@ -59,12 +60,11 @@ OFFSETS_PARTITIONS = 4
 
 
 def _offsets_partition(group: str) -> int:
-    """The __consumer_offsets partition of a group: Java's String.hashCode, abs, modulo
-    the topic's partitions."""
-    h = 0
-    for ch in group:
-        h = (31 * h + ord(ch)) & 0xFFFFFFFF
-    return (h & 0x7FFFFFFF) % OFFSETS_PARTITIONS  # Kafka's Utils.abs is n & 0x7fffffff
+    """The __consumer_offsets partition of a group: Java's String.hashCode, Kafka's
+    Utils.abs (Math.abs; until 2026-11-28 13:20 this read ``& 0x7fffffff``, which differs
+    for a negative hash: the run whose log read found the partition empty), modulo the
+    topic's partitions."""
+    return group_partition(group, OFFSETS_PARTITIONS)
 
 
 def _offsets_log(bootstrap: str, partition: int, pe) -> dict:

@@ -76,10 +76,15 @@ def test_bad_offset_commit_holds(extra, fragment):
 
 def test_a_groups_partition_is_javas_string_hash_code():
     # "test".hashCode() == 3556498; "polygenelubricants".hashCode() == Integer.MIN_VALUE,
-    # which Kafka's Utils.abs (& 0x7fffffff) makes 0
+    # which Kafka's Utils.abs makes 0
     assert group_partition("test", 2**31 - 1) == 3556498
     assert group_partition("polygenelubricants", 4) == 0
     assert group_partition("test", 4) == 3556498 % 4
+    # a negative hash: Utils.abs is Math.abs (the probe's & 0x7fffffff gave partition 1, and
+    # the abort marker was looked for there in vain, 2026-11-28 13:14)
+    negative = "kafka-15449-20261128T131424Z-rep1of3-s1.copier-0"  # hashCode -1545249031
+    assert group_partition(negative, 2**31 - 1) == 1545249031
+    assert group_partition(negative, 4) == 3
 
 
 def test_the_marker_of_an_offset_commit_is_looked_for_in_its_groups_partition(monkeypatch):

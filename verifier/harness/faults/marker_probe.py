@@ -68,14 +68,17 @@ def _receive(sock: socket.socket, n: int) -> bytes:
 
 
 def group_partition(group: str, partitions: int) -> int:
-    """A group's ``__consumer_offsets`` partition: Java's ``String.hashCode`` of the group
-    id, made non-negative as Kafka's ``Utils.abs`` does (``& 0x7fffffff``), modulo the
-    topic's partitions (offsets.topic.num.partitions)."""
+    """A group's ``__consumer_offsets`` partition, as the group coordinator computes it:
+    ``Utils.abs(groupId.hashCode()) % partitions`` (offsets.topic.num.partitions), where
+    ``hashCode`` is Java's over UTF-16 code units in 32-bit arithmetic and ``Utils.abs``
+    is ``Math.abs`` with ``Integer.MIN_VALUE`` taken as 0 (not ``& 0x7fffffff``, the
+    producer partitioner's ``toPositive``: the two differ for every negative hash)."""
     data = group.encode("utf-16-be")  # Java's chars: UTF-16 code units
     h = 0
     for (unit,) in struct.iter_unpack(">H", data):
         h = (31 * h + unit) & 0xFFFFFFFF
-    return (h & 0x7FFFFFFF) % partitions
+    signed = h - (1 << 32) if h & 0x80000000 else h
+    return (0 if signed == -(1 << 31) else abs(signed)) % partitions
 #: what a request to a broker can end in besides an answer (TimeoutError is an OSError)
 _PROBLEMS = (OSError, asyncio.IncompleteReadError, WireError, struct.error)
 
