@@ -156,8 +156,45 @@ def assert_copy_released_into_an_abort(run_dir: Path, accepted: bool,
     return answer
 
 
-ALL_BUGS = {"KAFKA-14402", "KAFKA-17754", "KAFKA-17754 (b)"}
-ALL_CLUSTERS = {"3.5.2", "4.1.1", "4.1.1+transaction.version=0"}
+def assert_late_offset_commit(run_dir: Path, accepted: bool, client: str = "") -> dict:
+    """KAFKA-15449's order, from the run's nemesis history: one copy of the copier's
+    TxnOffsetCommit of a transaction meant to abort held; the Produce answer of a later
+    transaction of the copier meant to commit (``trigger``); the abort marker of the held
+    request's producer id and epoch seen in the group's ``__consumer_offsets`` partition;
+    released by that marker; answered without error on the affected combination, refused
+    INVALID_TXN_STATE (48) on the fixed one; the copier's requests held back meanwhile let
+    through only after that answer. Returns the copy's answer."""
+    events = hold_events(run_dir)
+    where = {(op["f"], op["detail"]["hold"]): i for i, op in enumerate(events)}
+    copies = [op["detail"] for op in events if op["f"] == "hold"
+              and op["detail"].get("client_view") == "copy"]
+    assert len(copies) == 1, f"one copy held: {copies}"
+    (held,) = copies
+    n, request = held["hold"], held["request"]
+    assert (request["api"], request.get("records_abort")) == ("TxnOffsetCommit", True), request
+    assert ("marker", n) in where, f"no abort marker seen: the copy went unforced {events}"
+    assert where[("hold", n)] < where[("trigger", n)] < where[("marker", n)] < \
+        where[("release", n)] < where[("answer", n)], events
+    trigger = events[where[("trigger", n)]]["detail"]["trigger"]
+    assert (trigger["api"], trigger["transactional_id"], trigger.get("records_abort")) == \
+        ("Produce", request["transactional_id"], False), trigger
+    marker = events[where[("marker", n)]]["detail"]["marker"]
+    assert (marker["topic"], marker["marker"], marker["producer_id"],
+            marker["producer_epoch"]) == ("__consumer_offsets", "abort",
+                                          request["producer_id"], request["producer_epoch"])
+    release = events[where[("release", n)]]["detail"]
+    assert release["reason"].startswith("abort marker at offset"), release
+    answer = events[where[("answer", n)]]["detail"]["response"]
+    assert answer.get("error_code") == (0 if accepted else 48), answer
+    answered = where[("answer", n)]
+    for i, op in enumerate(events):  # the gate's requests went on after the answer only
+        if op["f"] == "release" and op["detail"]["hold"] != n:
+            assert i > answered, (op, events)
+    return answer
+
+
+ALL_BUGS = {"KAFKA-14402", "KAFKA-17754", "KAFKA-17754 (b)", "KAFKA-15449"}
+ALL_CLUSTERS = {"3.5.2", "3.6.2", "4.1.1", "4.1.1+transaction.version=0"}
 
 
 def check_whole_grid(grid: dict, said: str = "", bugs: set = ALL_BUGS,
@@ -179,7 +216,8 @@ def check_whole_grid(grid: dict, said: str = "", bugs: set = ALL_BUGS,
     for row in grid["rows"]:
         client = row["client"]
         check = {"KAFKA-17754 (b)": assert_next_transaction_release,
-                 "KAFKA-17754": assert_copy_released_into_an_abort}.get(row["bug"])
+                 "KAFKA-17754": assert_copy_released_into_an_abort,
+                 "KAFKA-15449": assert_late_offset_commit}.get(row["bug"])
         for run in row["runs"] if check else ():
             check(Path(run), row["status"] == "affected", client)
 
