@@ -145,7 +145,7 @@ def pytest_configure(config):
 #: so a long file collected last leaves the other worker idle until it ends. Run first,
 #: the short files fill in behind them. Tests inside a file keep their order.
 LONGEST_FIRST = (
-    "pipelines/test_pipelines.py",           # the restart run, ~360 (make test-runs)
+    "pipelines/test_pipelines.py",           # the restart run, ~230 (make test-runs)
     "pipelines/test_executor_loss.py",       # ~240 (make test-runs)
     "judge/test_selftest_runs.py",           # 295
     "pipelines/test_retention_loss.py",      # ~160 (make test-runs)
@@ -157,7 +157,7 @@ LONGEST_FIRST = (
     "orchestration/test_secured_cluster.py",  # 111 (make test-runs)
     "orchestration/test_exposure_run.py",    # 109 (make test-runs)
     "orchestration/test_known_bug_run.py",   # 105 (make test-runs)
-    "pipelines/test_triggers.py",            # ~100 (make test-runs)
+    "pipelines/test_triggers.py",            # ~75 (make test-runs)
     "harness/test_broker_versions.py",       # 93
 )
 
