@@ -193,8 +193,40 @@ def assert_late_offset_commit(run_dir: Path, accepted: bool, client: str = "") -
     return answer
 
 
-ALL_BUGS = {"KAFKA-14402", "KAFKA-17754", "KAFKA-17754 (b)", "KAFKA-15449"}
-ALL_CLUSTERS = {"3.5.2", "3.6.2", "4.1.1", "4.1.1+transaction.version=0"}
+def assert_marker_copy_into_the_next_transaction(run_dir: Path, accepted: bool,
+                                                 client: str = "") -> dict:
+    """KAFKA-19446's order, from the run's nemesis history: a copy of the coordinator's
+    WriteTxnMarkers(commit) to partition 0's leader held (on the replication path);
+    released by the answer without error of a Produce of the same producer id and epoch
+    whose records say their transaction is meant to abort (the next transaction, not a
+    timer: copies released into one meant to commit go at their 5-s bound, refused on
+    both versions, and another copy is held); the leader took it as that transaction's
+    marker on the affected row (error 0), refused it on the fixed one
+    (INVALID_PRODUCER_EPOCH, 47). Returns that copy's answer."""
+    events = hold_events(run_dir)
+    where = {(op["f"], op["detail"]["hold"]): i for i, op in enumerate(events)}
+    released = [events[where[("release", op["detail"]["hold"])]]["detail"] for op in events
+                if op["f"] == "hold" and op["detail"]["request"]["api"] == "WriteTxnMarkers"
+                and op["detail"].get("client_view") == "copy"
+                and ("release", op["detail"]["hold"]) in where
+                and _of_client(op["detail"]["request"], client)]
+    forced = [r for r in released if r["reason"] == "Produce response"]
+    assert len(forced) == 1, f"one copy released by the next transaction's write: {events}"
+    (release,) = forced
+    n, request, trigger = release["hold"], release["request"], release["trigger"]
+    assert request["committed"] is True, request
+    assert where[("hold", n)] < where[("release", n)] < where[("answer", n)], events
+    assert (trigger["producer_id"], trigger["producer_epoch"], trigger["records_abort"],
+            trigger["error_code"]) == (request["producer_id"], request["producer_epoch"],
+                                       True, 0), trigger
+    answer = events[where[("answer", n)]]["detail"]["response"]
+    errors = {error for _, _, error in answer["markers"]}
+    assert errors == ({0} if accepted else {47}), answer
+    return answer
+
+
+ALL_BUGS = {"KAFKA-14402", "KAFKA-17754", "KAFKA-17754 (b)", "KAFKA-15449", "KAFKA-19446"}
+ALL_CLUSTERS = {"3.5.2", "3.6.2", "4.1.1", "4.1.1+transaction.version=0", "4.2.0"}
 
 
 def check_whole_grid(grid: dict, said: str = "", bugs: set = ALL_BUGS,
@@ -217,7 +249,8 @@ def check_whole_grid(grid: dict, said: str = "", bugs: set = ALL_BUGS,
         client = row["client"]
         check = {"KAFKA-17754 (b)": assert_next_transaction_release,
                  "KAFKA-17754": assert_copy_released_into_an_abort,
-                 "KAFKA-15449": assert_late_offset_commit}.get(row["bug"])
+                 "KAFKA-15449": assert_late_offset_commit,
+                 "KAFKA-19446": assert_marker_copy_into_the_next_transaction}.get(row["bug"])
         for run in row["runs"] if check else ():
             check(Path(run), row["status"] == "affected", client)
 
