@@ -8,26 +8,20 @@ Two sources, both plain files:
   checkpoint offsets log: position semantics, last + 1, so it reaches the log end even when
   the last offsets are transaction markers or aborted records) and the highest offset
   actually written;
-- the **checkpoint** itself: ``offsets/<N>`` is written before batch N runs, ``commits/<N>``
-  after the sink returned, so an offsets entry without a commit is a batch Spark will
-  re-run with the same id and range after a restart.
+- the **checkpoint** itself, read by :mod:`verifier.rundata.checkpoint`.
 """
 
 from __future__ import annotations
 
-import json
 import time
 from dataclasses import dataclass
 from pathlib import Path
 
-from verifier.rundata.errors import UsageError
+from verifier.rundata.checkpoint import Offsets
 from verifier.rundata.formats import check_header, header, read_json, write_json_atomic
 from verifier.rundata.layout import layout
 
 PROGRESS_FORMAT = "observer-progress"
-
-#: {(topic, partition): offset}
-Offsets = dict[tuple[str, int], int]
 
 
 def progress_path(run_dir: Path, isolation: str) -> Path:
@@ -81,44 +75,6 @@ def read_progress(run_dir: Path, isolation: str) -> Progress | None:
 
 def now_ms() -> int:
     return int(time.time() * 1000)
-
-
-# --- the checkpoint ----------------------------------------------------------------
-
-
-def _batch_ids(folder: Path) -> list[int]:
-    if not folder.is_dir():
-        return []
-    return sorted(int(p.name) for p in folder.iterdir() if p.name.isdigit())
-
-
-def offset_log_batches(checkpoint: Path) -> list[int]:
-    """Batch ids with a planned range (``offsets/<N>``)."""
-    return _batch_ids(Path(checkpoint) / "offsets")
-
-
-def commit_log_batches(checkpoint: Path) -> list[int]:
-    """Batch ids whose sink returned and Spark committed (``commits/<N>``)."""
-    return _batch_ids(Path(checkpoint) / "commits")
-
-
-def planned_end_offsets(checkpoint: Path, batch: int) -> Offsets:
-    """Batch ``batch``'s end offsets (exclusive) from ``offsets/<batch>``.
-
-    The file is ``v1``, a metadata line, then one JSON line per source; the observer's
-    queries have exactly one Kafka source: ``{"topic": {"0": next_offset, ...}}``.
-    """
-    path = Path(checkpoint) / "offsets" / str(batch)
-    lines = path.read_text().splitlines()
-    if len(lines) < 3 or lines[0] != "v1":
-        raise UsageError(f"{path}: not a version 1 offsets log entry with one source")
-    return _flatten(json.loads(lines[2]))
-
-
-def uncommitted_batches(checkpoint: Path) -> list[int]:
-    """Planned batches without a commit: what a restart will re-run (same id and range)."""
-    committed = set(commit_log_batches(checkpoint))
-    return [b for b in offset_log_batches(checkpoint) if b not in committed]
 
 
 def _nest(offsets: Offsets) -> dict[str, dict[str, int]]:

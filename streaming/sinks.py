@@ -29,7 +29,8 @@ import pyarrow as pa
 
 from streaming.decode import decode_batch
 from streaming.observations import SCHEMA, output_dir, write_table_atomic
-from streaming.progress import Offsets, Progress, now_ms, planned_end_offsets, write_progress
+from streaming.progress import Progress, now_ms, write_progress
+from verifier.rundata.checkpoint import Offsets, planned_end_offsets
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

@@ -17,14 +17,12 @@ one, is kept as evidence, and so are the checkpoints' planned batches.
 
 from __future__ import annotations
 
-import json
-
 import pyarrow as pa
 from kafka import KafkaConsumer, TopicPartition
 
 from streaming.observations import decode_row
 from streaming.pipelines.contract import HEADER_BATCH, HEADER_TASK
-from streaming.progress import commit_log_batches, offset_log_batches, planned_end_offsets
+from verifier.rundata.checkpoint import planned_batches
 from verifier.rundata.pipelines import OUTPUT_SCHEMA, PipelineLayout
 from verifier.rundata.waiting import wait_until
 
@@ -145,20 +143,16 @@ def read_topic_records(bootstrap_servers: str, topic: str, timeout: float = 120,
 
 def checkpoint_batches(where: PipelineLayout) -> list[dict]:
     """Every planned batch of every checkpoint the pipeline had (lost ones first): its
-    generation, id, end offsets (``"topic-partition": next offset``), committed or not."""
+    generation, id, end offsets (``"topic-partition": next offset``), committed or not.
+    An entry a killed driver left half-written is left out."""
     out = []
-    gens = [*where.lost_checkpoints(), where.checkpoint]
-    for gen, ckpt in enumerate(gens):
-        if not (ckpt / "offsets").is_dir():
-            continue
-        committed = set(commit_log_batches(ckpt))
-        for b in offset_log_batches(ckpt):
-            try:
-                ends = planned_end_offsets(ckpt, b)
-            except (OSError, ValueError, json.JSONDecodeError):
-                continue  # a half-written entry of a killed driver
-            out.append({"generation": gen, "batch": b, "committed": b in committed,
-                        "end": {f"{t}-{p}": o for (t, p), o in sorted(ends.items())}})
+    for gen, ckpt in enumerate(where.checkpoints()):
+        for b in planned_batches(ckpt):
+            if b.ends is None:
+                continue
+            out.append({"generation": gen, "batch": b.batch,
+                        "committed": b.committed_ms is not None,
+                        "end": {f"{t}-{p}": o for (t, p), o in sorted(b.ends.items())}})
     return out
 
 

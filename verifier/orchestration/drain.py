@@ -38,8 +38,9 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from streaming.progress import Offsets, checkpoint_dir, offset_log_batches, read_progress
+from streaming.progress import checkpoint_dir, read_progress
 from verifier.harness.topics import end_offsets, log_start_offsets
+from verifier.rundata.checkpoint import Offsets, offset_log_batches
 from verifier.rundata.errors import WaitTimeout
 from verifier.rundata.formats import header, read_json, write_json_atomic
 from verifier.rundata.layout import layout

@@ -17,6 +17,12 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from verifier.harness.procs import ManagedProcess, ProcessError
+from verifier.rundata.checkpoint import (
+    batch_in_flight,
+    committed_end_offsets,
+    offset_log_batches,
+    planned_end_offsets,
+)
 from verifier.rundata.errors import UsageError, VerifierError
 from verifier.rundata.formats import read_json
 from verifier.rundata.layout import RunLayout
@@ -194,20 +200,12 @@ class PipelineProcess(ManagedProcess):
     def batch_in_flight(self) -> bool:
         """A batch planned in the checkpoint (offsets/N) and not committed (no commits/N):
         a driver killed now re-runs it after its restart."""
-        def last(folder: str) -> int:
-            try:
-                return max((int(p.name) for p in (self.checkpoint / folder).iterdir()
-                            if p.name.isdigit()), default=-1)
-            except FileNotFoundError:
-                return -1
-        return last("offsets") > last("commits")
+        return batch_in_flight(self.checkpoint)
 
     def batch_offsets(self, batch: int) -> int | None:
         """How many offsets batch ``batch`` planned to read (records, and transaction
         markers at read_committed), from its checkpoint's offsets log; None if unknown.
         Batch 0 reads from offset 0: the run's topics are created fresh."""
-        from streaming.progress import planned_end_offsets
-
         try:
             end = planned_end_offsets(self.checkpoint, batch)
             begin = planned_end_offsets(self.checkpoint, batch - 1) if batch > 0 else {}
@@ -262,12 +260,7 @@ def stopped(proc: PipelineProcess) -> bool:
 
 def committed_position(where: PipelineLayout) -> dict[str, int]:
     """The live checkpoint's committed end offset per ``"topic-partition"``."""
-    from streaming.progress import commit_log_batches, planned_end_offsets
-
-    committed = commit_log_batches(where.checkpoint) if where.checkpoint.is_dir() else []
-    if not committed:
-        return {}
-    ends = planned_end_offsets(where.checkpoint, max(committed))
+    ends = committed_end_offsets(where.checkpoint)
     return {f"{t}-{p}": o for (t, p), o in ends.items()}
 
 
@@ -279,7 +272,6 @@ def drain(run_dir: Path, procs: list[PipelineProcess], entries: dict,
     observer's drain does (verifier.orchestration.drain: stall window and cap)."""
     import time
 
-    from streaming.progress import offset_log_batches
     from verifier.orchestration.drain import CAP_FACTOR, Movement, decide, stall_for
 
     try:

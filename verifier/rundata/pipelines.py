@@ -38,14 +38,6 @@ OUTPUT_SCHEMA = pa.schema([
     ("task", pa.string()),
 ])  # fmt: skip
 
-#: column labels of pipelines: "pipeline:<name>" (never a producer mode)
-LABEL_PREFIX = "pipeline:"
-
-
-def label(name: str) -> str:
-    return LABEL_PREFIX + name
-
-
 @dataclass(frozen=True)
 class PipelineLayout:
     """The paths of one pipeline of a run. Building one touches nothing on disk."""
@@ -65,6 +57,11 @@ class PipelineLayout:
         """Checkpoints taken away by the checkpoint-lost fault, oldest first."""
         found = self.root.glob("checkpoint.lost-*") if self.root.is_dir() else []
         return sorted(found, key=lambda p: int(p.name.rsplit("-", 1)[1]))
+
+    def checkpoints(self) -> list[Path]:
+        """Every checkpoint the pipeline had, in the order it used them: the lost ones,
+        then the live one (each a generation of its batches)."""
+        return [*self.lost_checkpoints(), self.checkpoint]
 
     def next_lost_checkpoint(self) -> Path:
         return self.root / f"checkpoint.lost-{len(self.lost_checkpoints())}"
@@ -121,5 +118,5 @@ def read_readback(where: PipelineLayout) -> tuple[pa.Table, dict]:
     return rows, info
 
 
-__all__ = ["LABEL_PREFIX", "OUTPUT_SCHEMA", "READBACK_FORMAT", "PipelineLayout", "label",
-           "read_readback", "write_readback"]
+__all__ = ["OUTPUT_SCHEMA", "READBACK_FORMAT", "PipelineLayout", "read_readback",
+           "write_readback"]

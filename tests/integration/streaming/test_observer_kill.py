@@ -16,12 +16,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from streaming.live import batch_of, final, observation_files, read_summary
-from streaming.progress import (
-    checkpoint_dir,
-    planned_end_offsets,
-    read_progress,
-    uncommitted_batches,
-)
+from streaming.progress import checkpoint_dir, read_progress
 from streaming.sinks import batch_files
 from tests.integration.streaming.conftest import (
     Written,
@@ -37,6 +32,7 @@ from verifier.harness.topics import create_topics
 from verifier.judge.definitions.stream import LiveChecks
 from verifier.judge.model import ABORTED_READ, DUP_DELIVERY
 from verifier.orchestration.drain import drain
+from verifier.rundata.checkpoint import planned_end_offsets, uncommitted_batches
 from verifier.rundata.waiting import wait_until
 
 pytestmark = pytest.mark.integration

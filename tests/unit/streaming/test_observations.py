@@ -13,13 +13,7 @@ from streaming.observations import (
     read_observations,
     write_format_file,
 )
-from streaming.progress import (
-    Progress,
-    planned_end_offsets,
-    read_progress,
-    uncommitted_batches,
-    write_progress,
-)
+from streaming.progress import Progress, read_progress, write_progress
 from streaming.sinks import BatchSink, batch_files, rows_in
 from verifier.rundata.formats import RunFormatError
 from verifier.rundata.records import RecordIdentity, encode_value
@@ -69,12 +63,6 @@ def _checkpoint(tmp_path, planned: dict[int, dict], committed: list[int]):
     for batch in committed:
         (ckpt / "commits" / str(batch)).write_text('v1\n{"nextBatchWatermarkMs":0}')
     return ckpt
-
-
-def test_checkpoint_offsets_and_uncommitted_batches(tmp_path):
-    ckpt = _checkpoint(tmp_path, {0: {"t": {"0": 5, "1": 3}}, 1: {"t": {"0": 9, "1": 3}}}, [0])
-    assert planned_end_offsets(ckpt, 1) == {("t", 0): 9, ("t", 1): 3}
-    assert uncommitted_batches(ckpt) == [1]
 
 
 def test_progress_round_trip(tmp_path):
