@@ -79,7 +79,8 @@ def bare(bs: str, topic: str, spec: str, folder: Path) -> float:
 def with_tool(bs: str, topic: str, run_id: str, spec: str, folder: Path) -> tuple[float, float]:
     """(seconds from query start to drained, seconds from drain to verdict)."""
     from verifier.judge.pipeline import PipelineSpec, judge, read_input_log
-    from verifier.rundata.pipelines import label, read_readback
+    from verifier.rundata.columns import pipeline_column
+    from verifier.rundata.pipelines import read_readback
 
     run = folder / "run"
     run.mkdir(parents=True)
@@ -111,7 +112,7 @@ def with_tool(bs: str, topic: str, run_id: str, spec: str, folder: Path) -> tupl
         stop([proc])
         rows, info = read_readback(proc.where)
         read_all(bs, [topic], run_id, run)
-        spec_ = PipelineSpec("p", label("p"), "pipeline/exactly-once", "read_committed")
+        spec_ = PipelineSpec("p", pipeline_column("p"), "pipeline/exactly-once", "read_committed")
         outcome, _ = judge(spec_, read_input_log(run, "read_committed"), rows,
                            info["batches"], ends, run_id)
         verdict = time.monotonic() - t0

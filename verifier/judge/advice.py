@@ -14,6 +14,7 @@ from typing import Any
 
 from verifier.judge import advice_rules as R
 from verifier.judge.expectations import FORBIDDEN, expectation
+from verifier.rundata.columns import column_name
 from verifier.rundata.vocab import (
     ABORTED_READ,
     DUP_CROSS,
@@ -239,7 +240,7 @@ def _guarantee(kind: str, eff: Mapping[str, Any], kinds: set[str],
             parts.append("can skip records")
         if DUP_DELIVERY in kinds:
             parts.append("can deliver records twice")
-        return f"transactional@{iso}", "; ".join(parts)
+        return column_name("transactional", "transactional", iso), "; ".join(parts)
     for mode in PRODUCER_MODES:
         if mode == "transactional" and not eff.get("transactional.id"):
             continue

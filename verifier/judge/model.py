@@ -14,6 +14,7 @@ if TYPE_CHECKING:
     import pyarrow as pa
     from pyspark.sql import Column, DataFrame
 
+from verifier.rundata.columns import report_modes
 from verifier.rundata.vocab import (  # noqa: F401 - re-exported for the checks
     ABORTED_READ,
     DUP_CROSS,
@@ -31,7 +32,7 @@ from verifier.rundata.vocab import (  # noqa: F401 - re-exported for the checks
     TORN,
     UNSEEN,
 )
-from verifier.rundata.vocab import MODES as PRESET_MODES
+from verifier.rundata.vocab import MODES as PRESET_MODES  # noqa: F401 - re-exported
 
 #: (name, Spark type) of an anomaly row; offsets holds every offset involved
 ANOMALY_COLUMNS: tuple[tuple[str, str], ...] = (
@@ -96,9 +97,7 @@ class RunConfig:
 
     def modes(self) -> list[str]:
         """Mode labels, presets first in their canonical order, then user labels."""
-        labels = {p.mode for p in self.producers.values()}
-        presets = [m for m in PRESET_MODES if m in labels]
-        return presets + sorted(labels - set(presets))
+        return report_modes(p.mode for p in self.producers.values())
 
     def expect_of(self, mode: str) -> str:
         return next(p.expect for p in self.producers.values() if p.mode == mode)

@@ -150,7 +150,7 @@ def judge(spec: PipelineSpec, log: pa.Table, out: pa.Table, batches: list[dict],
                              "producer wrote it and the observer read it")
         found[kind].append(_row(spec, kind, topic, ident, offset,
                                 {**ev, "position": position.get(tp)}))
-    outcome = CheckOutcome(f"pipeline:{spec.name}", KINDS)
+    outcome = CheckOutcome(spec.label, KINDS)
     for kind, rows in found.items():
         if rows:
             rows.sort(key=lambda r: (r.get("topic", ""), r.get("partition", -1),
@@ -223,7 +223,7 @@ def judge_run(run_dir, config, drain, cap: int = 20) -> tuple[list[CheckOutcome]
             outcome.stopped = info.get("query_error")
             counts[spec.label] = c
         except Exception as exc:  # noqa: BLE001 - a check that cannot run is UNKNOWN
-            outcome = CheckOutcome(f"pipeline:{spec.name}", KINDS, error=traceback.format_exc(),
+            outcome = CheckOutcome(spec.label, KINDS, error=traceback.format_exc(),
                                    summary=f"{type(exc).__name__}: {exc}"[:300])
         outcome.seconds = time.perf_counter() - start
         outcomes.append(outcome)

@@ -199,7 +199,7 @@ def apply_exposure(doc: dict, exposure: dict[str, dict]) -> None:
 def _concerns(op: dict, config) -> str | None:
     """The column mode a fault on a process concerns (a producer's, a pipeline's); None
     for every other fault (brokers, the network, the observer, every client)."""
-    from verifier.rundata.pipelines import label
+    from verifier.rundata.columns import pipeline_column
 
     name = (op.get("target") or {}).get("process")
     if not isinstance(name, str):
@@ -209,7 +209,7 @@ def _concerns(op: dict, config) -> str | None:
     if name in config.producers:
         return config.producers[name].mode
     if name.startswith("pipeline/"):
-        return label(name.removeprefix("pipeline/"))
+        return pipeline_column(name.removeprefix("pipeline/"))
     return None
 
 

@@ -20,6 +20,7 @@ from verifier.judge.model import (
     ISOLATIONS,
     REORDER,
 )  # fmt: skip
+from verifier.rundata.columns import column_name
 from verifier.rundata.layout import RunLayout
 
 #: the progress line's short names (those of the verdict grid)
@@ -61,8 +62,7 @@ def judge_counts(summaries: dict, producers: list, sink: str) -> list[ColumnCoun
     by the expectation table."""
     cols: dict[str, ColumnCounts] = {}
     for p in producers:
-        names = ({iso: f"{p.mode}@{'rc' if iso == ISOLATIONS[0] else 'ru'}" for iso in ISOLATIONS}
-                 if p.expect == "transactional" else dict.fromkeys(ISOLATIONS, p.mode))
+        names = {iso: column_name(p.mode, p.expect, iso, short=True) for iso in ISOLATIONS}
         for name in names.values():
             cols.setdefault(name, ColumnCounts(name))
         for iso, summary in summaries.items():

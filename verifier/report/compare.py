@@ -9,11 +9,9 @@ Built from the per-run verdict documents the matrix holds under ``runs`` (the gr
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from verifier.judge.verdict import VERDICT_ORDER, repeated_outcomes, tally, worst_of
-from verifier.rundata.formats import RunFormatError, read_json
-from verifier.rundata.layout import RunLayout
+from verifier.rundata.columns import is_pipeline_column
+from verifier.rundata.plan import plan_of
 from verifier.rundata.vocab import (
     ABORTED_READ,
     DUP_CROSS,
@@ -262,15 +260,12 @@ def fault_kinds(doc: dict) -> list[str]:
 def workload(doc: dict) -> dict:
     """The run's workload from its config.json (``{}`` when unreadable), with the number
     of its generators (``producers``)."""
-    if not doc.get("run_dir"):
+    plan = plan_of(doc["run_dir"]) if doc.get("run_dir") else None
+    if plan is None:
         return {}
-    try:
-        config = read_json(RunLayout(Path(doc["run_dir"])).config, "run-config")
-        work = dict(config.get("workload") or {})
-    except (RunFormatError, OSError, AttributeError):
-        return {}
-    if config.get("producers"):  # a pipeline's request is every generator's
-        work["producers"] = len(config["producers"])
+    work = dict(plan.workload)
+    if plan.producers:  # a pipeline's request is every generator's
+        work["producers"] = len(plan.producers)
     return work
 
 
@@ -285,7 +280,7 @@ def load_of(doc: dict, col: dict, work: dict | None = None) -> dict | None:
     if sent is None or not seconds:
         return None
     rate = work.get("rate")
-    if rate and str(col.get("name", "")).startswith("pipeline:"):
+    if rate and is_pipeline_column(col.get("name", "")):
         rate *= work.get("producers") or 1
     return {"sent": sent, "seconds": seconds, "rate": sent / seconds,
             "requested_rate": rate, "requested": round(rate * seconds) if rate else None}
