@@ -24,7 +24,7 @@ from typing import Any
 import orjson
 
 from verifier.rundata.errors import UsageError
-from verifier.rundata.formats import RunFormatError, read_json, write_json
+from verifier.rundata.formats import RunFormatError, check_header, read_json, write_json
 
 #: kafka-python settings whose values are secrets: redacted whenever printed or written
 SECRET_KWARGS = frozenset({"sasl_plain_password", "ssl_password", "sasl_oauth_token_provider"})
@@ -181,6 +181,40 @@ class RunPlan:
         """The environment entries every child of this run needs (the secrets)."""
         return secrets_env(self.all_settings())
 
+    @property
+    def kafka_version(self) -> str | None:
+        """The broker release the run ran on (``external`` for a user's cluster); None
+        for a run recorded before versions were."""
+        return self.extra.get("kafka_version")
+
+    @property
+    def scenario_spec(self) -> dict:
+        """The scenario as run (its faults, ``connections`` thresholds); {} when the run
+        was recorded before it was written."""
+        return dict(self.extra.get("scenario_spec") or {})
+
+    @property
+    def pipelines(self) -> dict[str, dict]:
+        """The pipelines under test: name -> entry (spec, guarantee, isolation,
+        output_topic, hold_ms, ...: :mod:`verifier.rundata.pipelines`)."""
+        return dict(self.extra.get("pipelines") or {})
+
+    def clients(self) -> list[str]:
+        """The generators' clients with their versions (``java 4.1.1``), sorted; a run
+        recorded before clients were named ran kafka-python."""
+        return sorted({f"{p.client} {p.client_version}" if p.client_version else p.client
+                       for p in self.producers.values()})
+
+    def client_ids(self) -> dict[str, str]:
+        """client id -> pid, for the producers whose own settings name their client id
+        (a user's ``client.id``); the others are the generator's default."""
+        out = {}
+        for pid, p in self.producers.items():
+            cid = p.overrides.get("client_id") or p.overrides.get("client.id")
+            if isinstance(cid, str) and cid:
+                out[cid] = pid
+        return out
+
     def to_json(self) -> dict:
         return {
             **self.extra,
@@ -202,9 +236,36 @@ _KNOWN = {"format", "version", "run", "scenario", "profile", "seed", "sink", "en
 
 
 def read_plan(path: Path) -> RunPlan:
-    """A plan written by :meth:`RunPlan.write` (secrets still redacted)."""
+    """A plan written by :meth:`RunPlan.write` (secrets still redacted): the one parser
+    of ``config.json``; :class:`RunFormatError` when it is missing or not a plan."""
     path = Path(path)
-    doc = read_json(path, "run-config")
+    return plan_from_json(read_plan_json(path), path)
+
+
+def read_plan_json(path: Path) -> dict:
+    """``config.json``'s document as written (its header checked): for the self-test,
+    which copies a run folder, edits the copy's plan (a mutation adds a producer) and
+    writes it back; every other reader wants :func:`read_plan`."""
+    return read_json(Path(path), "run-config")
+
+
+def plan_of(run_dir: Path | str) -> RunPlan | None:
+    """The plan of a run folder, or None when it has none or it does not parse: for the
+    readers that can do without it (a report's extra line, a fault's label)."""
+    from verifier.rundata.layout import layout
+
+    try:
+        return read_plan(layout(run_dir).config)
+    except (RunFormatError, OSError):
+        return None
+
+
+def plan_from_json(doc: Mapping[str, Any], path: Path | str = "config.json") -> RunPlan:
+    """A plan from its JSON document (``config.json``'s content, header included);
+    ``path`` names it in errors. A recorded run may lack ``bootstrap_servers`` (the
+    judge does not need it; every child is handed a plan that has it)."""
+    path = Path(path)
+    check_header(path, doc, "run-config")
     try:
         producers = {
             pid: PlannedProducer(pid=pid, mode=str(p["mode"]), expect=str(p.get("expect",
@@ -220,7 +281,7 @@ def read_plan(path: Path) -> RunPlan:
         return RunPlan(
             run=str(doc["run"]), scenario=str(doc.get("scenario", "unnamed")),
             seed=int(doc.get("seed") or 0), sink=str(doc.get("sink", "exactly-once")),
-            bootstrap_servers=str(doc["bootstrap_servers"]), producers=producers,
+            bootstrap_servers=str(doc.get("bootstrap_servers") or ""), producers=producers,
             workload=dict(doc.get("workload") or {}),
             security=dict(doc.get("security") or {}), spark_master=doc.get("spark_master"),
             environment=str(doc.get("environment", "local")),

@@ -16,10 +16,12 @@ from pathlib import Path
 import pyarrow as pa
 
 from verifier.judge.model import ISOLATIONS, Drain, ProducerSpec, RunConfig, RunData
+from verifier.rundata.columns import pipeline_column
 from verifier.rundata.formats import RunFormatError, read_json
 from verifier.rundata.history import read_histories
 from verifier.rundata.layout import RunLayout
 from verifier.rundata.nemesis import read_nemesis
+from verifier.rundata.plan import RunPlan, read_plan
 from verifier.rundata.startfail import describe, read_start_failures
 
 #: observation columns and the Spark type each is cast to
@@ -76,25 +78,27 @@ def load_run(spark, run_dir: Path | str, files: RunFiles | None = None) -> RunDa
 
 
 def load_config(path: Path) -> RunConfig:
-    """config.json: run id, scenario, sink and the producers with their modes."""
-    doc = read_json(path, "run-config")
-    try:
-        producers = {}
-        for pid, spec in doc["producers"].items():
-            mode = str(spec["mode"])
-            producers[pid] = ProducerSpec(
-                pid=pid, mode=mode, expect=str(spec.get("expect", mode)), topic=str(spec["topic"]),
-                input_topic=spec.get("input_topic"),
-            )
-        config = RunConfig(
-            run=str(doc["run"]), scenario=str(doc.get("scenario", "unnamed")),
-            sink=str(doc.get("sink", "exactly-once")), producers=producers, seed=doc.get("seed"),
-            pipelines=pipeline_specs(doc.get("pipelines") or {}),
-        )  # fmt: skip
-    except (KeyError, TypeError, AttributeError) as exc:
-        raise RunFormatError(path, f"missing or bad field: {exc}") from None
+    """config.json as the judge reads it: the plan (:func:`verifier.rundata.plan.read_plan`,
+    the one parser) seen through :func:`config_of`."""
+    return config_of(read_plan(path), path)
+
+
+def config_of(plan: RunPlan, path: Path | str = "config.json") -> RunConfig:
+    """The judge's view of a plan (run id, scenario, sink, the producers with their modes,
+    the pipelines with their expectation rows), checked: every mode and sink one the
+    expectation table knows. The one place a :class:`RunConfig` is made from a plan."""
     from verifier.judge.expectations import PRESETS, SINKS
 
+    path = Path(path)
+    producers = {pid: ProducerSpec(pid=pid, mode=p.mode, expect=p.expect, topic=p.topic,
+                                   input_topic=p.input_topic)
+                 for pid, p in plan.producers.items()}
+    try:
+        pipelines = pipeline_specs(plan.pipelines)
+    except (KeyError, TypeError, AttributeError) as exc:
+        raise RunFormatError(path, f"missing or bad field: {exc}") from None
+    config = RunConfig(run=plan.run, scenario=plan.scenario, sink=plan.sink,
+                       producers=producers, seed=plan.seed, pipelines=pipelines)
     for p in producers.values():
         if p.expect not in PRESETS:
             raise RunFormatError(path, f"producer {p.pid}: unknown mode {p.expect!r}")
@@ -109,13 +113,12 @@ def pipeline_specs(entries: dict) -> dict:
     """config.json ``pipelines``: name -> PipelineSpec (its column and expectation row)."""
     from verifier.judge.expectations import PIPELINE_GUARANTEES, pipeline_row
     from verifier.judge.pipeline import PipelineSpec
-    from verifier.rundata.pipelines import label
 
     out = {}
     for name, e in entries.items():
         if e.get("guarantee") not in PIPELINE_GUARANTEES:
             raise KeyError(f"pipeline {name}: guarantee {e.get('guarantee')!r}")
-        out[name] = PipelineSpec(name, label(name),
+        out[name] = PipelineSpec(name, pipeline_column(name),
                                  pipeline_row(e["guarantee"], e.get("fail_on_data_loss", True)),
                                  str(e.get("isolation", "read_committed")))
     return out

@@ -22,6 +22,7 @@ import pyarrow.parquet as pq
 
 from verifier.rundata.formats import RunFormatError
 from verifier.rundata.layout import layout
+from verifier.rundata.plan import read_plan_json
 from verifier.rundata.vocab import ISOLATIONS
 
 #: what a copy leaves out: outputs of an earlier analysis, process logs, checkpoints
@@ -47,7 +48,7 @@ class RunImage:
     @classmethod
     def load(cls, run_dir: Path | str) -> RunImage:
         lay = layout(Path(run_dir))
-        config = orjson.loads(lay.config.read_bytes())
+        config = read_plan_json(lay.config)
         histories = {}
         for path in sorted(lay.histories.glob("*.jsonl")):
             lines = []

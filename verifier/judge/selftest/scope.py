@@ -174,13 +174,14 @@ def restrict(img: RunImage, scope: Scope, meta) -> ScopedRun:
     homed there and every transaction operation, drain.json's end offsets of its
     partitions (its completion and what was behind kept whole). ``meta``: the run's
     nemesis, start failures (``checks.load.RunFiles``)."""
-    from verifier.judge.checks.load import OBSERVATION_COLUMNS, load_config, load_drain
+    from verifier.judge.checks.load import OBSERVATION_COLUMNS, config_of, load_drain
+    from verifier.rundata.plan import plan_from_json
 
+    config = config_of(plan_from_json(img.config))
     with tempfile.TemporaryDirectory(prefix="verifier-scope-") as tmp:
-        cfg, drn = Path(tmp) / "config.json", Path(tmp) / "drain.json"
-        cfg.write_bytes(orjson.dumps(img.config))
+        drn = Path(tmp) / "drain.json"
         drn.write_bytes(orjson.dumps(img.drain))
-        config, drain = load_config(cfg), load_drain(drn)
+        drain = load_drain(drn)
     keys = pa.array([f"{t}\x00{p}" for t, p in sorted(scope.parts, key=str)], pa.string())
 
     def cut(t: pa.Table) -> pa.Table:
