@@ -278,7 +278,7 @@ def main(argv: list[str] | None = None) -> int:
     stop = driver_process()
     try:
         plan = read_plan(args.plan)
-        entry = dict((plan.extra.get("pipelines") or {})[args.pipeline])
+        entry = dict(plan.pipelines[args.pipeline])
         pipeline = load_pipeline(entry["spec"], entry.get("guarantee"))
         security = plan.client_security()
     except (KeyError, VerifierError) as exc:
