@@ -251,3 +251,8 @@ class CheckOutcome:
     seconds: float = 0.0
     #: a pipeline's query that stopped with an error: Spark's message (never PASS)
     stopped: str | None = None
+    #: why a pipeline's output could not be judged (no identity in it, a reference run
+    #: that failed, a query not deterministic enough): its column is UNKNOWN with it
+    unjudged: str | None = None
+    #: what the column's oracle compared (the reference oracle's columns), for verdict.json
+    detail: dict | None = None

@@ -36,6 +36,7 @@ import pyarrow.compute as pc
 
 from verifier.judge import task_attempts
 from verifier.judge.model import DUP_DELIVERY, FOREIGN, LOST, UNSEEN, CheckOutcome, Group
+from verifier.judge.traceable import no_identity
 
 KEY = ("pid", "p", "seq", "ses", "txn", "ts_send")
 KINDS = (LOST, UNSEEN, DUP_DELIVERY, FOREIGN)
@@ -50,6 +51,13 @@ class PipelineSpec:
     label: str  # its report column's mode: "pipeline:<name>"
     expect: str  # its expectation-table row: "pipeline/<guarantee>"
     isolation: str
+    #: the pipeline file's oracle and its columns (verifier.rundata.pipeline_file)
+    oracle: str = "identity"
+    trace_column: str = "value"
+    key_columns: tuple[str, ...] = ()
+    ignore_columns: tuple[str, ...] = ()
+    #: the topics it reads when it declares its own (INPUT); empty: the run's
+    topics: tuple[str, ...] = ()
 
 
 def input_log(obs: pa.Table) -> pa.Table:
@@ -212,15 +220,27 @@ def judge_run(run_dir, config, drain, cap: int = 20) -> tuple[list[CheckOutcome]
     for spec in config.pipelines.values():
         start = time.perf_counter()
         try:
+            if spec.oracle == "reference":
+                from verifier.judge.pipeline_reference import judge_reference
+
+                outcome, c = judge_reference(run_dir, spec, cap)
+                counts[spec.label] = {"sent": _input_count(run_dir, spec), **c}
+                outcome.seconds = time.perf_counter() - start
+                outcomes.append(outcome)
+                continue
             rows, info = read_readback(PipelineLayout(run_dir, spec.name))
             ends = None
             if drain.completed:
                 key = f"end_{spec.isolation}"
                 ends = {f"{p['topic']}-{p['partition']}": int(p[key]) for p in drain.partitions}
             starts = {f"{t}-{p}": o for (t, p), o in drain.log_start.items()}
-            outcome, c = judge(spec, read_input_log(run_dir, spec.isolation), rows,
-                               info.get("batches") or [], ends, config.run, cap, starts)
+            log = _own_topics(read_input_log(run_dir, spec.isolation), spec)
+            outcome, c = judge(spec, log, rows, info.get("batches") or [], ends, config.run,
+                               cap, starts)
             outcome.stopped = info.get("query_error")
+            outcome.unjudged = no_identity(rows, spec.trace_column)
+            if outcome.unjudged:  # never "every input lost, every row foreign"
+                outcome.groups = []
             counts[spec.label] = c
         except Exception as exc:  # noqa: BLE001 - a check that cannot run is UNKNOWN
             outcome = CheckOutcome(spec.label, KINDS, error=traceback.format_exc(),
@@ -228,3 +248,18 @@ def judge_run(run_dir, config, drain, cap: int = 20) -> tuple[list[CheckOutcome]
         outcome.seconds = time.perf_counter() - start
         outcomes.append(outcome)
     return outcomes, counts
+
+
+def _own_topics(log: pa.Table, spec: PipelineSpec) -> pa.Table:
+    """The input log of the topics a pipeline reads (all the run's when it declares none)."""
+    if not spec.topics:
+        return log
+    return log.filter(pc.is_in(log["topic"], pa.array(list(spec.topics), pa.string())))
+
+
+def _input_count(run_dir, spec: PipelineSpec) -> int:
+    """Input records in the pipeline's topics at its isolation level (0: none observed)."""
+    try:
+        return _own_topics(read_input_log(run_dir, spec.isolation), spec).num_rows
+    except FileNotFoundError:
+        return 0

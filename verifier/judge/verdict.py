@@ -114,6 +114,8 @@ def _reasons_unknown(col: Column, run: RunData, outcomes, anomalies, topics) -> 
             reasons.append(f"check {o.name} crashed: {o.summary}")
         if o.stopped and o.name == col.mode:  # a pipeline's query ended with an error
             reasons.append(f"the query stopped with an error: {o.stopped}")
+        if o.unjudged and o.name == col.mode:  # e.g. an output without identities
+            reasons.append(o.unjudged)
     readers = {r for r, i in run.combos if i in col.isolations} or {OBSERVER}
     parts = run.drain.incomplete_where(topics, col.isolations, readers)
     hiding = [k for k in HIDDEN_BY_INCOMPLETE
@@ -156,11 +158,13 @@ def column_verdict(col, run, outcomes, counts, faults, cap) -> dict:
         observed += c.get(
             "observed" if len(col.isolations) > 1 else f"observed_{col.isolations[0]}", 0
         )
+    detail = next((o.detail for o in outcomes if o.detail and o.name == col.mode), None)
     return {
         "name": col.name, "mode": col.mode, "expect": col.expect,
         "isolations": list(col.isolations), "pids": pids, "topics": sorted(topics),
         "verdict": verdict, "forbidden": forbidden, "reasons": unknown,
         "counts": {**total, "observed": observed}, "anomalies": anomalies,
+        **({"oracle": detail} if detail else {}),
     }  # fmt: skip
 
 

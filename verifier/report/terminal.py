@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from verifier.judge.model import KINDS
 from verifier.report.compare import load_of, rate_text, workload
+from verifier.report.differences import difference_lines
 
 COUNT_ROWS = ("sent", "acknowledged", "indeterminate", "committed", "observed")
 LEGEND = (
@@ -120,6 +121,9 @@ def render_terminal(doc: dict) -> str:
             if r not in said:
                 said.add(r)
                 lines.append(f"{', '.join(unknown[r])}: UNKNOWN because {r}")
+        if c.get("oracle"):  # the reference oracle: the differing rows themselves
+            lines += difference_lines(c)
+            continue
         for k in c["forbidden"]:
             s = c["anomalies"][k]["sample"][:1]
             if s:

@@ -35,6 +35,7 @@ FORMATS: dict[str, int] = {
     "versions-grid": 1,       # OUT/versions.json: Kafka version x client x mode (§7)
     "known-bugs-grid": 1,     # OUT/known-bugs.json: bug x combination against its status
     "pipeline-readback": 1,   # RUN/pipelines/<name>/readback.json (§8)
+    "pipeline-reference": 1,  # RUN/pipelines/<name>/reference.json (§8, issue 46)
     "shrink": 1,              # SHRINK_OUT/shrink.json: `verifier shrink`'s report (docs/shrink.md)
 }  # fmt: skip
 

@@ -120,8 +120,18 @@ def pipeline_specs(entries: dict) -> dict:
             raise KeyError(f"pipeline {name}: guarantee {e.get('guarantee')!r}")
         out[name] = PipelineSpec(name, pipeline_column(name),
                                  pipeline_row(e["guarantee"], e.get("fail_on_data_loss", True)),
-                                 str(e.get("isolation", "read_committed")))
+                                 str(e.get("isolation", "read_committed")),
+                                 **_oracle_of(e))
     return out
+
+
+def _oracle_of(entry: dict) -> dict:
+    """A pipeline entry's oracle fields (issue 46; absent in older runs: identity)."""
+    return {"oracle": str(entry.get("oracle") or "identity"),
+            "trace_column": str(entry.get("trace_column") or "value"),
+            "key_columns": tuple(entry.get("key_columns") or ()),
+            "ignore_columns": tuple(entry.get("ignore_columns") or ()),
+            "topics": tuple(sorted((entry.get("input_topics") or {}).values()))}
 
 
 def observation_combos(folder: Path) -> list[tuple[str, str]]:
