@@ -108,6 +108,8 @@ def apply_plan(args: argparse.Namespace) -> dict:
     args.record_size = plan.workload.get("record_size")
     args.txn_size = int(plan.workload.get("txn_size", TXN_SIZE))
     args.abort_fraction = float(plan.workload.get("abort_fraction", 0.0))
+    # a pipeline file's declared topic: the user's records (producers.user_records)
+    args.user_input = (plan.extra.get("user_input") or {}).get(args.pid)
     return plan.producer_overrides(args.pid)
 
 
@@ -138,6 +140,7 @@ def spec_from_args(args: argparse.Namespace) -> GeneratorSpec:
         partitions=args.partitions, count=args.count, duration=args.duration,
         rate=args.rate, txn_size=args.txn_size, abort_fraction=args.abort_fraction,
         seed=args.seed, input_topic=args.input_topic, connect_timeout=args.connect_timeout,
+        user_input=getattr(args, "user_input", None),
     )  # fmt: skip
 
 

@@ -63,6 +63,9 @@ class Emitter:
         self._inflight_bytes = 0
         self.sent = 0
         self._identity: tuple[int, int] | None = None  # last (producer id, epoch) written
+        #: the user's records (producers.user_records.RecordMaker): their values sent,
+        #: the identity in a header; None: the tool's values
+        self.records = None
 
     def send(self, p: int, seq: int, txn: int | None = None, abort: bool = False):
         """Send record ``(pid, p, seq)``; return its future, or ``None`` if ``send()``
@@ -75,7 +78,7 @@ class Emitter:
         ``fail`` line then written)."""
         ts = now_ms()
         values = encode_values(self.run, self.pid, self.ses, idents, txn, abort, ts,
-                               self.record_size)
+                               0 if self.records else self.record_size)
         self._make_room(sum(len(v) for v in values))
         lines = [self._completion_lines(), *invoke_send_lines(self.ses, idents, txn, ts)]
         self.writer.write_raw(b"".join(lines))
@@ -83,7 +86,9 @@ class Emitter:
         parts, send, topic, key = self._parts, self.producer.send, self.topic, self.pid
         for (p, seq), value in zip(idents, values, strict=True):
             try:
-                fut = send(topic, value, f"{key}:{p}:{seq}".encode(), partition=p)
+                fut = (send(topic, value, f"{key}:{p}:{seq}".encode(), partition=p)
+                       if self.records is None else
+                       self.records.send(send, topic, p, seq, value))
             except Exception as exc:  # noqa: BLE001 - every exception is an outcome here
                 self.writer.write_raw(self._completion(p, seq, txn, None, exc, now_ms(),
                                                        "enqueue"))

@@ -57,6 +57,9 @@ class GeneratorSpec:
     seed: int = 0
     input_topic: str | None = None  # transactional copier variant
     connect_timeout: float = 30.0
+    #: a pipeline file's declared topic this generator writes (issue 46; config.json
+    #: ``user_input.<pid>``): ``{"spec", "topic", "partitions"}``; None: the tool's values
+    user_input: Mapping[str, Any] | None = None
 
     @property
     def history_path(self) -> Path:
@@ -189,11 +192,16 @@ class Session:
     def emitter(self, producer: KafkaProducer) -> Emitter:
         s = self.spec.settings
         assert self.writer is not None
-        return Emitter(producer, self.writer, topic=self.spec.topic, run=self.spec.run_id,
-                       pid=self.spec.pid, ses=self.ses, record_size=s["record_size"],
-                       buffer_memory=s["buffer_memory"], acks=s["acks"],
-                       completion_timeout_s=(s["delivery_timeout_ms"]
-                                             + s["request_timeout_ms"]) / 1000)
+        em = Emitter(producer, self.writer, topic=self.spec.topic, run=self.spec.run_id,
+                     pid=self.spec.pid, ses=self.ses, record_size=s["record_size"],
+                     buffer_memory=s["buffer_memory"], acks=s["acks"],
+                     completion_timeout_s=(s["delivery_timeout_ms"]
+                                           + s["request_timeout_ms"]) / 1000)
+        if self.spec.user_input:
+            from producers.user_records import RecordMaker
+
+            em.records = RecordMaker.from_plan(dict(self.spec.user_input))
+        return em
 
     def close_producer(self, producer: KafkaProducer, timeout_s: float) -> None:
         try:

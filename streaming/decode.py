@@ -38,6 +38,7 @@ import pyarrow.compute as pc
 import pyarrow.json as pj
 
 from streaming.jsonvalue import FIELDS, parse_value
+from verifier.rundata.pipeline_file import ID_HEADER
 from verifier.rundata.records import RECORD_FORMAT_VERSION
 
 if TYPE_CHECKING:
@@ -64,15 +65,21 @@ _ARROW = {"int": pa.int32(), "long": pa.int64(), "str": pa.string(), "bool": pa.
 
 
 def raw_rows(kafka_rows: DataFrame) -> DataFrame:
-    """The Kafka source's columns the observation rows need, undecoded (RAW_COLUMNS)."""
+    """The Kafka source's columns the observation rows need, undecoded (RAW_COLUMNS); a
+    source with headers (a run with a pipeline file's own records) gives a record's
+    ``verifier.id`` header as its value when it has one."""
     from pyspark.sql import functions as F
 
+    value = F.col("value")
+    if "headers" in kafka_rows.columns:  # a user's record: its identity in a header
+        value = F.coalesce(F.expr(f"try_element_at(filter(headers, h -> h.key = "
+                                  f"'{ID_HEADER}'), 1).value"), value)
     return kafka_rows.select(
         F.col("topic"),
         F.col("partition").cast("int").alias("partition"),
         F.col("offset").cast("long").alias("offset"),
         F.expr("unix_millis(timestamp)").alias("ts_broker"),
-        F.col("value"),
+        value.alias("value"),
     )
 
 

@@ -138,6 +138,7 @@ def _apply_plan(args: argparse.Namespace) -> dict[str, str]:
     args.bootstrap_servers, args.topics = plan.bootstrap_servers, plan.topics
     args.sink, args.spark_master = plan.sink, plan.spark_master
     args.producer_topics = {pid: p.topic for pid, p in plan.producers.items()}
+    args.user_input = bool(plan.extra.get("user_input"))
     return spark_kafka_options(plan.client_security())
 
 
@@ -164,6 +165,8 @@ def start_query(spark: SparkSession, args: argparse.Namespace, isolation: str) -
         .option("failOnDataLoss", "true")
         .option("kafkaConsumer.pollTimeoutMs", str(args.poll_timeout_ms))
         .option("maxOffsetsPerTrigger", str(args.max_offsets_per_trigger))
+        # a pipeline file's records carry their identity in a header (issue 46)
+        .option("includeHeaders", "true" if getattr(args, "user_input", False) else "false")
         .load()
     )
     return (

@@ -34,6 +34,7 @@ from streaming.observations import (
 )
 from streaming.progress import now_ms
 from verifier.rundata.errors import VerifierError
+from verifier.rundata.pipeline_file import ID_HEADER
 from verifier.rundata.plan import read_plan
 from verifier.rundata.waiting import wait_until
 
@@ -88,8 +89,17 @@ def read_isolation(bootstrap_servers: str, topics: list[str], run_id: str, isola
 def _row(run_id: str, isolation: str, message, seen: int) -> dict:
     return {"reader": "plain", "isolation": isolation, "topic": message.topic,
             "partition": message.partition, "offset": message.offset,
-            **decode_row(run_id, message.value), "ts_broker": message.timestamp,
+            **decode_row(run_id, identity_of(message)), "ts_broker": message.timestamp,
             "batch": -1, "observed_at": seen}
+
+
+def identity_of(message) -> bytes | None:
+    """What names a record: its value, or a user's record's ``verifier.id`` header (issue
+    46: the value is the user's own)."""
+    for key, value in message.headers or ():
+        if key == ID_HEADER:
+            return value
+    return message.value
 
 
 class _ChunkWriter:

@@ -29,11 +29,12 @@ import importlib.util
 import re
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from verifier.rundata.errors import UsageError
+from verifier.rundata.pipeline_file import FileContract, read_contract
 
 #: what a pipeline may claim (its expectation-table row)
 GUARANTEES = ("exactly-once", "at-least-once")
@@ -70,7 +71,9 @@ class Pipeline:
     build: Callable[[Any, Any], Any]
     guarantee: str | None  # None: the module claims nothing (then --pipeline-guarantee)
     read_output: Callable[[Any], Any] | None = None
-    value_column: str = "value"
+    value_column: str = "value"  # the identity oracle's trace column
+    #: the file's INPUT, make_record and oracle names (verifier.rundata.pipeline_file)
+    file: FileContract = field(default_factory=lambda: FileContract({}))
 
 
 def split_specs(text: str) -> list[str]:
@@ -102,9 +105,10 @@ def load_pipeline(spec: str, guarantee: str | None = None) -> Pipeline:
     read_output = getattr(module, "read_output", None)
     if read_output is not None and not callable(read_output):
         raise PipelineError(f"pipeline {spec}: read_output is not a function")
+    contract = read_contract(module, f"pipeline {spec}")
     return Pipeline(name=name, spec=spec, build=build, guarantee=claimed,
-                    read_output=read_output,
-                    value_column=str(getattr(module, "VALUE_COLUMN", "value")))
+                    read_output=read_output, value_column=contract.trace_column,
+                    file=contract)
 
 
 def _import(spec: str):
@@ -161,8 +165,11 @@ def check_writer(pipeline: Pipeline, writer) -> None:
     """Refuse, before the query starts, a writer whose output drops the value column.
 
     A ``foreachBatch`` writer is checked on the frame it is handed; what the function
-    writes is checked when its output is read back (``read_output``)."""
+    writes is checked when its output is read back (``read_output``). A pipeline judged
+    by the reference oracle keeps no identity: nothing to check."""
     columns = output_columns(writer)
+    if pipeline.file.oracle == "reference":
+        return
     if pipeline.value_column not in columns:
         raise PipelineError(
             f"pipeline {pipeline.spec}: its output drops the {pipeline.value_column!r} "

@@ -45,6 +45,7 @@ from streaming.pipelines.contract import (
     load_pipeline,
 )
 from streaming.pipelines.hold import build_with_hold, watch_source_hold
+from streaming.pipelines.reference import pipeline_source, read_back_and_compare_runs
 from streaming.security import spark_kafka_options
 from streaming.session import driver_process
 from verifier.rundata.errors import VerifierError
@@ -104,12 +105,13 @@ def session(app: str, master: str, where: PipelineLayout, entry: dict,
 
 
 def kafka_source(spark, bootstrap_servers: str, topics, isolation: str, security: dict,
-                 fail_on_data_loss: bool = True):
+                 fail_on_data_loss: bool = True, options: dict | None = None):
     """The frame a pipeline's ``build`` receives: Spark's Kafka source on the run's topics
     (lazy: nothing connects before a query starts). ``fail_on_data_loss``: the source's
-    failOnDataLoss (a scenario's ``[pipelines]`` table may run it false too)."""
+    failOnDataLoss (a scenario's ``[pipelines]`` table may run it false too); ``options``:
+    more (a declared input's headers, a reference run's batch size)."""
     return (
-        spark.readStream.format("kafka").options(**security)
+        spark.readStream.format("kafka").options(**security).options(**(options or {}))
         .option("kafka.bootstrap.servers", bootstrap_servers)
         .option("subscribe", ",".join(topics))
         .option("kafka.isolation.level", isolation)
@@ -130,9 +132,7 @@ def built_writer(spark, pipeline, source):
 
 
 def start_query(spark, pipeline, plan, entry: dict, where: PipelineLayout, security: dict):
-    source = kafka_source(spark, plan.bootstrap_servers, plan.topics,
-                          entry.get("isolation", "read_committed"), security,
-                          bool(entry.get("fail_on_data_loss", True)))
+    source = pipeline_source(spark, plan, entry, security, kafka_source)
     writer = built_writer(spark, pipeline, source)
     return (writer.queryName(f"pipeline-{pipeline.name}")
             .option("checkpointLocation", str(where.checkpoint)).start())
@@ -157,7 +157,8 @@ def check_only(spec: str, guarantee: str | None) -> int:
                         {"output_topic": "verifier.check.out"}, CHECK_BOOTSTRAP)
         try:
             built_writer(spark, pipeline, kafka_source(
-                spark, CHECK_BOOTSTRAP, ["verifier.check"], "read_committed", {}))
+                spark, CHECK_BOOTSTRAP, ["verifier.check"], "read_committed", {},
+                options={"includeHeaders": "true"} if pipeline.file.inputs else None))
         except PipelineError as exc:
             print(f"refused: {exc}", file=sys.stderr, flush=True)
             return EXIT_USAGE
@@ -170,7 +171,9 @@ def check_only(spec: str, guarantee: str | None) -> int:
                 spark.stop()
             except Exception:  # noqa: BLE001, S110 - exiting anyway
                 pass
-    print(f"pipeline {spec}: its output keeps {pipeline.value_column!r}", flush=True)
+    print(f"pipeline {spec}: " + ("judged against its fault-free run"
+                                  if pipeline.file.oracle == "reference" else
+                                  f"its output keeps {pipeline.value_column!r}"), flush=True)
     return EXIT_OK
 
 
@@ -316,7 +319,12 @@ def main(argv: list[str] | None = None) -> int:
                 query.stop()  # before the read-back, and before the brokers go (notes §4.6)
             except Exception as exc:  # noqa: BLE001 - a JVM already going away
                 log.warning("stopping the query: %s", exc)
-        read_back(spark, pipeline, plan, entry, where, security, query_error)
+        if pipeline.file.oracle == "reference":  # its rows, then its fault-free runs
+            read_back_and_compare_runs(spark, pipeline, plan, entry, where,
+                                       spark_kafka_options(security), kafka_source,
+                                       query_error)
+        else:
+            read_back(spark, pipeline, plan, entry, where, security, query_error)
     finally:
         try:
             spark.stop()

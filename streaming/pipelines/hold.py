@@ -254,7 +254,9 @@ def with_task_hold(spark, source, hold_ms: int, marker: str | None):
                       "task", task_marker(ctx, HOLD_AFTER_ROWS))
         return value
 
-    return source.withColumn("value", F.udf(passthrough, "binary")(F.col("value")))
+    # the value's own type: a pipeline's output value may be text (issue 46: an aggregate)
+    kind = source.schema["value"].dataType
+    return source.withColumn("value", F.udf(passthrough, kind)(F.col("value")))
 
 
 def with_hold(spark, source):
@@ -369,6 +371,15 @@ def build_with_hold(spark, build, source):
     hold_ms, marker = hold_settings(spark)
     if hold_ms <= 0:
         return build(spark, source)
+    if spark.conf.get(CONF_HOLD_WHERE, "source") == "written":
+        # where the sink itself writes (issue 46: an aggregation's output is written after
+        # its shuffle, so a hold in the source would hold before anything is written): a
+        # foreachBatch function wrapped, else a task of the stage that writes
+        with wrapping_foreach_batch(marker, hold_ms) as wrapped:
+            writer = build(spark, source)
+        if wrapped.used:
+            return writer
+        spark.conf.set(CONF_HOLD_WHERE, "task")
     if spark.conf.get(CONF_HOLD_WHERE, "source") == "task":  # inside the tasks, any sink
         with holding_what_is_written(
                 lambda df: with_task_hold(spark, df, hold_ms, marker)) as held:

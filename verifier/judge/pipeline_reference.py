@@ -38,6 +38,10 @@ def judge_reference(run_dir, spec, cap: int = 20) -> tuple[CheckOutcome, dict]:
     layout = ReferenceLayout(PipelineLayout(run_dir, spec.name))
     outcome = CheckOutcome(f"pipeline:{spec.name}", KINDS)
     info = read_info(layout)
+    outcome.stopped = info.get("query_error")  # the faulted query ended with an error
+    if not layout.rows.exists():
+        outcome.unjudged = f"its output was not read back: {info.get('error')}"
+        return outcome, {}
     faulted = read_rows(layout.rows)
     counts = {"observed": faulted.num_rows, f"observed_{spec.isolation}": faulted.num_rows}
     if info.get("error"):

@@ -77,6 +77,11 @@ class ScenarioRun:
         from verifier.orchestration.pipelines import for_scenario
 
         self.pipelines = for_scenario(opts.pipelines, scenario)  # with its variants
+        from verifier.orchestration import user_input as UI
+
+        # the topics pipeline files declare, each written by a producer of its own
+        self.declared = UI.declared_topics(self.pipelines, self.run_id)
+        self.plans += UI.input_producers(self.declared, scenario)
         self.tails = {p.pid: HistoryTail(self.layout.history(p.pid))
                       for p in self.plans}
         self.notes: list[str] = [f"your producer config: {n}" for n in opts.user_notes]
@@ -135,6 +140,9 @@ class ScenarioRun:
         self._broker_settings()
         topics = {p.topic: self.scenario.workload.partitions for p in self.plans}
         topics.update(self._pipeline_setup())
+        from verifier.orchestration.user_input import topic_sizes
+
+        topics.update(topic_sizes(self.declared))  # their partition counts, as declared
         create_topics(self.env.bootstrap_servers, topics, self.env.replication_factor,
                       **self.plan.security)
         self.env.own_topics(list(topics))
@@ -201,9 +209,14 @@ class ScenarioRun:
                  "schedule": schedule.to_json(), "notes": list(self.notes)}
         if self.pipelines:
             from verifier.orchestration import pipelines as P
+            from verifier.orchestration import user_input as UI
 
+            own = [p.topic for p in self.plans if not p.mode.startswith(UI.COLUMN_PREFIX)]
             extra["pipelines"] = P.plan_entries(self.pipelines, self.run_id,
-                                                hold=P.kills_pipelines(schedule.faults))
+                                                hold=P.kills_pipelines(schedule.faults),
+                                                run_topics=own)
+            if self.declared:
+                extra["user_input"] = UI.plan_entries(self.declared)
         if self.spark_cluster is not None:
             from verifier.orchestration.spark_cluster import place
 
@@ -471,7 +484,7 @@ class ScenarioRun:
                              timeout=self.scenario.drain_timeout_s)
             if behind:
                 self.notes.append(f"pipelines' drain incomplete: {'; '.join(behind[:6])}")
-            self.notes += P.stop(self.pipes)  # each reads its output back as it stops
+            self.notes += P.stop(self.pipes, P.stop_timeout(self.plan.extra["pipelines"]))
 
     def _follow(self) -> None:
         """Follow the run's files from the start of the load (verifier.orchestration.follow):

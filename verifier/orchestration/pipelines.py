@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import signal
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from verifier.harness.procs import ManagedProcess, ProcessError
@@ -35,8 +35,10 @@ PROCESS_PREFIX = "pipeline"
 #: it is written, so a kill lands mid-batch (streaming.pipelines.hold, every pipeline)
 HOLD_MS = 2000
 READY_TIMEOUT = 240.0  # a Spark JVM per pipeline, next to the observer's, on 2 cores
-#: the read-back after the stop: a Spark job over the output (and a Delta log replay)
+#: the read-back after the stop: a Spark job over the output (and a Delta log replay);
+#: a pipeline judged by the reference oracle also runs twice more without faults
 STOP_TIMEOUT = 240.0
+REFERENCE_STOP_TIMEOUT = 900.0
 
 
 @dataclass(frozen=True)
@@ -51,6 +53,13 @@ class PlannedPipeline:
     #: the PySpark it runs on (``--spark-version``; None: the project's own), in an
     #: environment of its own (verifier.harness.spark_envs)
     spark_version: str | None = None
+    #: the pipeline file's INPUT and oracle names (verifier.rundata.pipeline_file's
+    #: FileContract.to_json); empty: the tool's records, judged by identity
+    file: dict = field(default_factory=dict)
+
+    @property
+    def inputs(self) -> dict[str, int]:
+        return dict(self.file.get("inputs") or {})
 
     @property
     def process_name(self) -> str:
@@ -75,17 +84,21 @@ def plan_pipelines(specs: tuple[str, ...], guarantee: str | None,
     """Load and check every ``--pipeline`` (usage errors before anything starts); with
     ``spark_versions`` each runs once per version, side by side (``delta@spark-3.5.7``)."""
     from streaming.pipelines.contract import load_pipeline
+    from verifier.orchestration.user_input import check_shared
 
     out: list[PlannedPipeline] = []
+    loaded = []
     for spec in specs:
         p = load_pipeline(spec, guarantee)
+        loaded.append(p)
         if p.guarantee is None:
             raise UsageError(f"pipeline {spec} claims no guarantee: set GUARANTEE = "
                              "\"exactly-once\" or \"at-least-once\" in it, or give "
                              "--pipeline-guarantee")
         if any(o.name == p.name for o in out):
             raise UsageError(f"two pipelines named {p.name!r}: rename one file")
-        out.append(PlannedPipeline(p.name, spec, p.guarantee))
+        out.append(PlannedPipeline(p.name, spec, p.guarantee, file=p.file.to_json()))
+    check_shared(loaded)
     if not spark_versions:
         return out
     from dataclasses import replace
@@ -146,13 +159,27 @@ def kills_pipelines(faults) -> bool:
     return any(str(target(f)).startswith(PROCESS_PREFIX) for f in faults)
 
 
-def plan_entries(pipelines: list[PlannedPipeline], run_id: str, hold: bool) -> dict:
-    """config.json ``pipelines`` (verifier.rundata.pipelines)."""
+def plan_entries(pipelines: list[PlannedPipeline], run_id: str, hold: bool,
+                 run_topics: list[str] = ()) -> dict:
+    """config.json ``pipelines`` (verifier.rundata.pipelines): with ``topics``, the
+    cluster topics each reads: its declared ``INPUT`` (``input_topics``: each name ->
+    ``<run>.in.<name>``), else ``run_topics`` (the run's own, no declared one)."""
+    from verifier.rundata.pipeline_file import input_topic
+
+    def reads(p) -> dict:
+        if not p.inputs:
+            return {"topics": list(run_topics)}
+        mapped = {t: input_topic(run_id, t) for t in p.inputs}
+        return {"topics": list(mapped.values()), "input_topics": mapped}
     return {p.name: {"spec": _absolute(p.spec), "guarantee": p.guarantee,
                      "isolation": p.isolation, "output_topic": output_topic(run_id, p.name),
                      "hold_ms": HOLD_MS if hold else 0,
                      "fail_on_data_loss": p.fail_on_data_loss,
-                     **({"spark_version": p.spark_version} if p.spark_version else {})}
+                     **({"spark_version": p.spark_version} if p.spark_version else {}),
+                     **{k: v for k, v in p.file.items() if k != "inputs"}, **reads(p),
+                     # an aggregation writes after its shuffle: hold where the sink writes
+                     **({"hold_where": "written"}
+                        if hold and p.file.get("oracle") == "reference" else {})}
             for p in pipelines}
 
 
@@ -289,10 +316,13 @@ def drain(run_dir: Path, procs: list[PipelineProcess], entries: dict,
             if stopped(proc):  # its query ended with an error: nothing more will come
                 continue
             iso = entries[proc.where.name]["isolation"]
+            mine = set(entries[proc.where.name].get("topics") or ())  # empty: older plans
             pos = committed_position(proc.where)
             planned = offset_log_batches(proc.where.checkpoint)
             marks[f"pipeline/{proc.name}"] = (sorted(pos.items()), planned[-1:])
             for tp, end in sorted((ends.get(iso) or {}).items()):
+                if mine and tp.rsplit("-", 1)[0] not in mine:
+                    continue  # a topic this pipeline does not read
                 if pos.get(tp, 0) < int(end):
                     behind.append(f"{proc.name} {tp} at {pos.get(tp, 0)}/{end}")
                     late.append({"mover": f"pipeline/{proc.name}"})
@@ -310,6 +340,12 @@ def drain(run_dir: Path, procs: list[PipelineProcess], entries: dict,
     except VerifierError:
         return list(behind)
     return []
+
+
+def stop_timeout(entries: dict) -> float:
+    """How long the drivers may take to stop: longer when one runs its reference."""
+    reference = any(e.get("oracle") == "reference" for e in entries.values())
+    return REFERENCE_STOP_TIMEOUT if reference else STOP_TIMEOUT
 
 
 def stop(procs: list[PipelineProcess], timeout: float = STOP_TIMEOUT) -> list[str]:

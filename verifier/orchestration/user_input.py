@@ -1,0 +1,99 @@
+"""The pipelines' own input in a chaos run (issue 46): the topics a pipeline file's
+``INPUT`` declares, created under the run's prefix, and one producer per topic writing
+``make_record``'s records (producers.user_records) with their identity in a header.
+
+A declared topic ``orders`` is ``<run>.in.orders`` on the cluster; its producer's column
+is ``input:orders``, judged by the producer-side checks like any mode's (its mode: the
+scenario's idempotent one when it runs one, else its first). Pipelines that declare no
+input read the run's own topics, never a declared one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from verifier.rundata.errors import UsageError
+from verifier.rundata.pipeline_file import TRIED, encode_record, input_topic
+from verifier.rundata.plan import PlannedProducer
+from verifier.rundata.vocab import COPIER
+
+COLUMN_PREFIX = "input:"
+#: the generator of the declared topics (the only one that sends a user's records)
+CLIENT = "kafka-python"
+
+
+@dataclass(frozen=True)
+class DeclaredTopic:
+    topic: str  # as the pipeline file names it
+    partitions: int
+    spec: str  # the pipeline file that makes its records
+    cluster_topic: str
+
+
+def declared_topics(pipelines, run_id: str) -> list[DeclaredTopic]:
+    """Every topic the run's pipelines declare, once (the first file's make_record makes
+    its records: :func:`check_shared` checked that the others make the same)."""
+    out: dict[str, DeclaredTopic] = {}
+    for p in pipelines:
+        for topic, parts in (p.inputs or {}).items():
+            seen = out.get(topic)
+            if seen is not None:
+                if seen.partitions != parts:
+                    raise UsageError(f"input topic {topic!r}: {seen.spec} declares "
+                                     f"{seen.partitions} partitions, {p.spec} {parts}")
+                continue
+            out[topic] = DeclaredTopic(topic, parts, p.spec, input_topic(run_id, topic))
+    return list(out.values())
+
+
+def check_shared(loaded) -> None:
+    """Pipelines (streaming.pipelines.contract.Pipeline) that declare the same topic must
+    make the same records there: they read one topic, written once. Checked on the
+    records the contract tries (verifier.rundata.pipeline_file.TRIED)."""
+    first: dict[str, object] = {}
+    for p in loaded:
+        for topic in p.file.inputs:
+            other = first.setdefault(topic, p)
+            if other is p:
+                continue
+            for i in TRIED:
+                a = encode_record(other.file.make_record(topic, i))
+                b = encode_record(p.file.make_record(topic, i))
+                if a != b:
+                    raise UsageError(
+                        f"input topic {topic!r} is declared by {other.spec} and {p.spec}, "
+                        f"whose make_record({topic!r}, {i}) differ: give one another name")
+
+
+def _mode(scenario) -> str:
+    modes = [m for m in scenario.workload.modes if m != COPIER]
+    return "idempotent" if "idempotent" in modes else modes[0]
+
+
+def input_producers(declared: list[DeclaredTopic], scenario) -> list[PlannedProducer]:
+    """One producer per declared topic (its pid ``in-<topic>-0``)."""
+    from producers.clients import client_version
+
+    mode = _mode(scenario)
+    return [PlannedProducer(f"in-{_slug(d.topic)}-0", COLUMN_PREFIX + d.topic, mode,
+                            d.cluster_topic, dict(scenario.clients), client=CLIENT,
+                            client_version=client_version(CLIENT)) for d in declared]
+
+
+def plan_entries(declared: list[DeclaredTopic]) -> dict:
+    """config.json ``user_input``: pid -> what its generator makes (producers.user_records)."""
+    return {f"in-{_slug(d.topic)}-0": {"spec": d.spec, "topic": d.topic,
+                                       "partitions": d.partitions} for d in declared}
+
+
+def topic_sizes(declared: list[DeclaredTopic]) -> dict[str, int]:
+    return {d.cluster_topic: d.partitions for d in declared}
+
+
+def _slug(topic: str) -> str:
+    return topic.replace(".", "-").replace("_", "-").lower()
+
+
+__all__ = ["COLUMN_PREFIX", "DeclaredTopic", "check_shared", "declared_topics",
+           "input_producers",
+           "plan_entries", "topic_sizes"]
