@@ -109,7 +109,7 @@ def apply_plan(args: argparse.Namespace) -> dict:
     args.txn_size = int(plan.workload.get("txn_size", TXN_SIZE))
     args.abort_fraction = float(plan.workload.get("abort_fraction", 0.0))
     # a pipeline file's declared topic: the user's records (producers.user_records)
-    args.user_input = (plan.extra.get("user_input") or {}).get(args.pid)
+    args.user_input = plan.user_input.get(args.pid)
     return plan.producer_overrides(args.pid)
 
 

@@ -138,7 +138,7 @@ def _apply_plan(args: argparse.Namespace) -> dict[str, str]:
     args.bootstrap_servers, args.topics = plan.bootstrap_servers, plan.topics
     args.sink, args.spark_master = plan.sink, plan.spark_master
     args.producer_topics = {pid: p.topic for pid, p in plan.producers.items()}
-    args.user_input = bool(plan.extra.get("user_input"))
+    args.user_input = bool(plan.user_input)
     return spark_kafka_options(plan.client_security())
 
 

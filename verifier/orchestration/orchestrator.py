@@ -484,7 +484,7 @@ class ScenarioRun:
                              timeout=self.scenario.drain_timeout_s)
             if behind:
                 self.notes.append(f"pipelines' drain incomplete: {'; '.join(behind[:6])}")
-            self.notes += P.stop(self.pipes, P.stop_timeout(self.plan.extra["pipelines"]))
+            self.notes += P.stop(self.pipes, P.stop_timeout(self.plan.pipelines))
 
     def _follow(self) -> None:
         """Follow the run's files from the start of the load (verifier.orchestration.follow):

@@ -199,6 +199,12 @@ class RunPlan:
         output_topic, hold_ms, ...: :mod:`verifier.rundata.pipelines`)."""
         return dict(self.extra.get("pipelines") or {})
 
+    @property
+    def user_input(self) -> dict[str, dict]:
+        """The producers that write a pipeline file's declared topic (issue 46): pid ->
+        ``{"spec", "topic", "partitions"}`` (verifier.orchestration.user_input)."""
+        return dict(self.extra.get("user_input") or {})
+
     def clients(self) -> list[str]:
         """The generators' clients with their versions (``java 4.1.1``), sorted; a run
         recorded before clients were named ran kafka-python."""
