@@ -45,6 +45,7 @@ from streaming.pipelines.contract import (
     load_pipeline,
 )
 from streaming.pipelines.hold import build_with_hold, watch_source_hold
+from streaming.pipelines.jdbc import CONF_JDBC_TABLE, CONF_JDBC_URL
 from streaming.pipelines.reference import pipeline_source, read_back_and_compare_runs
 from streaming.security import spark_kafka_options
 from streaming.session import driver_process
@@ -91,8 +92,14 @@ def session(app: str, master: str, where: PipelineLayout, entry: dict,
 
     delta = jvm.delta_jars()
     jvm.resolve(delta)
+    # a database sink (issue 46): the PostgreSQL JDBC driver, and where to write
+    jdbc = [str(p) for p in jvm.postgres_jdbc_jars().jars()] if entry.get("jdbc_url") else []
     conf = {**DELTA_CONF, "spark.jars": ",".join(
-        [*(str(p) for p in jvm.spark_kafka_jars().jars()), *(str(p) for p in delta.jars())]),
+        [*(str(p) for p in jvm.spark_kafka_jars().jars()), *(str(p) for p in delta.jars()),
+         *jdbc]),
+        # on the driver's own classpath too: the presets' SQL runs there through py4j
+        **({CONF_JDBC_URL: entry["jdbc_url"], CONF_JDBC_TABLE: entry["jdbc_table"],
+            "spark.driver.extraClassPath": ":".join(jdbc)} if jdbc else {}),
         CONF_PATH: str(where.output), CONF_TOPIC: str(entry.get("output_topic") or ""),
         CONF_BOOTSTRAP: bootstrap_servers, CONF_HOLD_MS: str(entry.get("hold_ms") or 0),
         CONF_HOLD_MARKER: str(where.holding),

@@ -157,6 +157,12 @@ def _read_delta(spark):
     return spark.read.format("delta").load(_conf(spark, CONF_PATH))
 
 
+def _jdbc_presets() -> dict:
+    from streaming.pipelines.jdbc import PRESETS as JDBC
+
+    return JDBC
+
+
 #: name -> a module-like value with build, GUARANTEE and read_output (None: the tool
 #: reads the output topic itself)
 PRESETS: dict[str, SimpleNamespace] = {
@@ -172,5 +178,7 @@ PRESETS: dict[str, SimpleNamespace] = {
     "dedup-state": SimpleNamespace(build=_dedup_state, GUARANTEE="exactly-once",
                                    read_output=_read_delta),
 }
+#: the presets writing into PostgreSQL (streaming.pipelines.jdbc; issue 46)
+PRESETS.update(_jdbc_presets())
 
 __all__ = ["PRESETS", "TRIGGER", "task_headers"]

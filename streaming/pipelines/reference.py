@@ -27,6 +27,7 @@ import time
 import pyarrow as pa
 
 from streaming.pipelines.contract import CONF_HOLD_MS, CONF_PATH, CONF_TOPIC
+from streaming.pipelines.jdbc import CONF_REFERENCE  # a database sink's table per run
 from streaming.pipelines.readback import to_arrow
 from verifier.judge.reference import ORDER
 from verifier.rundata.reference_runs import (
@@ -38,9 +39,6 @@ from verifier.rundata.reference_runs import (
 
 log = logging.getLogger("streaming.pipelines.reference")
 
-#: which reference run the session is in (0: the faulted run), for sinks that name their
-#: table themselves (the PostgreSQL presets: streaming.pipelines.jdbc)
-CONF_REFERENCE = "verifier.pipeline.reference"
 #: the second fault-free run's batch size (maxOffsetsPerTrigger)
 SECOND_BATCH = 2000
 #: one fault-free run over the whole input log, at most (a Spark job per batch)

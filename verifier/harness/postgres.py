@@ -4,11 +4,14 @@ folder like the brokers and stopped with the run, or an existing one by URL
 (``$VERIFIER_POSTGRES_URL``, a ``jdbc:postgresql://...`` URL; the tool then creates its
 tables under the run's prefix and drops nothing).
 
-The local server is one process (``postgres -D DIR``, in the run's process ledger),
-listening on 127.0.0.1 only, its data in ``RUN/postgresql/`` (initdb, trust
-authentication for local connections: it lives as long as the run). As root (PostgreSQL
-refuses to run as root) its programs run as the distribution's ``postgres`` user, through
-``setpriv``, which execs them: a SIGTERM reaches the server itself (a smart shutdown).
+The local server is one process (``postgres -D DIR``, in the run's process ledger, its
+log in the run's logs), listening on 127.0.0.1 only, its data in a scratch folder of its
+own (initdb, trust authentication for local connections), removed when it stops: it
+lives as long as the run, and its rows are read back before. As root (PostgreSQL refuses
+to run as root) its programs run as the distribution's ``postgres`` user, through
+``setpriv``, which execs them: a SIGTERM reaches the server itself. That user must reach
+its folder, which a run folder under a private parent (pytest's ``tmp_path``, 0700) does
+not allow: hence a folder of its own in the system's temporary folder.
 """
 
 from __future__ import annotations
@@ -61,8 +64,11 @@ class LocalPostgres:
     """One PostgreSQL server for a run: :meth:`prepare`, then :attr:`process` started
     like any process of the run, :meth:`wait_ready`, and a SIGTERM at the end."""
 
-    def __init__(self, folder: Path, port: int, log: Path) -> None:
-        self.folder, self.port = Path(folder), port
+    def __init__(self, port: int, log: Path) -> None:
+        import tempfile
+
+        self.folder, self.port = Path(tempfile.mkdtemp(prefix="verifier-postgresql-")), port
+        self.folder.chmod(0o755)
         self.data = self.folder / "data"
         self.sockets = self.folder / "sockets"
         self.bin = server_bin()
@@ -80,7 +86,6 @@ class LocalPostgres:
         """initdb into the run's folder (once)."""
         if (self.data / "PG_VERSION").exists():
             return
-        self.folder.mkdir(parents=True, exist_ok=True)
         self.sockets.mkdir(exist_ok=True)
         for p in (self.folder, self.sockets):
             _give(p)
@@ -107,6 +112,13 @@ class LocalPostgres:
 
         wait_until(probe, timeout=timeout, what="PostgreSQL to accept connections",
                    expected=f"pg_isready on 127.0.0.1:{self.port}", interval=0.2)
+
+
+    def stop(self, timeout: float = 30) -> None:
+        """SIGTERM (a smart shutdown: the run's clients are gone by then), then the
+        scratch folder goes."""
+        self.process.terminate(timeout=timeout)
+        shutil.rmtree(self.folder, ignore_errors=True)
 
 
 def free_port() -> int:

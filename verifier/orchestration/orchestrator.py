@@ -74,6 +74,7 @@ class ScenarioRun:
         #: the Spark cluster the pipelines run on (--spark-cluster standalone), its
         #: master and workers in ``processes`` (verifier.orchestration.spark_cluster)
         self.spark_cluster = None
+        self.database = None  # a database sink's (verifier.orchestration.databases)
         from verifier.orchestration.pipelines import for_scenario
 
         self.pipelines = for_scenario(opts.pipelines, scenario)  # with its variants
@@ -175,6 +176,12 @@ class ScenarioRun:
         self.spark_cluster = SC.cluster_for(self.opts, self.run_dir, len(self.pipes))
         if self.spark_cluster is not None:
             self.processes.update(self.spark_cluster.processes)
+        from verifier.orchestration.databases import plan_database
+
+        # a database sink's server (issue 46), stopped after the pipelines
+        self.database = plan_database(self.pipelines, self.layout.log("postgresql"))
+        if self.database is not None and self.database.local is not None:
+            self.processes["postgresql"] = self.database.local.process
         return topics
 
     def _broker_settings(self) -> None:
@@ -217,6 +224,9 @@ class ScenarioRun:
                                                 run_topics=own)
             if self.declared:
                 extra["user_input"] = UI.plan_entries(self.declared)
+            from verifier.orchestration.databases import add_entries
+
+            add_entries(extra["pipelines"], self.pipelines, self.database, self.run_id)
         if self.spark_cluster is not None:
             from verifier.orchestration.spark_cluster import place
 
@@ -401,6 +411,8 @@ class ScenarioRun:
 
                         boot(self.spark_cluster)
                         self.spark_cluster.wait_workers(len(self.spark_cluster.workers))
+                    if self.database is not None:
+                        self.database.start()
                     for proc in self.pipes:
                         proc.start()
                     if self.pipes:  # a pipeline that drops the value stops the run here
@@ -437,6 +449,8 @@ class ScenarioRun:
             finally:
                 for proc in self.processes.values():
                     proc.terminate(timeout=30)
+                if self.database is not None:  # its scratch folder
+                    self.database.stop()
                 if self.spark_cluster is not None:  # the executors' copies of the jars
                     from verifier.orchestration.spark_cluster import tidy
 

@@ -155,6 +155,15 @@ def delta_jars(version: str | None = None) -> JarSet:
     return JarSet("delta", version or delta_version())
 
 
+#: the PostgreSQL JDBC driver the database presets write and read through (issue 46)
+POSTGRES_JDBC_VERSION = "42.7.4"
+
+
+def postgres_jdbc_jars(version: str | None = None) -> JarSet:
+    """org.postgresql:postgresql (no dependencies at runtime), from Maven Central."""
+    return JarSet("postgres-jdbc", version or POSTGRES_JDBC_VERSION)
+
+
 def java_generator_jars(version: str | None = None) -> JarSet:
     """The Java load generator (``producers/java``) and its runtime classpath, built
     against kafka-clients ``version`` (default :func:`clients_version`): several versions
@@ -231,7 +240,8 @@ def resolve(jarset: JarSet, *, quiet: bool = True) -> Path:
     folder = jarset.folder
     if folder.exists():
         shutil.rmtree(folder)  # an interrupted earlier attempt
-    version_prop = {"spark-kafka": "spark.version", "delta": "delta.version"}.get(
+    version_prop = {"spark-kafka": "spark.version", "delta": "delta.version",
+                    "postgres-jdbc": "jdbc.version"}.get(
         jarset.profile, "kafka.version")
     cmd = [
         mvn, "-B", *(["-q"] if quiet else []),
