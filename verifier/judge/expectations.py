@@ -142,6 +142,10 @@ SINK_PROMISES: dict[str, dict[str, str]] = {
     "foreach-batch": {DRIVER_KILL: "at-least-once", EXECUTOR_KILL: "exactly-once"},
     "foreach-batch-idempotent": {DRIVER_KILL: "exactly-once", EXECUTOR_KILL: "exactly-once"},
     "dedup-state": {DRIVER_KILL: "exactly-once", EXECUTOR_KILL: "exactly-once"},
+    # issue 46: PostgreSQL through foreachBatch; Spark's JDBC writer commits each task's
+    # rows in one transaction, so a lost task's rows are rolled back and written once
+    "postgres-upsert": {DRIVER_KILL: "exactly-once", EXECUTOR_KILL: "exactly-once"},
+    "postgres-append": {DRIVER_KILL: "at-least-once", EXECUTOR_KILL: "exactly-once"},
 }
 
 

@@ -1,6 +1,7 @@
 """foreachBatch into a real PostgreSQL (issue 46): the server the run starts from the
-distribution's packages, the JDBC driver from Maven Central; the upsert by the record's
-place in the log passes, the naive append FAILs on the replayed batch's rows."""
+distribution's packages, the JDBC driver from Maven Central; both claiming exactly-once,
+the upsert by the record's place in the log passes, the naive append FAILs on the
+replayed batch's rows."""
 
 from __future__ import annotations
 
@@ -32,7 +33,8 @@ params = { trigger = "mid-batch", within = 240 }
 
 def test_upsert_passes_and_append_fails_on_the_replayed_rows(tmp_path, bootstrap):
     code, text, doc = chaos(tmp_path, bootstrap, RESTART,
-                            "--pipeline", "postgres-upsert,postgres-append")
+                            "--pipeline", "postgres-upsert,postgres-append",
+                            "--pipeline-guarantee", "exactly-once")
     assert doc, text[-3000:]
     upsert, append = column(doc, "postgres-upsert"), column(doc, "postgres-append")
     assert upsert["verdict"] == "PASS", (upsert["reasons"], upsert["anomalies"])

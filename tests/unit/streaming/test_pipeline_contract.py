@@ -27,7 +27,8 @@ def test_every_preset_loads_with_the_guarantee_it_claims():
     assert claims == {"kafka-sink": "at-least-once", "file": "exactly-once",
                       "delta": "exactly-once", "foreach-batch": "at-least-once",
                       "foreach-batch-idempotent": "exactly-once",
-                      "dedup-state": "exactly-once"}
+                      "dedup-state": "exactly-once", "postgres-upsert": "exactly-once",
+                      "postgres-append": "at-least-once"}
 
 
 def test_a_user_file_outside_the_project_loads_with_its_parts(tmp_path):
