@@ -2,7 +2,8 @@
 
 Each command group lives in its own module exposing ``register(subparsers)``; this file
 only assembles them and maps errors to exit codes (DESIGN §7): 0 promise kept, 1 a
-forbidden anomaly, 2 could not complete or verify, 64+ usage error.
+forbidden anomaly, 2 could not complete or verify, 3 a fault missed a column, 64+ usage
+error; the table is verifier.rundata.vocab.EXIT_CODES.
 """
 
 from __future__ import annotations
@@ -14,12 +15,13 @@ import sys
 
 from verifier.cli.helptext import HelpFormatter, epilog
 from verifier.rundata.errors import UsageError, VerifierError
-
-EXIT_OK = 0
-EXIT_ANOMALY = 1
-EXIT_INCOMPLETE = 2
-EXIT_NOT_EXERCISED = 3  # a fault missed a column (verifier.judge.verdict.NOT_EXERCISED)
-EXIT_USAGE = 64
+from verifier.rundata.vocab import (  # noqa: F401 - the exit codes, for the commands and tests
+    EXIT_ANOMALY,
+    EXIT_INCOMPLETE,
+    EXIT_NOT_EXERCISED,
+    EXIT_OK,
+    EXIT_USAGE,
+)
 
 #: modules that add sub-commands, in the order they appear in --help
 COMMAND_MODULES = [

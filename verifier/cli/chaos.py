@@ -13,7 +13,7 @@ import threading
 from concurrent.futures import Future
 from pathlib import Path
 
-from verifier.cli.helptext import HelpFormatter, epilog, examples
+from verifier.cli.helptext import HelpFormatter, epilog, examples, vocabulary
 from verifier.orchestration.scenario import (
     SINKS,
     load_profiles,
@@ -162,15 +162,7 @@ def _epilog() -> str:
                          f"rate x{prof.rate_scale:g})")
     except (OSError, ValueError) as exc:
         lines.append(f"  (cannot read the profiles: {exc})")
-    lines += ["exit codes:",
-              "  0   every mode kept its promise in every scenario that ran its faults",
-              "  1   a mode broke its promise (a forbidden anomaly)",
-              "  2   could not complete or verify (UNKNOWN), an unusable environment, or "
-              "every scenario SKIPPED",
-              "  3   NOT EXERCISED: nothing broken, but a fault missed a column (it acted on "
-              "none of its operations, never came, or met its load stalled)",
-              "  64  usage error (bad flags, scenario, fault spec, producer settings)",
-              "  130 interrupted (SIGINT, SIGTERM, SIGHUP); the run folder says so",
+    lines += [*vocabulary(),
               "a dead run's leftovers: `verifier cleanup` (the next chaos run does it too)",
               "",
               examples(

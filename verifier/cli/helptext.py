@@ -34,3 +34,14 @@ def examples(*pairs: tuple[str, str]) -> str:
 def epilog(*pairs: tuple[str, str], before: str = "") -> str:
     """``before`` (a one-line paragraph, wrapped) followed by the examples block."""
     return (before + "\n\n" if before else "") + examples(*pairs)
+
+
+def vocabulary() -> list[str]:
+    """The verdicts and exit codes as ``--help`` shows them, read from the one table
+    (verifier.rundata.vocab), so the help and the doc pages cannot drift apart."""
+    from verifier.rundata.vocab import EXIT_CODES, EXIT_RULE, VERDICTS
+
+    return (["verdicts (a cell of the grid, best first):"]
+            + [f"  {v.name:<14}{v.meaning}" for v in VERDICTS]
+            + [f"exit codes ({EXIT_RULE}):"]
+            + [f"  {code:<4}{meaning}" for code, meaning in EXIT_CODES])

@@ -20,23 +20,21 @@ from verifier.judge.model import (
     RunData,
 )  # fmt: skip
 from verifier.rundata.formats import FORMATS
+from verifier.rundata.vocab import (  # the verdicts and exit codes: one table, there
+    EXIT_ANOMALY,
+    EXIT_INCOMPLETE,
+    EXIT_NOT_EXERCISED,
+    EXIT_OK,
+    FAIL,
+    NOT_EXERCISED,
+    PASS,
+    SKIPPED,
+    UNKNOWN,
+    VERDICT_ORDER,
+)
 
 VERDICT_FORMAT = "verdict"
 VERDICT_VERSION = FORMATS[VERDICT_FORMAT]
-PASS, FAIL, UNKNOWN = "PASS", "FAIL", "UNKNOWN"
-#: a column of a scenario whose faults did not run (e.g. broker faults on an external
-#: cluster): nothing was shown either way; set by the orchestrator, never by a check
-SKIPPED = "SKIPPED"
-#: a column that a fault concerning it never touched, or whose load stalled while such a
-#: fault was active (DESIGN §10): nothing was shown either way, and unlike UNKNOWN the
-#: run itself is sound. Decided from the column's exposure (verifier.judge.exposure)
-NOT_EXERCISED = "NOT EXERCISED"
-EXIT_OK, EXIT_ANOMALY, EXIT_INCOMPLETE = 0, 1, 2  # DESIGN §7, same as verifier.cli
-#: every column PASS or SKIPPED except some NOT EXERCISED: no broken promise, no gap in
-#: the data, but a fault missed a column, so a CI gate must not read it as green
-EXIT_NOT_EXERCISED = 3
-#: worst last: the exit code and a repeated cell follow the worst outcome
-VERDICT_ORDER = (PASS, SKIPPED, NOT_EXERCISED, UNKNOWN, FAIL)
 
 #: what a part a reader has not read to its end can hide: the records still missing there
 #: (unseen: lost or late), that reader's own deliveries of them (duplicate deliveries,
