@@ -3,7 +3,11 @@ scenario a ``connections`` case (a failure for each connection finding the scena
 ``fail_on`` forbids, the other findings in its output) and a ``selftest`` case when the
 run was self-tested. A scenario run several times (``chaos --repeat N``) is one suite
 with one case per column that holds the counts of each outcome (``FAIL 2/3 · PASS 1/3``)
-and the elements of the runs that gave the worst of them."""
+and the elements of the runs that gave the worst of them.
+
+Each verdict's element comes from the one table (``vocab.VERDICTS``): a NOT EXERCISED
+column is a failure of type ``not-exercised``, so a CI dashboard shows a failure whenever
+the run exits 3 (a skipped case there read as green beside a red job)."""
 
 from __future__ import annotations
 
@@ -11,26 +15,27 @@ import json
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
-from verifier.judge.verdict import (
-    FAIL,
+from verifier.judge.verdict import repeated_outcomes, tally, worst_of
+from verifier.report.compare import outcome_text
+from verifier.rundata.vocab import (
+    JUNIT_NOT_EXERCISED,
     NOT_EXERCISED,
     SKIPPED,
     UNKNOWN,
-    repeated_outcomes,
-    tally,
-    worst_of,
+    VERDICTS,
 )
-from verifier.report.compare import outcome_text
 
 SAMPLE_LINES = 10
-#: a case's verdict -> the suite counter it adds to (PASS: none)
-_COUNTER = {FAIL: "failures", UNKNOWN: "errors", SKIPPED: "skipped", NOT_EXERCISED: "skipped"}
+_PLURAL = {"failure": "failures", "error": "errors", "skipped": "skipped"}
+#: a case's verdict -> the suite counter it adds to (PASS: none), from the one table
+_COUNTER = {v.name: _PLURAL[v.junit] for v in VERDICTS if v.junit}
 
 
 def render_junit(docs: list[dict]) -> str:
     """One testsuite per scenario; UNKNOWN columns are errors, not failures; SKIPPED
-    columns (the scenario's faults did not run) and NOT EXERCISED ones (a fault concerning
-    the column did not touch it) are skipped test cases, with the reason."""
+    columns (the scenario's faults did not run) are skipped test cases and NOT EXERCISED
+    ones (a fault concerning the column did not touch it) failures of type
+    ``not-exercised``, each with the reason."""
     root = ET.Element("testsuites", name="delivery-verifier")
     groups: dict[str, list[dict]] = {}
     for doc in docs:
@@ -69,7 +74,8 @@ def _run_suite(root: ET.Element, doc: dict) -> None:
 
 def _verdict_elements(case: ET.Element, c: dict, prefix: str = "") -> None:
     """What a column's verdict puts in its test case: a failure per forbidden kind, an
-    error for UNKNOWN, a skipped element for SKIPPED and NOT EXERCISED."""
+    error for UNKNOWN, a skipped element for SKIPPED, a ``not-exercised`` failure for NOT
+    EXERCISED."""
     for kind in c["forbidden"]:
         a = c["anomalies"][kind]
         f = ET.SubElement(case, "failure", type=kind,
@@ -79,7 +85,10 @@ def _verdict_elements(case: ET.Element, c: dict, prefix: str = "") -> None:
         ET.SubElement(case, "skipped", message=prefix + c.get("skipped", "skipped"))
     if c["verdict"] == NOT_EXERCISED:  # a fault missed it: not a pass either (exit 3)
         why = "; ".join(c.get("not_exercised") or []) or "no fault concerning it touched it"
-        ET.SubElement(case, "skipped", message=f"{prefix}not exercised: {why}")
+        f = ET.SubElement(case, "failure", type=JUNIT_NOT_EXERCISED,
+                          message=f"{prefix}not exercised: {why}")
+        f.text = (f"{NOT_EXERCISED}: {why}\nNothing forbidden was observed, but this case "
+                  "was not tested by the fault; --retry-not-exercised N re-runs it (docs/ci.md)")
     if c["verdict"] == UNKNOWN:
         e = ET.SubElement(case, "error", type="unknown",
                           message=prefix + "; ".join(c["reasons"]))
