@@ -6,6 +6,10 @@ where the client exposes them: kafka-python (``KafkaProducer`` with a known api_
 so nothing is connected), librdkafka (``confluent_kafka.Producer(conf)`` without
 ``bootstrap.servers``) and Kafka's Java producer (the Java generator's
 ``--validate-config``, one JVM of about a second).
+
+Each client is given the file as written, in its own names: a key it does not read is
+named with the client's own word for it (Java ignores it and says so; kafka-python and
+librdkafka refuse it), never translated into another client's name (issue 49).
 """
 
 from __future__ import annotations
@@ -18,7 +22,15 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
-from producers.properties import NO_DELIVERY_EFFECT, PROPERTY_MAP, REPLACED, map_properties
+from producers.properties import (
+    JAVA_PRODUCER_KEYS,
+    NO_DELIVERY_EFFECT,
+    PROPERTY_MAP,
+    REPLACED,
+    java_name,
+    map_properties,
+)
+from verifier.rundata.errors import UsageError
 
 #: the settings a check compares with the advice's effective configuration
 COMPARED = ("enable.idempotence", "acks", "retries", "max.in.flight.requests.per.connection")
@@ -39,22 +51,41 @@ class ClientCheck:
                 "seconds": round(self.seconds, 3)}
 
 
+def kafka_python_names() -> frozenset[str]:
+    """kafka-python's own setting names (``KafkaProducer.DEFAULT_CONFIG``)."""
+    from kafka import KafkaProducer
+
+    return frozenset(KafkaProducer.DEFAULT_CONFIG)
+
+
 def kafka_python(pairs: list[tuple[str, str]], version: str) -> ClientCheck:
-    """kafka-python's own checks: its settings from the Java keys (an unknown key is the
-    project's :class:`UsageError`), then ``KafkaProducer(**settings)``."""
+    """kafka-python's own checks: ``KafkaProducer(**settings)`` with the file's Java keys
+    mapped as the tool's generator maps them, kafka-python's own names as they are, and
+    every other key as kafka-python would be given it (``broker.list`` as
+    ``broker_list``), so that kafka-python names what it does not know itself."""
     import kafka.errors as KE
     from kafka import KafkaProducer
 
     from producers.config import producer_kwargs, quiet_kafka_logs
 
     t0 = time.monotonic()
-    settings = map_properties([(k, v) for k, v in pairs if k in PROPERTY_MAP
-                               or k in REPLACED or k in NO_DELIVERY_EFFECT], "config")
+    own = kafka_python_names()
+    mapped = [(k, v) for k, v in pairs if k in PROPERTY_MAP or k in REPLACED
+              or k in NO_DELIVERY_EFFECT]
+    mapped += [(java_name(k), v) for k, v in pairs if k in own and java_name(k) in PROPERTY_MAP]
+    try:
+        settings = map_properties(mapped, "config")
+    except UsageError as exc:
+        return ClientCheck("kafka-python", version, False, str(exc),
+                           seconds=time.monotonic() - t0)
     settings.pop("sasl_jaas_config", None)
+    unknown = {k.replace(".", "_"): v for k, v in pairs if (k, v) not in mapped
+               and not (k in own and java_name(k) in PROPERTY_MAP)
+               and k not in ("bootstrap_servers", "api_version")}  # the check's own
     with quiet_kafka_logs():
         try:
             producer = KafkaProducer(bootstrap_servers=["127.0.0.1:1"], api_version=(2, 8),
-                                     **producer_kwargs(settings))
+                                     **producer_kwargs(settings), **unknown)
         except (KE.KafkaConfigurationError, ValueError, TypeError, AssertionError) as exc:
             return ClientCheck("kafka-python", version, False, f"{type(exc).__name__}: {exc}",
                                seconds=time.monotonic() - t0)
@@ -76,8 +107,9 @@ _RD_JAVA_ONLY = {"buffer.memory", "max.block.ms", "record.size", "key.serializer
 
 def librdkafka(pairs: list[tuple[str, str]], version: str) -> ClientCheck:
     """``confluent_kafka.Producer(conf)``: librdkafka checks its configuration when the
-    handle is created and refuses with its own message; without bootstrap.servers
-    nothing is connected."""
+    handle is created and refuses with its own message (``No such configuration
+    property``); without bootstrap.servers nothing is connected. The Java keys the tool's
+    librdkafka generator maps or replaces are given as it gives them."""
     from confluent_kafka import KafkaException, Producer
 
     t0 = time.monotonic()
@@ -136,3 +168,92 @@ def java(pairs: list[tuple[str, str]], version: str, timeout: float = 60) -> Cli
                           ("all" if v == "-1" else v) if key == "acks" else int(v))
     return ClientCheck("java", doc.get("version", version), bool(doc.get("ok")),
                        doc.get("error"), shown, time.monotonic() - t0)
+
+
+# ---- which client reads which names (issue 49) --------------------------------------------
+
+#: librdkafka's own names that the Java producer does not read (checked against
+#: confluent-kafka 2.16.1 / librdkafka 2.16.0: each is a property there, none is in
+#: ProducerConfig.configNames() of kafka-clients 4.1.1)
+LIBRDKAFKA_NAMES = frozenset("""
+request.required.acks message.send.max.retries max.in.flight message.timeout.ms
+queue.buffering.max.ms queue.buffering.max.messages queue.buffering.max.kbytes
+batch.num.messages message.max.bytes message.copy.max.bytes metadata.broker.list
+topic.metadata.refresh.interval.ms socket.timeout.ms debug statistics.interval.ms
+sasl.mechanisms ssl.ca.location ssl.certificate.location compression.codec
+offset.store.method api.version.request broker.version.fallback delivery.report.only.error
+enable.gapless.guarantee sticky.partitioning.linger.ms partitioner
+""".split())
+#: the Java producer's names librdkafka does not read (librdkafka 2.16.0 refuses each)
+JAVA_ONLY_NAMES = frozenset({
+    "buffer.memory", "max.block.ms", "key.serializer", "value.serializer",
+    "interceptor.classes", "partitioner.class", "send.buffer.bytes",
+})
+#: the old Scala producer's names (Kafka 0.7 and 0.8, removed in Kafka 2.0), read by no
+#: client of today, each with what took its place
+SCALA_PRODUCER = {
+    "broker.list": "bootstrap.servers", "zk.connect": "bootstrap.servers",
+    "producer.type": "none: sends are asynchronous, a blocking send waits on the future",
+    "serializer.class": "value.serializer", "key.serializer.class": "key.serializer",
+    "queue.time": "linger.ms", "queue.size": "buffer.memory",
+    "max.message.size": "max.request.size", "compressed.topics": "none",
+    "queue.enqueueTimeout.ms": "max.block.ms", "queue.enqueue.timeout.ms": "max.block.ms",
+    "callback.handler": "a send callback", "event.handler": "none",
+    "zk.sessiontimeout.ms": "none", "zk.connectiontimeout.ms": "none",
+}
+#: each client's word for a key it does not read, and whether it refuses the file for it
+CLIENT_WORD = {
+    "java": ("ignored: the Java producer logs \"These configurations '[{keys}]' were "
+             "supplied but are not used yet.\"", False),
+    "kafka-python": ("refused: kafka-python raises ValueError \"Unrecognized configs\"", True),
+    "librdkafka": ("refused: librdkafka says \"No such configuration property\"", True),
+}
+
+
+def unknown_keys(keys: list[str], client: str) -> list[str]:
+    """The keys of a producer file that ``client`` does not read, in file order."""
+    if client == "java":
+        known = JAVA_PRODUCER_KEYS | {"record.size"}  # the generator's own extension
+    elif client == "kafka-python":  # the tool's Java names for it, and its own names
+        known = set(PROPERTY_MAP) | set(REPLACED) | NO_DELIVERY_EFFECT | kafka_python_names()
+    elif client == "librdkafka":  # what librdkafka itself refuses is its check's to say
+        return [k for k in keys if k in SCALA_PRODUCER]
+    else:
+        return []
+    return [k for k in dict.fromkeys(keys) if k not in known]
+
+
+def unknown_line(keys: list[str], client: str) -> str:
+    """One line naming ``keys`` with ``client``'s own word, and what each may be."""
+    word, _ = CLIENT_WORD[client]
+    what = []
+    for k in keys:
+        if k in SCALA_PRODUCER:
+            what.append(f"{k} (the old Scala producer's, Kafka 0.7/0.8; today: "
+                        f"{SCALA_PRODUCER[k]})")
+        elif k in LIBRDKAFKA_NAMES:
+            what.append(f"{k} (librdkafka's name)")
+        elif k in kafka_python_names():
+            what.append(f"{k} (kafka-python's name)")
+        else:
+            what.append(k)
+    return (f"{client} does not read {', '.join(what)}: "
+            + word.format(keys=", ".join(keys)))
+
+
+def refuses_unknown(client: str) -> bool:
+    """Does ``client`` refuse a file with a key it does not read (else: ignores it)?"""
+    return CLIENT_WORD.get(client, ("", False))[1]
+
+
+def suggested_client(keys: list[str]) -> tuple[str, list[str]] | None:
+    """The client whose own names the keys are (with those keys), when they say one:
+    librdkafka's, kafka-python's, the Java producer's alone, or the old Scala producer."""
+    votes = {
+        "librdkafka": [k for k in keys if k in LIBRDKAFKA_NAMES],
+        "kafka-python": [k for k in keys if k in kafka_python_names() and "_" in k],
+        "java": [k for k in keys if k in JAVA_ONLY_NAMES],
+        "the old Scala producer (Kafka 0.7/0.8)": [k for k in keys if k in SCALA_PRODUCER],
+    }
+    best = max(votes, key=lambda c: len(votes[c]))
+    return (best, votes[best]) if votes[best] else None

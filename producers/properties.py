@@ -194,14 +194,40 @@ def show_value(key: str, value: str) -> str:
     return "***" if key in SECRET_PROPERTIES else value
 
 
-def parse_properties_text(text: str, source: str) -> list[tuple[str, str]]:
+#: a comment after a value (``acks=all   # durable``): java.util.Properties has none, so
+#: the value is everything after the ``=``, comment included (issue 49)
+_INLINE_COMMENT = re.compile(r"\s[#!]")
+_SECTION = re.compile(r"^\[[^\]=]*\]$")
+
+
+def inline_comment(key: str, value: str) -> str | None:
+    """Why ``value`` reads wrong when it holds what looks like an inline comment, else
+    None: Java properties have comments on lines of their own only."""
+    if not _INLINE_COMMENT.search(value):
+        return None
+    return (f"{key}: Java properties have no inline comments, so its value is "
+            f"{show_value(key, value)!r}, comment included; put the comment on a line of "
+            "its own")
+
+
+def parse_properties_text(text: str, source: str,
+                          sections: list[str] | None = None) -> list[tuple[str, str]]:
     """``key=value`` / ``key: value`` lines; ``#`` and ``!`` comments; a trailing
-    backslash continues a line (java.util.Properties, without unicode escapes)."""
+    backslash continues a line (java.util.Properties, without unicode escapes). An INI
+    section header (``[global]``, as in the config files of librdkafka tools) is skipped
+    and collected into ``sections`` when given, else a :class:`UsageError` saying so."""
     pairs: list[tuple[str, str]] = []
     logical = ""
     for raw in text.splitlines():
         line = raw.strip() if not logical else raw.lstrip()
         if not logical and (not line or line[0] in "#!"):
+            continue
+        if not logical and _SECTION.match(line):
+            if sections is None:
+                raise UsageError(f"{source}: {line} is an INI section header (the config "
+                                 "files of librdkafka tools have them); a properties file "
+                                 "has none: remove the header lines")
+            sections.append(line)
             continue
         if line.endswith("\\") and not line.endswith("\\\\"):
             logical += line[:-1]
@@ -259,7 +285,9 @@ def map_properties(pairs: Iterable[tuple[str, str]], source: str,
         try:
             parsed = parse(value)
         except ValueError as exc:
-            bad.append(f"{key}={show_value(key, value)} ({exc})")
+            why = inline_comment(key, value)
+            bad.append(f"{key}={show_value(key, value)} ({exc}"
+                       + (f"; {why.split(': ', 1)[1]})" if why else ")"))
             continue
         if name == "sasl_jaas_config":
             out.update(_jaas(parsed, source))

@@ -5,35 +5,16 @@ validation; and the hook that shows it beside a chaos run's verdicts (docs/advis
 from __future__ import annotations
 
 import argparse
-import ast
 import json
 import sys
 from importlib import metadata
 from pathlib import Path
 
+from verifier.cli.advise_targets import read_pairs, targets
 from verifier.cli.helptext import HelpFormatter, examples
 from verifier.rundata.errors import UsageError
-
-EXIT_OK, EXIT_FINDING, EXIT_INCOMPLETE = 0, 1, 2
-
-#: Spark Kafka source options (besides kafka.*): a file with one is a source configuration
-SPARK_SOURCE_OPTIONS = frozenset({
-    "failOnDataLoss", "startingOffsets", "endingOffsets", "subscribe", "subscribePattern",
-    "assign", "maxOffsetsPerTrigger", "minOffsetsPerTrigger", "minPartitions",
-    "groupIdPrefix", "includeHeaders", "startingTimestamp", "startingOffsetsByTimestamp",
-    "kafkaConsumer.pollTimeoutMs", "fetchOffset.numRetries", "fetchOffset.retryIntervalMs",
-})
-CONSUMER_KEYS = frozenset({
-    "isolation.level", "enable.auto.commit", "auto.offset.reset", "group.id",
-    "key.deserializer", "value.deserializer", "auto.commit.interval.ms", "max.poll.records",
-    "max.poll.interval.ms", "session.timeout.ms", "fetch.min.bytes", "group.instance.id",
-    "enable.auto.offset.store", "isolation_level", "enable_auto_commit", "group_id",
-})
-#: pipeline presets (streaming.pipelines.presets) -> the sink the rules name
-PIPELINE_SINKS = {"kafka-sink": "kafka", "file": "file", "delta": "delta",
-                  "foreach-batch": "foreachBatch",
-                  "foreach-batch-idempotent": "foreachBatch-idempotent",
-                  "dedup-state": "delta"}  # stateful, into Delta: Delta's rules
+from verifier.rundata.vocab import EXIT_ANOMALY as EXIT_FINDING  # advise's 1: a finding
+from verifier.rundata.vocab import EXIT_INCOMPLETE, EXIT_OK
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -59,8 +40,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "presets: delivery modes, a pipeline")),
         formatter_class=HelpFormatter)
     p.add_argument("files", nargs="+", metavar="FILE")
-    p.add_argument("--client", choices=CLIENTS, default=DEFAULT_CLIENT,
-                   help="the producer client the configuration is for")
+    p.add_argument("--client", choices=CLIENTS, default=None,
+                   help=f"the producer client the configuration is for (default "
+                        f"{DEFAULT_CLIENT}; the advice says which client a file's keys "
+                        "suggest)")
     p.add_argument("--client-version", default=None, metavar="VERSION",
                    help="its version (default: the version installed here; the client's own "
                         "check runs only on that one)")
@@ -80,118 +63,67 @@ def installed_version(client: str) -> str:
     return client_version(client)
 
 
-# ---- reading what to advise on ----------------------------------------------------------
-
-def _pipeline_scan(path: Path) -> tuple[list[tuple[str, object]], list[str]]:
-    """A pipeline file's sink and Kafka source options, read from its code (never run):
-    ``.format("kafka")`` / ``"delta"`` / a file format, ``.foreachBatch(f)`` (keyed by the
-    batch id when it writes with ``txnVersion``), ``.option(key, literal)``."""
-    try:
-        tree = ast.parse(path.read_text(), str(path))
-    except (OSError, SyntaxError) as exc:
-        raise UsageError(f"{path}: cannot read the pipeline: {exc}") from None
-    formats, options, notes, foreach, txn = [], [], [], False, False
-    for node in ast.walk(tree):
-        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
-            continue
-        name = node.func.attr
-        lits = [a.value for a in node.args if isinstance(a, ast.Constant)]
-        if name == "format" and lits:
-            formats.append(str(lits[0]))
-        elif name == "option" and len(lits) == 2:
-            options.append((str(lits[0]), lits[1]))
-            txn |= lits[0] == "txnVersion"
-        elif name == "foreachBatch":
-            foreach = True
-        elif name == "option" and lits and lits[0] == "txnVersion":
-            txn = True
-    sinks = [f for f in formats if f != "kafka"] + (["kafka"] if formats.count("kafka") > 1
-                                                    else [])
-    if foreach:
-        sink = "foreachBatch-idempotent" if txn else "foreachBatch"
-    elif "delta" in sinks:
-        sink = "delta"
-    elif any(f in ("parquet", "json", "csv", "orc", "text") for f in sinks):
-        sink = "file"
-    elif "kafka" in formats:
-        sink = "kafka"
-    else:
-        raise UsageError(f"{path}: no sink found (writeStream.format(...) or foreachBatch)")
-    notes.append(f"sink read from the code: {sink}")
-    source = [(k, v) for k, v in options if k.startswith("kafka.") or k in SPARK_SOURCE_OPTIONS]
-    return [("sink", sink)] + source, notes
-
-
-def _properties(path: Path) -> list[tuple[str, str]]:
-    from producers.properties import parse_properties_text
-
-    try:
-        return parse_properties_text(path.read_text(), str(path))
-    except OSError as exc:
-        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
-
-
-def kind_of(keys: list[str]) -> str:
-    if any(k.startswith("kafka.") or k in SPARK_SOURCE_OPTIONS for k in keys):
-        return "spark-source"
-    if any(k in CONSUMER_KEYS for k in keys):
-        return "consumer"
-    return "producer"
-
-
-def targets(files: list[str]) -> list[tuple[str, str, list[tuple[str, object]], list[str]]]:
-    """(name, kind, pairs as written, notes) for each FILE."""
-    from producers.config import DEFAULTS, PRESETS
-    from verifier.rundata.vocab import MODES
-
-    out = []
-    for name in files:
-        path = Path(name)
-        if not path.exists() and name in MODES:
-            pairs = [(k, v) for k, v in {**DEFAULTS, **PRESETS[name]}.items()
-                     if k in ("enable_idempotence", "acks", "retries", "linger_ms",
-                              "max_in_flight_requests_per_connection", "delivery_timeout_ms",
-                              "request_timeout_ms", "transaction_timeout_ms")]
-            if name == "transactional":
-                pairs.append(("transactional_id", "<run>.<pid>"))
-            out.append((name, "producer", pairs, ["the tool's preset of this delivery mode"]))
-        elif not path.exists() and name in PIPELINE_SINKS:
-            out.append((name, "pipeline", [("sink", PIPELINE_SINKS[name])],
-                        ["the tool's pipeline preset; its source is the tool's "
-                         "(read_committed, failOnDataLoss=true)"]))
-        elif not path.exists():
-            raise UsageError(f"{name}: no such file, delivery mode or pipeline preset")
-        elif path.suffix == ".py":
-            pairs, notes = _pipeline_scan(path)
-            out.append((name, "pipeline", [p for p in pairs if p[0] == "sink"], notes))
-            source = [p for p in pairs if p[0] != "sink"]
-            if source:
-                out.append((f"{name} (source)", "spark-source", source, []))
-        else:
-            pairs = _properties(path)
-            out.append((name, kind_of([k for k, _ in pairs]), pairs, []))
-    return out
-
-
 # ---- advising ---------------------------------------------------------------------------
 
 def advise_one(name: str, kind: str, pairs: list, client: str, version: str,
-               run_check: bool = True) -> dict:
+               run_check: bool = True, client_given: bool = True) -> dict:
     """The advice on one configuration, with the client's own check where it can run
-    (producers on the installed client version)."""
+    (producers on the installed client version). The file is read in ``client``'s own
+    names; a key the client does not read is named with its word (and refuses the file
+    where the client refuses it), an inline comment is explained, and a refused file gets
+    no guarantee."""
+    from producers.properties import inline_comment
+
+    comments = [w for k, v in pairs if isinstance(v, str) and (w := inline_comment(k, v))]
     try:
         advice = _advice(name, kind, pairs, client, version)
     except ValueError as exc:
-        raise UsageError(f"{name}: {exc}") from None
-    entry = {"file": name, "advice": advice.to_json(), "notes": [], "findings": [],
+        raise UsageError(f"{name}: {exc}" + "".join(f"; {w}" for w in comments)) from None
+    entry = {"file": name, "advice": advice.to_json(), "notes": comments, "findings": [],
              "check": None}
+    if kind == "producer":
+        entry["notes"][:0] = [_client_line(pairs, client, client_given)]
+        _unknown_keys(entry, pairs, client)
     if kind == "producer" and run_check and version == installed_version(client):
         entry["check"] = _client_check(client, version, pairs).to_json()
         entry["findings"] = _findings(entry["check"], entry["advice"])
     elif kind == "producer" and run_check:
         entry["notes"].append(f"the client's own check runs on the installed {client} "
                               f"{installed_version(client)} only")
+    if entry["advice"]["refused"] or (entry["check"] or {}).get("ok") is False:
+        # what the client refuses to run gives no guarantee, whatever its settings say
+        entry["advice"]["guarantee"] = f"none: {client} refuses this configuration"
+        entry["advice"]["mode"] = None
     return entry
+
+
+def _client_line(pairs: list, client: str, given: bool) -> str:
+    """Which client the file is judged on, and which client its keys suggest."""
+    from producers.checkconfig import suggested_client
+
+    line = f"judged on {client}" + ("" if given else " (no --client given: the default)")
+    suggested = suggested_client([k for k, _ in pairs])
+    if suggested and suggested[0] != client:
+        other, keys = suggested
+        hint = f": --client {other}" if other in ("java", "kafka-python", "librdkafka") else ""
+        line += f"; its keys suggest {other} ({', '.join(keys)}){hint}"
+    return line
+
+
+def _unknown_keys(entry: dict, pairs: list, client: str) -> None:
+    """The keys ``client`` does not read, named with its own word: a refusal where the
+    client refuses the file for them, else a note (the Java producer ignores them)."""
+    from producers.checkconfig import refuses_unknown, unknown_keys, unknown_line
+
+    unknown = unknown_keys([k for k, _ in pairs], client)
+    if not unknown:
+        return
+    line = unknown_line(unknown, client)
+    if refuses_unknown(client):
+        entry["advice"]["refused"].append({"id": "unknown-keys", "reason": line,
+                                           "source": f"{client}'s own validation"})
+    else:
+        entry["notes"].append(line)
 
 
 _RULE_KEYS = {"acks", "enable.idempotence", "retries", "max.in.flight.requests.per.connection",
@@ -201,15 +133,15 @@ _RULE_KEYS = {"acks", "enable.idempotence", "retries", "max.in.flight.requests.p
 
 
 def _client_check(client: str, version: str, pairs: list):
+    """The client's own check on the file as written, in the client's own names."""
     from producers import checkconfig
-    from verifier.judge.advice import canonical
 
+    written = [(k, _java_value(v)) for k, v in pairs]
     if client == "librdkafka":
-        return checkconfig.librdkafka([(k, str(v)) for k, v in pairs], version)
-    java_pairs = [(canonical(k), _java_value(v)) for k, v in pairs]
+        return checkconfig.librdkafka(written, version)
     if client == "java":
-        return checkconfig.java(java_pairs, version)
-    return checkconfig.kafka_python(java_pairs, version)
+        return checkconfig.java(written, version)
+    return checkconfig.kafka_python(written, version)
 
 
 def _java_value(v) -> str:
@@ -221,6 +153,10 @@ def _java_value(v) -> str:
 def _findings(check: dict, advice: dict) -> list[str]:
     """Where the client's own check and the table disagree (either may be wrong)."""
     out = []
+    if check["ok"] is False and "No such configuration property" in str(check["error"]):
+        # librdkafka names a key it does not read: its own refusal, not the table's miss
+        advice["refused"].append({"id": "unknown-keys", "reason": f"librdkafka: "
+                                  f"{check['error']}", "source": "librdkafka's own validation"})
     if check["ok"] is False and not advice["refused"]:
         out.append(f"the client refuses what the table accepts: {check['error']}")
     if check["ok"] is True and advice["refused"]:
@@ -245,12 +181,15 @@ def exit_code(entries: list[dict]) -> int:
 
 
 def cmd_advise(args: argparse.Namespace) -> int:
+    from producers.clients import DEFAULT_CLIENT
     from verifier.report.advice import render_advice
 
-    version = args.client_version or installed_version(args.client)
+    client = args.client or DEFAULT_CLIENT
+    version = args.client_version or installed_version(client)
     entries = []
     for name, kind, pairs, notes in targets(args.files):
-        entry = advise_one(name, kind, pairs, args.client, version)
+        entry = advise_one(name, kind, pairs, client, version,
+                           client_given=args.client is not None)
         entry["notes"] = notes + entry["notes"]
         entries.append(entry)
     code = exit_code(entries)
@@ -276,15 +215,21 @@ def chaos_with_advice(args: argparse.Namespace, prepared: tuple, run, out=None) 
     opts, scenarios = prepared[3], prepared[1]
     columns = column_configs(opts, scenarios)
     print("=== the advice for this run's configurations (verifier advise)", file=out)
+    from verifier.cli.flagcheck import given_flags
+
+    given = bool({"client", "clients"} & given_flags(args))
     for key, (name, kind, pairs, client) in columns.items():
         entry = advise_one(name, kind, pairs, client.split(":")[0],
-                           installed_version(client), run_check=key == "user-0")
+                           installed_version(client), run_check=key == "user-0",
+                           client_given=given)
         if key == "user-0":
             print(render_advice(entry), file=out)
         else:
             print(f"{name}: {entry['advice']['guarantee']}", file=out)
     out.flush()
-    code = run(args, *prepared)
+    from verifier.cli.retry import run_with_retries
+
+    code = run_with_retries(run, args, prepared, out)  # --retry-not-exercised N, if asked
     if getattr(args, "known_bug_plans", None):
         # each run forces a documented bug: the advice foresees no bug's anomalies, and
         # the known-bugs grid already judges each against the bug's documented status
@@ -314,7 +259,7 @@ def column_configs(opts, scenarios) -> dict[str, tuple[str, str, list, str]]:
             out[f"{m}-{slug}-0" if len(clients) > 1 else f"{m}-0"] = (m, kind, pairs, c)
     if opts.user_config is not None:
         out["user-0"] = (f"user:{Path(opts.user_config).name}", "producer",
-                         _properties(Path(opts.user_config)), clients[0])
+                         read_pairs(Path(opts.user_config)), clients[0])
     for p in opts.pipelines:
         name, kind, pairs, _ = targets([p.spec])[0]
         out[f"pipeline:{p.name}"] = (p.name, kind, pairs, "spark")
@@ -370,10 +315,11 @@ def _advice(name: str, kind: str, pairs: list, client: str, version: str | None 
     every Spark source option (kafka.*: Spark's own refusals), a pipeline's sink."""
     from verifier.judge.advice import Config, advise, canonical, normalize
 
-    settings = normalize([(k, v) for k, v in pairs if canonical(k) in _RULE_KEYS
-                          or k.startswith("kafka.") or k == "sink"])
     if kind in ("spark-source", "pipeline"):
         client, version = "spark", installed_version("spark")
+    # each key as this client reads it: another client's name is not this client's setting
+    settings = normalize([(k, v) for k, v in pairs if canonical(k, client) in _RULE_KEYS
+                          or k.startswith("kafka.") or k == "sink"], client)
     return advise(Config(kind, client, version or installed_version(client), settings, name))
 
 

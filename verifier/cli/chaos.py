@@ -13,7 +13,9 @@ import threading
 from concurrent.futures import Future
 from pathlib import Path
 
+from verifier.cli.flagcheck import check_flags
 from verifier.cli.helptext import HelpFormatter, epilog, examples, vocabulary
+from verifier.cli.retry import add_flag as add_retry_flag
 from verifier.orchestration.scenario import (
     SINKS,
     load_profiles,
@@ -119,6 +121,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="local cluster ports (clients BASE+n, proxy BASE+300+n)")
     p.add_argument("--state-dir", type=Path, default=DEFAULT_STATE, metavar="DIR",
                    help="the local cluster's folder")
+    add_retry_flag(p)  # --retry-not-exercised N (verifier.cli.retry, issue 49)
     p.set_defaults(func=cmd_chaos)
     c = sub.add_parser("cleanup", help="stop what a chaos run that is no longer running "
                                        "left behind (processes, network namespaces)",
@@ -423,6 +426,7 @@ def _prepare(args: argparse.Namespace):
     from verifier.rundata import jvm
 
     profile, scenarios = _scenarios(args)
+    check_flags(args, profile)  # a written flag that would do nothing: 64 (issue 49)
     from streaming.session import CHAOS_CONF, SPARK_CONF_ENV
 
     spark_conf = dict(CHAOS_CONF)  # the tool's defaults; the user's settings replace them

@@ -54,16 +54,19 @@ def version_tuple(text: str | None) -> tuple[int, ...]:
     return tuple(int(x) for x in re.findall(r"\d+", text or "")[:3]) or (0,)
 
 
-def canonical(key: str) -> str:
-    return R.ALIASES.get(key, key)
+def canonical(key: str, client: str | None = None) -> str:
+    """The Java name the rules use for ``key`` as ``client`` reads it (None: any client's
+    name): a librdkafka name is librdkafka's alone (advice_rules.CLIENT_ALIASES)."""
+    return R.aliases(client).get(key, key)
 
 
-def normalize(pairs: Iterable[tuple[str, Any]]) -> dict[str, Any]:
-    """Settings as the rules read them: Java names, typed values (acks "0"/"1"/"all",
-    booleans, integers). A bad value is a ValueError naming the key."""
+def normalize(pairs: Iterable[tuple[str, Any]], client: str | None = None) -> dict[str, Any]:
+    """Settings as the rules read them: Java names (``client``'s own names translated,
+    None: any client's), typed values (acks "0"/"1"/"all", booleans, integers). A bad
+    value is a ValueError naming the key."""
     out: dict[str, Any] = {}
     for raw_key, raw in pairs:
-        key = canonical(raw_key)
+        key = canonical(raw_key, client)
         value: Any = raw
         try:
             if key == "acks":

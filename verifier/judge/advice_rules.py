@@ -13,7 +13,8 @@ one of four things, named by its ``stage``:
   demonstrates it.
 
 Conditions are ``(key, op, value)`` on the effective configuration; keys are Java
-property names (kafka-python and librdkafka names are aliased to them, :data:`ALIASES`),
+property names (each client's own names are aliased to them for that client only,
+:data:`CLIENT_ALIASES`),
 plus ``kind`` (producer, consumer, spark-source, pipeline) and ``sink`` for pipelines.
 ``explicit``/``unset`` look at what the user wrote, not at the defaults.
 """
@@ -59,20 +60,38 @@ SCENARIO = {
 
 MAX_INT = 2**31 - 1
 
-#: kafka-python and librdkafka names -> the Java property name the rules use
-ALIASES = {
-    "enable_idempotence": "enable.idempotence", "acks": "acks", "retries": "retries",
-    "max_in_flight_requests_per_connection": "max.in.flight.requests.per.connection",
-    "delivery_timeout_ms": "delivery.timeout.ms", "linger_ms": "linger.ms",
-    "request_timeout_ms": "request.timeout.ms", "transactional_id": "transactional.id",
-    "transaction_timeout_ms": "transaction.timeout.ms", "isolation_level": "isolation.level",
-    "enable_auto_commit": "enable.auto.commit", "auto_offset_reset": "auto.offset.reset",
-    "group_id": "group.id",
-    # librdkafka
-    "request.required.acks": "acks", "message.send.max.retries": "retries",
-    "max.in.flight": "max.in.flight.requests.per.connection",
-    "message.timeout.ms": "delivery.timeout.ms", "queue.buffering.max.ms": "linger.ms",
+#: each client's own names -> the Java property name the rules use. A name is read as the
+#: client whose name it is reads it, and by no other (issue 49): ``message.timeout.ms`` is
+#: librdkafka's name for the delivery timeout, and the Java producer given it ignores it,
+#: so reading it for Java or kafka-python judged a setting they never run. Java names are
+#: every client's: the Java producer's own, the tool's format for kafka-python (its
+#: generator maps them), and librdkafka's aliases of its own names.
+CLIENT_ALIASES: dict[str, dict[str, str]] = {
+    "java": {},
+    "kafka-python": {
+        "enable_idempotence": "enable.idempotence", "acks": "acks", "retries": "retries",
+        "max_in_flight_requests_per_connection": "max.in.flight.requests.per.connection",
+        "delivery_timeout_ms": "delivery.timeout.ms", "linger_ms": "linger.ms",
+        "request_timeout_ms": "request.timeout.ms", "transactional_id": "transactional.id",
+        "transaction_timeout_ms": "transaction.timeout.ms",
+        "isolation_level": "isolation.level", "enable_auto_commit": "enable.auto.commit",
+        "auto_offset_reset": "auto.offset.reset", "group_id": "group.id",
+    },
+    "librdkafka": {
+        "request.required.acks": "acks", "message.send.max.retries": "retries",
+        "max.in.flight": "max.in.flight.requests.per.connection",
+        "message.timeout.ms": "delivery.timeout.ms", "queue.buffering.max.ms": "linger.ms",
+    },
+    "spark": {},
 }
+#: every client's names at once: a configuration read without its client
+ALIASES: dict[str, str] = {k: v for names in CLIENT_ALIASES.values() for k, v in names.items()}
+
+
+def aliases(client: str | None) -> dict[str, str]:
+    """The names ``client`` reads (None: every client's)."""
+    return ALIASES if client is None else CLIENT_ALIASES.get(client, {})
+
 
 # sources, cited by title (a report stands on its own)
 JAVA_DOCS = "Apache Kafka documentation, producer configs"

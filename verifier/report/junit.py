@@ -65,10 +65,13 @@ def _run_suite(root: ET.Element, doc: dict) -> None:
     for c in cols:
         case = ET.SubElement(suite, "testcase", classname=doc["scenario"], name=c["name"])
         _verdict_elements(case, c)
+        out = list(c.get("attempts") or [])  # a NOT EXERCISED cell re-run (cli/retry.py)
         if c.get("exposure") is not None:  # how hard the case was tested
             from verifier.judge.exposure import summary
 
-            ET.SubElement(case, "system-out").text = f"exposure: {summary(c['exposure'])}"
+            out.append(f"exposure: {summary(c['exposure'])}")
+        if out:
+            ET.SubElement(case, "system-out").text = "\n".join(out)
     _extra_cases(suite, doc)
 
 
@@ -120,6 +123,7 @@ def _repeated_suite(root: ET.Element, group: list[dict]) -> None:
             col = next((c for c in doc["columns"] if c["name"] == name), None)
             lines.append(f"{which}: {v} ({doc.get('run_dir') or doc.get('run')})"
                          + _exposure(col))
+            lines += [f"  {a}" for a in (col or {}).get("attempts") or []]
             if v != worst:
                 continue
             if col is None:  # the run reported no such column: it could not establish it

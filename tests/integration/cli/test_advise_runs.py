@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from verifier.cli import main
-from verifier.cli.advise import PIPELINE_SINKS
+from verifier.cli.advise_targets import PIPELINE_SINKS
 from verifier.rundata.vocab import MODES
 
 pytestmark = pytest.mark.integration

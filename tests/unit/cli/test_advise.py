@@ -7,7 +7,8 @@ import json
 import pytest
 
 from verifier.cli import main
-from verifier.cli.advise import check_outputs, column_configs, kind_of
+from verifier.cli.advise import check_outputs, column_configs
+from verifier.cli.advise_targets import kind_of
 from verifier.orchestration.planning import RunOptions
 from verifier.orchestration.scenario import load_scenario
 

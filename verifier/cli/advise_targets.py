@@ -1,0 +1,126 @@
+"""What ``verifier advise`` advises on: properties files as written (their kind read from
+their keys), pipeline files read from their code (never run), and the tool's presets."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+from verifier.rundata.errors import UsageError
+
+#: Spark Kafka source options (besides kafka.*): a file with one is a source configuration
+SPARK_SOURCE_OPTIONS = frozenset({
+    "failOnDataLoss", "startingOffsets", "endingOffsets", "subscribe", "subscribePattern",
+    "assign", "maxOffsetsPerTrigger", "minOffsetsPerTrigger", "minPartitions",
+    "groupIdPrefix", "includeHeaders", "startingTimestamp", "startingOffsetsByTimestamp",
+    "kafkaConsumer.pollTimeoutMs", "fetchOffset.numRetries", "fetchOffset.retryIntervalMs",
+})
+CONSUMER_KEYS = frozenset({
+    "isolation.level", "enable.auto.commit", "auto.offset.reset", "group.id",
+    "key.deserializer", "value.deserializer", "auto.commit.interval.ms", "max.poll.records",
+    "max.poll.interval.ms", "session.timeout.ms", "fetch.min.bytes", "group.instance.id",
+    "enable.auto.offset.store", "isolation_level", "enable_auto_commit", "group_id",
+})
+#: pipeline presets (streaming.pipelines.presets) -> the sink the rules name
+PIPELINE_SINKS = {"kafka-sink": "kafka", "file": "file", "delta": "delta",
+                  "foreach-batch": "foreachBatch",
+                  "foreach-batch-idempotent": "foreachBatch-idempotent",
+                  "dedup-state": "delta"}  # stateful, into Delta: Delta's rules
+
+
+def _pipeline_scan(path: Path) -> tuple[list[tuple[str, object]], list[str]]:
+    """A pipeline file's sink and Kafka source options, read from its code (never run):
+    ``.format("kafka")`` / ``"delta"`` / a file format, ``.foreachBatch(f)`` (keyed by the
+    batch id when it writes with ``txnVersion``), ``.option(key, literal)``."""
+    try:
+        tree = ast.parse(path.read_text(), str(path))
+    except (OSError, SyntaxError) as exc:
+        raise UsageError(f"{path}: cannot read the pipeline: {exc}") from None
+    formats, options, notes, foreach, txn = [], [], [], False, False
+    for node in ast.walk(tree):
+        if not isinstance(node, ast.Call) or not isinstance(node.func, ast.Attribute):
+            continue
+        name = node.func.attr
+        lits = [a.value for a in node.args if isinstance(a, ast.Constant)]
+        if name == "format" and lits:
+            formats.append(str(lits[0]))
+        elif name == "option" and len(lits) == 2:
+            options.append((str(lits[0]), lits[1]))
+            txn |= lits[0] == "txnVersion"
+        elif name == "foreachBatch":
+            foreach = True
+        elif name == "option" and lits and lits[0] == "txnVersion":
+            txn = True
+    sinks = [f for f in formats if f != "kafka"] + (["kafka"] if formats.count("kafka") > 1
+                                                    else [])
+    if foreach:
+        sink = "foreachBatch-idempotent" if txn else "foreachBatch"
+    elif "delta" in sinks:
+        sink = "delta"
+    elif any(f in ("parquet", "json", "csv", "orc", "text") for f in sinks):
+        sink = "file"
+    elif "kafka" in formats:
+        sink = "kafka"
+    else:
+        raise UsageError(f"{path}: no sink found (writeStream.format(...) or foreachBatch)")
+    notes.append(f"sink read from the code: {sink}")
+    source = [(k, v) for k, v in options if k.startswith("kafka.") or k in SPARK_SOURCE_OPTIONS]
+    return [("sink", sink)] + source, notes
+
+
+def read_pairs(path: Path, sections: list[str] | None = None) -> list[tuple[str, str]]:
+    """The file's pairs as written; INI section headers collected into ``sections``."""
+    from producers.properties import parse_properties_text
+
+    try:
+        return parse_properties_text(path.read_text(), str(path), sections)
+    except OSError as exc:
+        raise UsageError(f"cannot read {path}: {exc.strerror}") from None
+
+
+def kind_of(keys: list[str]) -> str:
+    if any(k.startswith("kafka.") or k in SPARK_SOURCE_OPTIONS for k in keys):
+        return "spark-source"
+    if any(k in CONSUMER_KEYS for k in keys):
+        return "consumer"
+    return "producer"
+
+
+def targets(files: list[str]) -> list[tuple[str, str, list[tuple[str, object]], list[str]]]:
+    """(name, kind, pairs as written, notes) for each FILE."""
+    from producers.config import DEFAULTS, PRESETS
+    from producers.properties import java_name
+    from verifier.rundata.vocab import MODES
+
+    out = []
+    for name in files:
+        path = Path(name)
+        if not path.exists() and name in MODES:
+            # in Java names: every client reads them (librdkafka as aliases of its own)
+            pairs = [(java_name(k), v) for k, v in {**DEFAULTS, **PRESETS[name]}.items()
+                     if k in ("enable_idempotence", "acks", "retries", "linger_ms",
+                              "max_in_flight_requests_per_connection", "delivery_timeout_ms",
+                              "request_timeout_ms", "transaction_timeout_ms")]
+            if name == "transactional":
+                pairs.append(("transactional.id", "<run>.<pid>"))
+            out.append((name, "producer", pairs, ["the tool's preset of this delivery mode"]))
+        elif not path.exists() and name in PIPELINE_SINKS:
+            out.append((name, "pipeline", [("sink", PIPELINE_SINKS[name])],
+                        ["the tool's pipeline preset; its source is the tool's "
+                         "(read_committed, failOnDataLoss=true)"]))
+        elif not path.exists():
+            raise UsageError(f"{name}: no such file, delivery mode or pipeline preset")
+        elif path.suffix == ".py":
+            pairs, notes = _pipeline_scan(path)
+            out.append((name, "pipeline", [p for p in pairs if p[0] == "sink"], notes))
+            source = [p for p in pairs if p[0] != "sink"]
+            if source:
+                out.append((f"{name} (source)", "spark-source", source, []))
+        else:
+            sections: list[str] = []
+            pairs = read_pairs(path, sections)
+            notes = [f"section headers {', '.join(sections)} skipped: a properties file has "
+                     "none (librdkafka reads its global and topic properties as one list)"
+                     ] if sections else []
+            out.append((name, kind_of([k for k, _ in pairs]), pairs, notes))
+    return out

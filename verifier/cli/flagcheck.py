@@ -1,0 +1,106 @@
+"""Flags mean what they say (issue 49): a ``verifier chaos`` flag that the chosen profile or
+the other flags leave without effect is refused before anything starts (exit 64, naming
+the flag and why), never silently ignored. ``verifier chaos --profile known-bugs
+--kafka-version 4.1.1`` ran its rows on 3.5.2, 4.1.1 and 4.2.0 clusters for 12 minutes
+without a word; it now stops at once and names ``--kafka-versions 4.1.1``, which keeps
+only the rows on that broker.
+
+Only what the user wrote is held to this: a flag is *given* when it is on the command
+line (whatever its value, even the default's), so ``verifier shrink``, which builds its
+chaos run from a run folder, is never refused for flags it set itself.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from verifier.rundata.errors import UsageError
+
+#: what is parsed but never a flag the user wrote
+_NOT_FLAGS = {"command", "func", "verbose", "argv"}
+
+
+def given_flags(args: argparse.Namespace) -> set[str]:
+    """The option names (argparse ``dest``) of the chaos flags written on the command line
+    (``args.argv``), whatever their values; empty when that command line is not a chaos
+    one. Every option is parsed again with a default of None, so a flag that was written
+    is exactly one whose value is not None (abbreviations and ``--flag=value`` included,
+    as argparse reads them)."""
+    argv = getattr(args, "argv", None)
+    if not argv:
+        return set()
+    from verifier.cli import build_parser
+
+    parser = build_parser()
+    _defaults_to_none(parser)
+    try:
+        parsed = parser.parse_args(argv)
+    except SystemExit:  # the real parse accepted it; a second opinion is not a usage error
+        return set()
+    if getattr(parsed, "command", None) != "chaos":
+        return set()
+    return {k for k, v in vars(parsed).items() if v is not None and k not in _NOT_FLAGS}
+
+
+def _defaults_to_none(parser: argparse.ArgumentParser) -> None:
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in action.choices.values():
+                _defaults_to_none(sub)
+        elif action.dest != argparse.SUPPRESS and action.default != argparse.SUPPRESS:
+            action.default = None
+
+
+def inert_flags(args: argparse.Namespace, profile, given: set[str]) -> list[str]:
+    """Why each written flag has no effect with this profile and these flags (empty: every
+    flag applies). One entry per flag, naming it and what to write instead."""
+    out = []
+    if profile.known_bugs:
+        where = f"the {profile.name} profile runs each bug on the brokers and clients its " \
+                f"rows name ({_known_bug_brokers()})"
+        if "kafka_version" in given:
+            out.append(f"--kafka-version {args.kafka_version} does not apply: {where}; "
+                       f"--kafka-versions {args.kafka_version} keeps only the rows on that "
+                       "broker")
+        if "client" in given:
+            out.append(f"--client {args.client} does not apply: {where}; --clients "
+                       f"{args.client} keeps only the rows of that client")
+    if "client" in given and "clients" in given:
+        out.append("--client does not apply with --clients, which names every column's "
+                   "client: give one or the other")
+    if "pipeline_guarantee" in given and "pipeline" not in given:
+        out.append("--pipeline-guarantee does not apply: it is the guarantee the pipelines "
+                   "under test are judged by; name them with --pipeline")
+    if getattr(args, "bootstrap_servers", None):
+        for flag in sorted(given & {"base_port", "state_dir"}):
+            out.append(f"--{flag.replace('_', '-')} does not apply with --bootstrap-servers: "
+                       "it is the local cluster's, and no local cluster starts")
+    if "retry_not_exercised" in given:
+        grid = ("the known-bugs grid" if profile.known_bugs else
+                "--kafka-versions" if "kafka_versions" in given else
+                f"the {profile.name} profile's version grid" if profile.kafka_versions
+                else None)
+        if grid:
+            out.append(f"--retry-not-exercised does not apply to {grid}, which runs every "
+                       "scenario on clusters of its own; use --repeat N there")
+    return out
+
+
+def _known_bug_brokers() -> str:
+    """The broker versions the known-bugs rows name, for the message."""
+    try:
+        from verifier.orchestration.known_bugs import load_known_bugs
+
+        versions = {c.kafka for bug in load_known_bugs() for c in bug.combinations}
+    except Exception:  # noqa: BLE001 - a message must not fail on its decoration
+        return "several"
+    return ", ".join(sorted(versions, key=lambda v: tuple(int(x) for x in v.split(".")
+                                                          if x.isdigit())))
+
+
+def check_flags(args: argparse.Namespace, profile) -> None:
+    """Refuse (:class:`UsageError`, exit 64) every written chaos flag that would have no
+    effect, before anything starts."""
+    problems = inert_flags(args, profile, given_flags(args))
+    if problems:
+        raise UsageError("; ".join(problems))
