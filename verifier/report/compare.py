@@ -36,6 +36,10 @@ SHORT = {
     HANGING: "hanging", INCONSISTENT: "inconsistent", FOREIGN: "foreign",
 }  # fmt: skip
 
+#: the same for a column judged by the reference oracle (issue 46: rows, not records)
+ROW_WORDS = {**SHORT, LOST: "missing rows", DUP_DELIVERY: "extra rows",
+             FOREIGN: "different rows"}
+
 CELL_LEGEND = (
     "cell = verdict · what was observed: dup = duplicate within one producer session, "
     "xdup = across sessions, redelivered = one offset delivered twice, aborted = aborted "
@@ -173,11 +177,13 @@ def observed(col: dict) -> list[tuple[str, int, str]]:
             for k in KINDS if col["anomalies"].get(k, {}).get("count")]  # fmt: skip
 
 
-def cell_text(verdict: str, seen: list[tuple[str, int, str]]) -> str:
-    """``PASS · 1226 dup ~ 438 reorder ~`` (just the verdict when nothing was seen)."""
+def cell_text(verdict: str, seen: list[tuple[str, int, str]], words=None) -> str:
+    """``PASS · 1226 dup ~ 438 reorder ~`` (just the verdict when nothing was seen);
+    ``words``: each kind's word (default :data:`SHORT`; rows for the reference oracle)."""
     if not seen:
         return verdict
-    return verdict + " · " + " ".join(f"{n} {SHORT[k]} {MARK[e]}" for k, n, e in seen)
+    words = words or SHORT
+    return verdict + " · " + " ".join(f"{n} {words[k]} {MARK[e]}" for k, n, e in seen)
 
 
 def outcome_text(outcomes: list[str]) -> str:
@@ -213,6 +219,8 @@ def cells(docs: list[dict]) -> dict[str, dict[str, dict]]:
         for c in doc["columns"]:
             seen = observed(c)
             cell = row.setdefault(c["name"], {"observed": [], "where": {}, "exposure": []})
+            if c.get("oracle"):  # judged against a fault-free run: its rows differ
+                cell["words"] = ROW_WORDS
             cell["observed"] = _merge(cell["observed"], seen)
             cell["exposure"].append(c.get("exposure"))
             for k, _, _ in seen:
@@ -221,7 +229,8 @@ def cells(docs: list[dict]) -> dict[str, dict[str, dict]]:
         for name, outcomes in row.items():
             cell = out[sc][name]
             cell["verdict"], cell["outcomes"], cell["runs"] = worst_of(outcomes), outcomes, runs[sc]
-            cell["text"] = cell_text(outcome_text(outcomes), cell["observed"])
+            cell["text"] = cell_text(outcome_text(outcomes), cell["observed"],
+                                     cell.get("words"))
             exposed = exposure_text(cell["exposure"])
             if exposed:
                 cell["text"] += f" · {exposed}"

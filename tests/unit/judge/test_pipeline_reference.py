@@ -83,3 +83,16 @@ def test_the_report_prints_the_differing_rows():
     text = "\n".join(difference_lines(col))
     assert "final state per key ['customer']" in text and "['at']" in text
     assert '{"customer":"b","total":"1"} x1 (output 2, fault-free 1)' in text
+
+
+def test_the_cell_counts_rows_for_the_reference_oracle():
+    from verifier.report.compare import cells
+
+    def doc(oracle):
+        col = {"name": "pipeline:orders", "verdict": "FAIL", "exposure": None,
+               "anomalies": {DUP_DELIVERY: {"count": 3, "expectation": "forbidden"}},
+               **({"oracle": {"keys": []}} if oracle else {})}
+        return {"scenario": "s", "run": "r", "columns": [col]}
+
+    assert cells([doc(True)])["s"]["pipeline:orders"]["text"] == "FAIL · 3 extra rows x"
+    assert cells([doc(False)])["s"]["pipeline:orders"]["text"] == "FAIL · 3 redelivered x"
