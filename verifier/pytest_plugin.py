@@ -258,7 +258,7 @@ class FaultController:
     """``kafka_faults``: break the session's cluster on purpose; healed after each test."""
 
     def __init__(self, env) -> None:
-        from verifier.harness.faults.actions import FaultEnv
+        from verifier.harness.faults.kinds import FaultEnv
 
         self.env = env
         self.fault_env: FaultEnv = env.fault_env({})
@@ -309,9 +309,9 @@ class FaultController:
         """A fault proxy rule in front of ``broker`` (None: every broker): ``ack-loss``
         (``probability``, ``action`` drop/close), ``latency`` (``ms``), ``blackhole``,
         ``reset``, ``hold``; see docs/faults.md. Returns its id for :meth:`remove_rule`."""
-        from verifier.harness.faults.spec import PROXY_KINDS
+        from verifier.harness.faults.kinds.proxy import RULES
 
-        rule = self.proxy.add_rule(kind=PROXY_KINDS.get(kind, kind), broker=broker, **params)
+        rule = self.proxy.add_rule(kind=RULES.get(kind, kind), broker=broker, **params)
         return rule["id"]
 
     def remove_rule(self, rule_id: int) -> dict:
@@ -320,7 +320,7 @@ class FaultController:
     def heal(self) -> dict:
         """Every fault undone: rules cleared, partitions healed, brokers resumed or
         started, and the cluster ready again."""
-        from verifier.harness.faults.actions import heal_everything
+        from verifier.harness.faults.recovery import heal_everything
 
         detail = heal_everything(self.fault_env, set())
         self.cluster.wait_ready()

@@ -15,9 +15,9 @@ import sys
 from pathlib import Path
 
 from verifier.harness.cluster import ClusterSpec, LocalCluster, up
-from verifier.harness.faults.actions import FaultEnv, NotApplied
+from verifier.harness.faults import kinds
+from verifier.harness.faults.kinds import FaultEnv, NotApplied
 from verifier.harness.faults.proxy_process import ProxyProcess, proxied
-from verifier.harness.faults.spec import BROKER_KINDS, PROXY_KINDS
 from verifier.harness.topics import admin, delete_topics, wait_in_sync
 from verifier.rundata.errors import EnvironmentProblem, VerifierError
 
@@ -125,7 +125,10 @@ class LocalEnvironment:
         return self.spec.replication_factor
 
     def skipped_kinds(self) -> set[str]:
-        return set() if self.partitions else {"network-partition"}
+        """The fault kinds this environment cannot run: a network partition needs the
+        run's own network namespace (``partitions``)."""
+        parts = {"proxy", "cluster"} | ({"partition"} if self.partitions else set())
+        return kinds.skipped(parts)
 
     def fault_env(self, processes: dict) -> FaultEnv:
         from verifier.harness.faults.netns import Partition
@@ -212,7 +215,9 @@ class ExternalEnvironment:
         return min(3, self._brokers)
 
     def skipped_kinds(self) -> set[str]:
-        return set(PROXY_KINDS) | set(BROKER_KINDS)
+        """Every kind that needs the proxy, the brokers' processes or a partition: a
+        user's cluster has none of them here."""
+        return kinds.skipped(set())
 
     def fault_env(self, processes: dict) -> FaultEnv:
         return FaultEnv(bootstrap_servers=self._bootstrap, processes=processes,

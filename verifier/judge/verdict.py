@@ -11,6 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from verifier.judge import expectations as X
+from verifier.judge.faults import unknown_outcomes
+from verifier.judge.faults.windows import fault_kinds, fault_windows
 from verifier.judge.model import (
     HANGING,
     ISOLATIONS,
@@ -134,8 +136,7 @@ def _reasons_unknown(col: Column, run: RunData, outcomes, anomalies, topics) -> 
         if a["count"] and a["expectation"] == X.INCONCLUSIVE:
             reasons.append(f"{a['count']} {k}: never read, the query stopped" if stopped
                            else f"{a['count']} {k}: lost or late, the drain did not finish")
-    reasons += [why for mode, why in faults_without_effect(run.nemesis, run.config)
-                if mode in (None, col.mode)]  # fmt: skip
+    reasons += unknown_outcomes(run.nemesis, run.config, col.mode)
     return reasons
 
 
@@ -166,20 +167,6 @@ def column_verdict(col, run, outcomes, counts, faults, cap) -> dict:
     }  # fmt: skip
 
 
-def faults_without_effect(nemesis: list[dict], config) -> list[tuple[str | None, str]]:
-    """Scheduled faults whose start's outcome is unknown (``info``: it may or may not have
-    been applied), each with the column mode it concerns (None: every column) and why:
-    those columns are UNKNOWN. A fault that was not applied (``fail``) or acted on none of
-    a column's operations leaves that column NOT EXERCISED instead (:func:`apply_exposure`)."""
-    out = []
-    for op in nemesis:
-        if not op.get("id") or op.get("type") != "info" or op.get("f") != "start":
-            continue
-        out.append((_concerns(op, config), f"fault {op.get('fault')} #{op['id']} may not "
-                    f"have been applied: {op.get('error')}"))
-    return out
-
-
 def apply_exposure(doc: dict, exposure: dict[str, dict]) -> None:
     """Each column's ``exposure`` (verifier.judge.exposure) into ``doc``; a column that
     would PASS though a fault concerning it was not applied, acted on none of its
@@ -196,27 +183,6 @@ def apply_exposure(doc: dict, exposure: dict[str, dict]) -> None:
             c["not_exercised"] = list(entry.get("reasons") or [])
     if doc.get("exit_code") != EXIT_ANOMALY:  # a failed connection check keeps its 1
         doc["exit_code"] = exit_code([c["verdict"] for c in doc["columns"]])
-
-
-def _concerns(op: dict, config) -> str | None:
-    """The column mode a fault on a process concerns (a producer's, a pipeline's); None
-    for every other fault (brokers, the network, the observer, every client)."""
-    from verifier.rundata.columns import pipeline_column
-
-    name = (op.get("target") or {}).get("process")
-    if not isinstance(name, str):
-        return None
-    if name.startswith("producer:"):
-        return name.removeprefix("producer:")
-    if name in config.producers:
-        return config.producers[name].mode
-    if name.startswith("pipeline/"):
-        return pipeline_column(name.removeprefix("pipeline/"))
-    return None
-
-
-def fault_kinds(nemesis: list[dict]) -> set[str]:
-    return {op.get("fault") for op in nemesis if op.get("f") == "start" and op.get("type") == "ok"}
 
 
 def build(
@@ -258,29 +224,6 @@ def exit_code(verdicts: list[str]) -> int:
     if NOT_EXERCISED in verdicts:
         return EXIT_NOT_EXERCISED
     return EXIT_OK
-
-
-def fault_windows(nemesis: list[dict]) -> list[dict]:
-    """One window per fault id: from its start to its heal (None if never healed)."""
-    wins: dict = {}
-    for op in nemesis:
-        if op.get("type") == "invoke" or "id" not in op:
-            continue
-        w = wins.setdefault(
-            op["id"],
-            {
-                "id": op["id"],
-                "fault": op.get("fault"),
-                "target": op.get("target"),
-                "start": None,
-                "end": None,
-            },
-        )
-        if op.get("f") == "start":
-            w["start"], w["start_outcome"] = op.get("t"), op.get("type")
-        elif op.get("f") == "heal":
-            w["end"], w["heal_outcome"] = op.get("t"), op.get("type")
-    return [w for w in wins.values() if w["start"] is not None]
 
 
 def combine(docs: list[dict]) -> dict:

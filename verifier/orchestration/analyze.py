@@ -13,9 +13,9 @@ from verifier.judge.checks import Derived, load_run, run_checks
 from verifier.judge.checks.runner import DEFAULT_SAMPLE
 from verifier.judge.checks.stats import counts_by_pid, partition_points, throughput
 from verifier.judge.copier import judge_run as judge_copiers
+from verifier.judge.exposure_facts import add_exposure
 from verifier.judge.pipeline import judge_run as judge_pipelines
 from verifier.orchestration.crosscheck import cross_check
-from verifier.orchestration.exposure import add_exposure
 from verifier.report.connections import summarize, unavailable
 from verifier.rundata.connections import read_connections
 from verifier.rundata.formats import RunFormatError, read_json

@@ -305,6 +305,7 @@ def live_doc(run_dir: Path | str, follower: RunFollower, cap: int = 20,
     with the run, 4 s after 20 minutes; the orchestrator adds it after the verdict)."""
     from verifier.judge.checks.load import load_drain
     from verifier.judge.copier import judge_run as judge_copiers
+    from verifier.judge.exposure_facts import add_exposure
     from verifier.judge.pipeline import judge_run as judge_pipelines
     from verifier.orchestration.analyze import (
         add_connections,
@@ -313,7 +314,6 @@ def live_doc(run_dir: Path | str, follower: RunFollower, cap: int = 20,
         kafka_version_of,
         mark_interrupted,
     )  # fmt: skip
-    from verifier.orchestration.exposure import add_exposure
     from verifier.rundata.nemesis import read_nemesis
     from verifier.rundata.startfail import describe, read_start_failures
 

@@ -189,7 +189,7 @@ class ScenarioRun:
         scenario that had some) on the running brokers, and its replication through the
         proxy or not (``proxy_replication``); a dynamic table runs as a ``broker-config``
         fault of the schedule instead."""
-        from verifier.harness.faults.actions import NotApplied
+        from verifier.harness.faults.kinds import NotApplied
 
         b = self.scenario.broker
         settings = dict(b.settings) if b is not None and b.apply == "start" else {}

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from verifier.harness.faults.spec import SPARK_KINDS
+from verifier.harness.faults import kinds
 from verifier.harness.spark_standalone import StandaloneCluster, pipeline_conf
 from verifier.orchestration.pipelines import HOLD_MS
 
@@ -23,8 +23,8 @@ CLUSTERS = ("standalone",)
 
 def kills_executors(faults) -> bool:
     """Does the schedule (or fault list) kill an executor or a worker?"""
-    return any((f.get("kind") if isinstance(f, dict) else f.kind) in SPARK_KINDS
-               for f in faults)
+    spark = kinds.of_family("spark")
+    return any((f.get("kind") if isinstance(f, dict) else f.kind) in spark for f in faults)
 
 
 def problems(scenario, opts) -> list[str]:

@@ -7,7 +7,7 @@ import json
 import pytest
 from kafka import KafkaProducer
 
-from verifier.harness.faults.actions import FaultEnv
+from verifier.harness.faults.kinds import FaultEnv
 from verifier.harness.faults.nemesis import Nemesis
 from verifier.harness.faults.spec import build_schedule, parse_spec
 from verifier.harness.faults.targets import resolve_broker

@@ -17,7 +17,7 @@ from kafka import KafkaConsumer, KafkaProducer
 
 from tests.conftest import TEST_STATE_DIR, port_base
 from verifier.harness.cluster import ClusterSpec, up
-from verifier.harness.faults.actions import FaultEnv
+from verifier.harness.faults.kinds import FaultEnv
 from verifier.harness.faults.nemesis import Nemesis
 from verifier.harness.faults.proxy_process import ProxyProcess, proxied
 from verifier.harness.faults.spec import build_schedule, parse_spec

@@ -8,7 +8,7 @@ import sys
 
 import pytest
 
-from verifier.harness.faults.actions import FaultEnv
+from verifier.harness.faults.kinds import FaultEnv
 from verifier.harness.faults.nemesis import Nemesis
 from verifier.harness.faults.spec import build_schedule, parse_spec
 from verifier.harness.faults.targets import ProcessTarget
@@ -176,9 +176,9 @@ def test_a_restarted_process_must_serve_a_while_before_the_next_kill(tmp_path, m
     import threading
     import time
 
-    from verifier.harness.faults import actions
+    from verifier.harness.faults.kinds import process
 
-    monkeypatch.setattr(actions, "SERVING_MIN_S", 1.5)
+    monkeypatch.setattr(process, "SERVING_MIN_S", 1.5)
 
     class Serving(_Observer):  # serves from its start
         def served_for_s(self) -> float | None:
@@ -220,9 +220,9 @@ def test_two_held_back_kills_of_one_process_go_one_after_the_other(tmp_path, mon
             served = (time.time() * 1000 - self.started_at_ms - 500) / 1000
             return served if self.ready.is_set() and served > 0 else None
 
-    from verifier.harness.faults import actions
+    from verifier.harness.faults.kinds import process
 
-    monkeypatch.setattr(actions, "SERVING_MIN_S", 0.5)
+    monkeypatch.setattr(process, "SERVING_MIN_S", 0.5)
     ready = threading.Event()
     proc = Slow(tmp_path, ready)
     proc.start()
@@ -258,10 +258,13 @@ def _producer_then_observer_kill(tmp_path, procs, monkeypatch, start=None, heal=
                                  observer_at=0.5, name="two"):
     """A 0.2-s producer kill at 0 (its start or heal handler replaced) and a 0.5-s
     observer kill at ``observer_at``, run to the end; the history by (f, type, id)."""
-    from verifier.harness.faults import actions
+    from dataclasses import replace
 
-    start0, heal0 = actions.HANDLERS["producer-kill"]
-    monkeypatch.setitem(actions.HANDLERS, "producer-kill", (start or start0, heal or heal0))
+    from verifier.harness.faults import kinds
+
+    kind = kinds.KINDS["producer-kill"]
+    monkeypatch.setitem(kinds.KINDS, "producer-kill",
+                        replace(kind, start=start or kind.start, heal=heal or kind.heal))
     specs = [parse_spec({"kind": "producer-kill", "target": {"process": "gen-0"},
                          "start": 0.0, "duration": 0.2}, "s"),
              parse_spec({"kind": "observer-kill", "target": {"process": "observer"},
@@ -276,19 +279,19 @@ def _producer_then_observer_kill(tmp_path, procs, monkeypatch, start=None, heal=
 
 def test_a_settling_heal_does_not_hold_back_the_faults_planned_meanwhile(
         tmp_path, procs, monkeypatch):
-    """A heal whose target takes a while to come back (a broker restart: actions.Settling)
+    """A heal whose target takes a while to come back (a broker restart: kinds.Settling)
     is waited for off the schedule: the next fault starts on time, and the heal's ok line
     comes when the target is back (the combined scenario's producer and observer kills,
     planned during the broker's restart, had started 15 s late and healed at once)."""
     import time
 
-    from verifier.harness.faults import actions
+    from verifier.harness.faults import kinds
 
-    _, heal = actions.HANDLERS["producer-kill"]
+    heal = kinds.KINDS["producer-kill"].heal
 
     def slow_heal(fault, env, state):
         detail = heal(fault, env, state)
-        return actions.Settling(detail, lambda: (time.sleep(1.5), {"ready_seconds": 1.5})[1])
+        return kinds.Settling(detail, lambda: (time.sleep(1.5), {"ready_seconds": 1.5})[1])
 
     ev, active = _producer_then_observer_kill(tmp_path, procs, monkeypatch, heal=slow_heal)
     assert not active  # the settled heal took its fault off the active list
@@ -306,9 +309,9 @@ def test_a_late_start_keeps_its_duration_and_says_how_late(tmp_path, procs, monk
     fault is still 0.5 s long, and its ok line has ``late_s``."""
     import time
 
-    from verifier.harness.faults import actions
+    from verifier.harness.faults import kinds
 
-    start, _ = actions.HANDLERS["producer-kill"]
+    start = kinds.KINDS["producer-kill"].start
 
     def slow_start(fault, env, state):
         time.sleep(1.5)

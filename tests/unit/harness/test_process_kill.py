@@ -12,8 +12,8 @@ import time
 import pytest
 
 from streaming.pipelines.hold import write_marker
-from verifier.harness.faults.actions import FaultEnv, NotApplied, start_process_kill
-from verifier.harness.faults.spec import ScheduledFault
+from verifier.harness.faults.kinds import FaultEnv, NotApplied, ScheduledFault
+from verifier.harness.faults.kinds.process import start_process_kill
 
 
 class FakeDriver:

@@ -7,6 +7,7 @@ from __future__ import annotations
 from streaming.pipelines.hold import HOLD_AFTER_ROWS, claim_stage, task_hold
 from verifier.harness.spark_standalone import EXECUTOR_CLASS, parse_executor, pipeline_conf
 from verifier.judge import exposure as E
+from verifier.judge.faults.facts import Batch, ColumnSpec, RunFacts
 from verifier.judge.task_attempts import BATCH_REPLAY, TASK_RETRY, cause, evidence
 
 T0 = 1_000_000
@@ -69,11 +70,11 @@ def _kill(kind, start, detail):
 
 
 def _exposure(nemesis):
-    batches = [E.Batch(0, T0 - 5_000, T0 - 4_000, {("run.t", 0): (0, 100)}),
-               E.Batch(1, T0 - 1_000, T0 + 500, {("run.t", 0): (100, 130)})]
-    pipe = E.ColumnSpec(name="pipeline:p", mode="pipeline:p", pids=(), topics=("run.t",),
+    batches = [Batch(0, T0 - 5_000, T0 - 4_000, {("run.t", 0): (0, 100)}),
+               Batch(1, T0 - 1_000, T0 + 500, {("run.t", 0): (100, 130)})]
+    pipe = ColumnSpec(name="pipeline:p", mode="pipeline:p", pids=(), topics=("run.t",),
                         pipeline="p", isolations=("read_committed",))
-    return E.exposure(E.RunFacts(nemesis=nemesis, columns=[pipe],
+    return E.exposure(RunFacts(nemesis=nemesis, columns=[pipe],
                                  batches={"pipeline/p": batches}))["pipeline:p"]
 
 

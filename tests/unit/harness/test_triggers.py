@@ -11,8 +11,9 @@ import time
 
 import pytest
 
+from verifier.harness.faults import probes as P
 from verifier.harness.faults import triggers as T
-from verifier.harness.faults.actions import FaultEnv
+from verifier.harness.faults.kinds import FaultEnv
 from verifier.harness.faults.nemesis import Nemesis
 from verifier.harness.faults.rules import Rule, answers_append
 from verifier.harness.faults.spec import build_schedule, parse_spec
@@ -80,33 +81,33 @@ def never(batch: int) -> bool:
 
 
 def test_mid_batch_needs_a_fresh_marker_of_an_uncommitted_batch():
-    marker = T.parse_marker(json.dumps({"t": 100.0, "batch": 4, "where": "foreachBatch"}))
-    assert T.mid_batch(marker, 99.0, never) is True
-    assert T.mid_batch(None, 99.0, never) is False  # no hold now
-    assert T.mid_batch(marker, 101.0, never) is False  # left by the killed predecessor
-    assert T.mid_batch(marker, 99.0, lambda b: b == 4) is False  # its batch committed
-    unnamed = T.parse_marker(json.dumps({"t": 100.0, "batch": None}))
-    assert T.mid_batch(unnamed, 99.0, lambda b: True) is True  # a source hold: no id
+    marker = P.parse_marker(json.dumps({"t": 100.0, "batch": 4, "where": "foreachBatch"}))
+    assert P.mid_batch(marker, 99.0, never) is True
+    assert P.mid_batch(None, 99.0, never) is False  # no hold now
+    assert P.mid_batch(marker, 101.0, never) is False  # left by the killed predecessor
+    assert P.mid_batch(marker, 99.0, lambda b: b == 4) is False  # its batch committed
+    unnamed = P.parse_marker(json.dumps({"t": 100.0, "batch": None}))
+    assert P.mid_batch(unnamed, 99.0, lambda b: True) is True  # a source hold: no id
     # a fresh query's batch 0 on empty ranges holds too, but its replay writes nothing
-    assert T.mid_batch(marker, 99.0, never, planned=lambda b: 0) is False
-    assert T.mid_batch(marker, 99.0, never, planned=lambda b: 120) is True
-    assert T.mid_batch(marker, 99.0, never, planned=lambda b: None) is True  # unknown
+    assert P.mid_batch(marker, 99.0, never, planned=lambda b: 0) is False
+    assert P.mid_batch(marker, 99.0, never, planned=lambda b: 120) is True
+    assert P.mid_batch(marker, 99.0, never, planned=lambda b: None) is True  # unknown
 
 
 def test_a_source_hold_is_mid_batch_only_once_the_other_tasks_have_written():
     """A Kafka, file or Delta sink holds one task while the others run: killed before
     they have written, the replay writes nothing twice (seen on a loaded machine)."""
-    marker = T.parse_marker(json.dumps({"t": 100.0, "batch": 7, "where": "source"}))
-    assert T.mid_batch(marker, 99.0, never) is False  # the others still writing
-    assert T.mid_batch(marker, 99.0, never, {"t": 101.0, "batch": 7}) is True
+    marker = P.parse_marker(json.dumps({"t": 100.0, "batch": 7, "where": "source"}))
+    assert P.mid_batch(marker, 99.0, never) is False  # the others still writing
+    assert P.mid_batch(marker, 99.0, never, {"t": 101.0, "batch": 7}) is True
     # the written word of an earlier hold does not count for this one
-    assert T.mid_batch(marker, 99.0, never, {"t": 90.0, "batch": 6}) is False
+    assert P.mid_batch(marker, 99.0, never, {"t": 90.0, "batch": 6}) is False
 
 
 def test_a_marker_being_written_or_of_the_old_format_is_none():
-    assert T.parse_marker("") is None
-    assert T.parse_marker("1795314893.123\n") is None
-    assert T.parse_marker('{"batch": 1}') is None
+    assert P.parse_marker("") is None
+    assert P.parse_marker("1795314893.123\n") is None
+    assert P.parse_marker('{"batch": 1}') is None
 
 
 # ----- in-transaction ----------------------------------------------------------------
@@ -147,15 +148,15 @@ COMMITTED_6 = [*[inv("begin", 6), ok("begin", 6)], *send(6, 0, "ok"), inv("commi
     ([], None),
 ])
 def test_open_transaction(events, expected):
-    assert T.open_transaction(events) == expected
+    assert P.open_transaction(events) == expected
 
 
 def test_tail_events_drop_a_partial_first_and_an_unterminated_last_line():
     lines = [json.dumps(e) for e in [*BEGIN_7, *send(7, 1)]]
     data = ("\n".join(lines) + "\n").encode()
-    assert T.tail_events(data, whole=True) == [*BEGIN_7, *send(7, 1)]
-    assert T.tail_events(data[5:], whole=False) == [BEGIN_7[1], *send(7, 1)]
-    assert T.tail_events(data + b'{"type":"ok","f":"se', whole=True) == \
+    assert P.tail_events(data, whole=True) == [*BEGIN_7, *send(7, 1)]
+    assert P.tail_events(data[5:], whole=False) == [BEGIN_7[1], *send(7, 1)]
+    assert P.tail_events(data + b'{"type":"ok","f":"se', whole=True) == \
         [*BEGIN_7, *send(7, 1)]
 
 
@@ -166,11 +167,11 @@ def test_the_probe_reads_a_producer_history(tmp_path):
 
     lines = [{"type": "header"}, *COMMITTED_6, *BEGIN_7, *send(7, 1, "ok")]
     Gen.history.write_text("".join(json.dumps(e) + "\n" for e in lines))
-    found, _ = T.probe_in_transaction(Gen())
+    found, _ = P.probe_in_transaction(Gen())
     assert found == {"in_transaction": True, "txn": 7, "txn_sends": 1, "txn_acked": 1}
     with open(Gen.history, "a") as f:
         f.write(json.dumps(inv("commit", 7)) + "\n")
-    assert T.probe_in_transaction(Gen())[0] is None
+    assert P.probe_in_transaction(Gen())[0] is None
 
 
 # ----- appended ----------------------------------------------------------------------

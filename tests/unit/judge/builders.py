@@ -166,7 +166,7 @@ def verdict_without_checks(run_dir) -> dict:
                   nemesis=f.nemesis, history=f.history, start_failures=f.start_failures)
     doc = V.build(run, [], {})
     doc["clients"] = []
-    from verifier.orchestration.exposure import add_exposure
+    from verifier.judge.exposure_facts import add_exposure
 
     add_exposure(doc, run_dir, run, f.history)
     return doc

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from verifier.judge import exposure as E
 from verifier.judge import verdict as V
+from verifier.judge.faults.facts import Batch, ColumnSpec, RunFacts, Sends, Txn
+from verifier.judge.load_rates import load_rates
 
 T0 = 1_000_000  # ms
 
@@ -11,11 +13,11 @@ T0 = 1_000_000  # ms
 def sends(times, parts=None, done_after=5, txn=None, never_done=()):
     parts = parts or [0] * len(times)
     done = [None if t in never_done else t + done_after for t in times]
-    return E.Sends(list(times), list(parts), done, [txn] * len(times))
+    return Sends(list(times), list(parts), done, [txn] * len(times))
 
 
 def col(name="at-least-once", pids=("alo-0",), transactional=False, pipeline=None):
-    return E.ColumnSpec(name=name, mode=name if pipeline is None else f"pipeline:{pipeline}",
+    return ColumnSpec(name=name, mode=name if pipeline is None else f"pipeline:{pipeline}",
                         pids=tuple(pids), topics=("run.t",), transactional=transactional,
                         pipeline=pipeline, isolations=("read_committed", "read_uncommitted"))
 
@@ -39,7 +41,7 @@ def steady(rate_per_s=50, start=T0 - 20_000, end=T0 + 30_000, gap=None):
 
 
 def run(nemesis, columns, **kw):
-    return E.exposure(E.RunFacts(nemesis=nemesis, columns=columns,
+    return E.exposure(RunFacts(nemesis=nemesis, columns=columns,
                                  topic_of={"alo-0": "run.t", "alo-1": "run.t", "tx-0": "run.t"},
                                  **kw))
 
@@ -103,9 +105,9 @@ def test_producer_kill_counts_unacknowledged_sends_and_the_open_transaction():
     times = steady(end=T0 + 1)
     unacked = times[-4:]
     nem = fault(1, "producer-kill", {"process": "producer:tx"}, T0, T0 + 2_000)
-    s = E.Sends(times, [0] * len(times), [None if t in unacked else t + 5 for t in times],
+    s = Sends(times, [0] * len(times), [None if t in unacked else t + 5 for t in times],
                 [t // 1000 for t in times])  # one transaction per second
-    txns = [E.Txn(k, k * 1000, None if k == T0 // 1000 else k * 1000 + 999)
+    txns = [Txn(k, k * 1000, None if k == T0 // 1000 else k * 1000 + 999)
             for k in sorted({t // 1000 for t in times})]
     got = run(nem, [col("tx", ("tx-0",), transactional=True)], sends={"tx-0": s},
               txns={"tx-0": txns})
@@ -120,8 +122,8 @@ def test_producer_kill_counts_unacknowledged_sends_and_the_open_transaction():
 
 
 def test_pipeline_kill_between_batches_is_not_exercised_mid_batch_is():
-    batches = [E.Batch(0, T0 - 5_000, T0 - 4_000, {("run.t", 0): (0, 100)}),
-               E.Batch(1, T0 - 1_000, T0 + 500, {("run.t", 0): (100, 130)})]
+    batches = [Batch(0, T0 - 5_000, T0 - 4_000, {("run.t", 0): (0, 100)}),
+               Batch(1, T0 - 1_000, T0 + 500, {("run.t", 0): (100, 130)})]
     kill_mid = fault(1, "process-kill", {"process": "pipeline/p"}, T0, T0 + 3_000)
     pipe = col("pipeline:p", (), pipeline="p")
     got = run(kill_mid, [pipe], batches={"pipeline/p": batches})
@@ -137,7 +139,7 @@ def test_pipeline_kill_between_batches_is_not_exercised_mid_batch_is():
 def test_a_kill_in_a_batch_the_checkpoint_no_longer_keeps_counts_from_its_detail():
     """The checkpoint keeps a query's latest 20 batches: a kill in batch 1 of a run that
     went on to batch 23 finds 3-23 only, and the kill's own detail says what it hit."""
-    kept = [E.Batch(n, T0 + n * 10_000, T0 + n * 10_000 + 9_000, {("run.t", 0): (n, n + 1)})
+    kept = [Batch(n, T0 + n * 10_000, T0 + n * 10_000 + 9_000, {("run.t", 0): (n, n + 1)})
             for n in range(3, 24)]
     detail = {"mid_batch": True, "batch": 1, "batch_offsets": 3089, "batch_in_flight": True}
     kill = fault(1, "executor-kill", {"process": "pipeline/p"}, T0, T0 + 3_000,
@@ -167,10 +169,10 @@ def test_not_applied_is_not_exercised_unknown_outcome_is_left_open():
 
 def test_load_rates_inside_and_outside_windows():
     invoked = list(range(0, 10_000, 10))  # 100/s over 10 s
-    rate_out, rates = E.load_rates(invoked, [(2_000, 4_000)])
+    rate_out, rates = load_rates(invoked, [(2_000, 4_000)])
     assert round(rate_out) == 100 and round(rates[(2_000, 4_000)]) == 100
     gap = [t for t in invoked if not 2_000 <= t < 4_000]
-    rate_out, rates = E.load_rates(gap, [(2_000, 4_000)])
+    rate_out, rates = load_rates(gap, [(2_000, 4_000)])
     assert round(rate_out) == 100
     assert rates[(2_000, 4_000)] < 1
 
@@ -213,10 +215,10 @@ def test_a_broker_fault_counts_the_transaction_its_commit_waited_on():
     """A transactional generator blocked in a commit by a paused broker invokes nothing
     during the pause, and had nothing in flight: the open transaction is what was hit."""
     times = steady(gap=(T0 - 200, T0 + 8_001))
-    s = E.Sends(times, [0] * len(times), [t + 5 for t in times], [1] * len(times))
+    s = Sends(times, [0] * len(times), [t + 5 for t in times], [1] * len(times))
     nem = fault(1, "broker-pause", {"node": 1}, T0, T0 + 8_000)
     tx = col("tx", ("tx-0",), transactional=True)
-    got = run(nem, [tx], sends={"tx-0": s}, txns={"tx-0": [E.Txn(1, T0 - 900, T0 + 8_100)]})
+    got = run(nem, [tx], sends={"tx-0": s}, txns={"tx-0": [Txn(1, T0 - 900, T0 + 8_100)]})
     assert got["tx"]["faults"][0]["acted"] == 1 and got["tx"]["exercised"] is True
-    got = run(nem, [tx], sends={"tx-0": s}, txns={"tx-0": [E.Txn(1, T0 - 900, T0 - 300)]})
+    got = run(nem, [tx], sends={"tx-0": s}, txns={"tx-0": [Txn(1, T0 - 900, T0 - 300)]})
     assert got["tx"]["exercised"] is False

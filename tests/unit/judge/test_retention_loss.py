@@ -10,7 +10,10 @@ import pytest
 
 from tests.unit.judge.test_pipeline_judge import BATCHES, RUN, found, ident, log_of, out_of
 from verifier.judge import expectations as X
-from verifier.judge import exposure as E
+from verifier.judge import faults as F
+from verifier.judge.faults.facts import Batch, ColumnSpec
+from verifier.judge.faults.retention import deleted_unread
+from verifier.judge.faults.windows import Window
 from verifier.judge.model import LOST, UNSEEN, CheckOutcome, Drain
 from verifier.judge.pipeline import PipelineSpec, judge
 from verifier.judge.verdict import Column, _entry
@@ -114,30 +117,30 @@ def test_a_stopped_query_is_never_pass():
     assert _reasons_unknown(other, Run, [stopped], anomalies, set()) == []
 
 
-def _window(start_ls, heal_ls) -> E.Window:
-    return E.Window(2, "retention", {"all": True}, 10_000, 25_000, "ok", None,
+def _window(start_ls, heal_ls) -> Window:
+    return Window(2, "retention", {"all": True}, 10_000, 25_000, "ok", None,
                     {"log_start": start_ls}, {"log_start": heal_ls})
 
 
 def test_the_retention_fault_concerns_the_pipelines_only():
     w = _window({}, {})
-    pipe = E.ColumnSpec("pipeline:delta", "pipeline:delta", (), (), pipeline="delta")
-    prod = E.ColumnSpec("at-least-once", "at-least-once", ("alo-0",), ("t",))
-    assert E.concerns(w, pipe, {}) and not E.concerns(w, prod, {"alo-0": "at-least-once"})
+    pipe = ColumnSpec("pipeline:delta", "pipeline:delta", (), (), pipeline="delta")
+    prod = ColumnSpec("at-least-once", "at-least-once", ("alo-0",), ("t",))
+    assert F.concerns(w, pipe, {}) and not F.concerns(w, prod, {"alo-0": "at-least-once"})
 
 
 def test_exposure_counts_the_records_deleted_past_the_pipeline_s_position():
     # committed up to 30 on t-0 and 5 on t-1 before the window; retention then deleted up
     # to 100 and 80: 70 + 75 records it had not read; a batch committed after the start
     # does not count as read
-    batches = [E.Batch(0, 1_000, 2_000, {("t", 0): (0, 30), ("t", 1): (0, 5)}),
-               E.Batch(1, 9_000, 12_000, {("t", 0): (30, 60), ("t", 1): (5, 9)})]
+    batches = [Batch(0, 1_000, 2_000, {("t", 0): (0, 30), ("t", 1): (0, 5)}),
+               Batch(1, 9_000, 12_000, {("t", 0): (30, 60), ("t", 1): (5, 9)})]
     w = _window({"t-0": 0, "t-1": 0}, {"t-0": 100, "t-1": 80})
-    n, what = E._deleted_unread(w, batches)
+    n, what = deleted_unread(w, batches)
     assert (n, what) == (145, "records deleted by retention before the pipeline read them")
     # nothing deleted past its position: the fault did not act on it (NOT EXERCISED)
-    assert E._deleted_unread(_window({"t-0": 0}, {"t-0": 20}), batches)[0] == 0
-    assert E._deleted_unread(_window({"t-0": 0}, {}).__class__(
+    assert deleted_unread(_window({"t-0": 0}, {"t-0": 20}), batches)[0] == 0
+    assert deleted_unread(_window({"t-0": 0}, {}).__class__(
         2, "retention", {}, 1, 2, "ok", None, {}, {}), batches)[0] is None
 
 
@@ -145,11 +148,11 @@ def test_deletion_after_the_heal_counts_as_the_judge_s_lost_does():
     """The heal read t-0's log start at 100; the segments the window's retention made
     eligible were gone by the drain, up to 141 (the judge's `lost` counts below the
     drain's log start: a retention-loss run had 698 lost against an exposure of 657)."""
-    batches = [E.Batch(0, 1_000, 2_000, {("t", 0): (0, 30)})]
+    batches = [Batch(0, 1_000, 2_000, {("t", 0): (0, 30)})]
     w = _window({"t-0": 0}, {"t-0": 100})
-    assert E._deleted_unread(w, batches, {"t-0": 141})[0] == 111
-    assert E._deleted_unread(w, batches, {"t-0": 90})[0] == 70  # the heal's, when larger
-    assert E._deleted_unread(w, batches, {})[0] == 70
+    assert deleted_unread(w, batches, {"t-0": 141})[0] == 111
+    assert deleted_unread(w, batches, {"t-0": 90})[0] == 70  # the heal's, when larger
+    assert deleted_unread(w, batches, {})[0] == 70
 
 
 @pytest.mark.parametrize("params, ok", [
@@ -203,7 +206,7 @@ def test_a_pipeline_check_that_crashed_leaves_only_its_own_column_unknown():
 
 
 def test_batch_planned_wants_a_batch_in_flight_that_reads_records_since_the_start():
-    from verifier.harness.faults.triggers import batch_planned
+    from verifier.harness.faults.probes import batch_planned
 
     reads = {0: 0, 1: 120, 2: 40}.get
     none_committed = lambda b: False  # noqa: E731

@@ -24,7 +24,8 @@ from verifier.harness.cluster import ClusterSpec
 from verifier.harness.containers.cluster import DockerCluster
 from verifier.harness.containers.engine import require_engine
 from verifier.harness.environment import recover_nodes
-from verifier.harness.faults.actions import FaultEnv
+from verifier.harness.faults import kinds
+from verifier.harness.faults.kinds import FaultEnv
 from verifier.harness.faults.proxy_process import ProxyProcess, proxied
 
 
@@ -120,7 +121,8 @@ class DockerEnvironment:
         return self.spec.replication_factor
 
     def skipped_kinds(self) -> set[str]:
-        return set()
+        """None: the containers have every part a fault kind acts on."""
+        return kinds.skipped({"proxy", "cluster", "partition"})
 
     def fault_env(self, processes: dict) -> FaultEnv:
         assert self.cluster is not None

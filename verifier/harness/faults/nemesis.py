@@ -16,16 +16,17 @@ trigger came and the fault acted (``ok``, the kill's heal moved as far) or when 
 passed (``fail``: not applied, no heal). While it waits it is listed by
 :meth:`Nemesis.describe_active` as waiting.
 
-A ``hold`` fault's proxy rule acts on its own (it holds a request, later releases it and
-sees the broker's answer): while the schedule has one, a poller copies those proxy events
-into the history as ``event`` lines (``f``: ``hold``, ``release``, ``answer``) with the
-fault's id and the request's identity.
+A ``hold`` fault's proxy rule acts on its own: while the schedule has one, its hold,
+release and answer events are copied into the history as they come
+(verifier.harness.faults.nemesis_history.HoldEvents).
+
+What each kind does at its start and heal, what it needs and when it waits is its own
+(verifier.harness.faults.kinds); the nemesis only runs the schedule.
 """
 
 from __future__ import annotations
 
 import heapq
-import json
 import logging
 import signal
 import threading
@@ -34,23 +35,14 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
-from verifier.harness.faults.actions import (
-    CLUSTER_KINDS,
-    HANDLERS,
-    SERVING_DEFER_S,
-    SERVING_RECHECK_S,
-    FaultEnv,
-    NotApplied,
-    Settling,
-    check_env,
-    heal_everything,
-    not_serving,
-)
-from verifier.harness.faults.spec import Schedule, ScheduledFault
+from verifier.harness.faults import kinds
+from verifier.harness.faults.kinds import FaultEnv, NotApplied, ScheduledFault, Settling
+from verifier.harness.faults.kinds.process import SERVING_DEFER_S, SERVING_RECHECK_S
+from verifier.harness.faults.nemesis_history import HoldEvents, NemesisHistory, now_ms
+from verifier.harness.faults.recovery import heal_everything
+from verifier.harness.faults.spec import Schedule
 from verifier.harness.faults.triggers import IN_TURN, Gate
-from verifier.rundata.errors import UsageError, VerifierError, WaitTimeout
-from verifier.rundata.formats import header
-from verifier.rundata.nemesis import NEMESIS_FORMAT
+from verifier.rundata.errors import UsageError
 from verifier.rundata.waiting import wait_until
 
 log = logging.getLogger(__name__)
@@ -60,34 +52,6 @@ log = logging.getLogger(__name__)
 LATE_S = 1.0
 #: how often a heal whose start still waits for its trigger looks again
 TRIGGER_RECHECK_S = 0.25
-
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
-
-
-class NemesisHistory:
-    """``nemesis.jsonl``: a header, then invoke/completion pairs, flushed line by line."""
-
-    def __init__(self, path: Path, run_id: str, seed: int) -> None:
-        Path(path).parent.mkdir(parents=True, exist_ok=True)
-        self.path = Path(path)
-        self._file = open(path, "a", encoding="utf-8")  # noqa: SIM115 - closed by close()
-        self._lock = threading.Lock()
-        self.write({"type": "header", **header(NEMESIS_FORMAT, run=run_id, seed=seed)})
-
-    def write(self, record: dict) -> None:
-        with self._lock:
-            if self._file.closed:  # a settling heal that ends after a Ctrl-C's teardown
-                log.info("nemesis history closed; not written: %s", record)
-                return
-            self._file.write(json.dumps(record, separators=(",", ":"), default=str) + "\n")
-            self._file.flush()
-
-    def close(self) -> None:
-        with self._lock:
-            self._file.close()
 
 
 @contextmanager
@@ -113,7 +77,7 @@ class Nemesis:
 
     def __init__(self, schedule: Schedule, env: FaultEnv, history_path: Path, run_id: str,
                  processes_known: bool = True, defer_limit_s: float = SERVING_DEFER_S) -> None:
-        check_env({f.kind for f in schedule.faults}, env)
+        kinds.check_env({f.kind for f in schedule.faults}, env)
         if processes_known:
             missing = {f.target["process"] for f in schedule.faults
                        if "process" in f.target} - set(env.processes)
@@ -139,14 +103,14 @@ class Nemesis:
         self._stop = threading.Event()
         self._lock = threading.Lock()  # one fault action at a time, also during heal-all
         self._thread: threading.Thread | None = None
-        #: heals whose target is still coming back (actions.Settling), waited for off the
+        #: heals whose target is still coming back (kinds.Settling), waited for off the
         #: schedule's thread
         self._settling: list[threading.Thread] = []
         self._signals = sigterm_as_interrupt()
-        self._holds = any(f.kind == "hold" for f in schedule.faults) and env.proxy is not None
-        self._hold_seq = 0  # the last proxy hold event copied
-        self._poller: threading.Thread | None = None
-        #: how long a kill may wait for its process to serve (actions.not_serving)
+        self._holds = any(kinds.KINDS[f.kind].hold_events for f in schedule.faults) \
+            and env.proxy is not None
+        self.hold_events: HoldEvents | None = None
+        #: how long a kill may wait for its process to serve (its kind's not_ready)
         self.defer_limit_s = defer_limit_s
 
     # ----- lifecycle ---------------------------------------------------------------------
@@ -157,10 +121,9 @@ class Nemesis:
         self._thread = threading.Thread(target=self._run, name="nemesis", daemon=True)
         self._thread.start()
         if self._holds:
-            self._hold_seq = max((e["seq"] for e in self.env.proxy.holds(0)), default=0)
-            self._poller = threading.Thread(target=self._poll_holds, name="nemesis-holds",
-                                            daemon=True)
-            self._poller.start()
+            self.hold_events = HoldEvents(self.env.proxy, self.history, self._lock,
+                                          self._stop, self._faults_by_rule)
+            self.hold_events.start()
         return self
 
     def __exit__(self, exc_type=None, *exc) -> None:
@@ -172,65 +135,21 @@ class Nemesis:
                 return
             self.stop()
             self.heal_all()
-            if self._holds:
-                self._final_hold_events()
+            if self.hold_events is not None:
+                self.hold_events.finish()
         finally:
             self._signals.__exit__(None, None, None)
             if self.history is not None:
                 self.history.close()
 
-    # ----- hold events ----------------------------------------------------------------
-
-    def _poll_holds(self, interval: float = 0.2) -> None:
-        while not self._stop.wait(interval):
-            self.copy_hold_events()
-
-    def copy_hold_events(self) -> list[dict]:
-        """Copy the proxy's new hold / release / answer events into the history, each
-        with the id of the fault whose rule made it. Under the action lock, so a rule's
-        fault is known before its first event is copied."""
-        with self._lock:
-            try:
-                events = self.env.proxy.holds(self._hold_seq)
-            except VerifierError as exc:
-                log.warning("nemesis: hold events not read: %s", exc)
-                return []
-            faults = {state.get("rule"): fault for fault, state in self.active.values()}
-            faults.update({state.get("rule"): fault
-                           for fault, state, _ in list(self.waiting.values())})
-            faults.update(self._healed_rules)
-            for e in events:
-                self._hold_seq = max(self._hold_seq, e["seq"])
-                fault = faults.get(e["rule"])
-                detail = {k: v for k, v in e.items() if k not in ("seq", "event", "t")}
-                self.history.write({"type": "event", "f": e["event"], "fault": "hold",
-                                    "target": fault.target if fault else {},
-                                    "id": fault.id if fault else 0, "t": e["t"],
-                                    "detail": detail})
-            return events
-
-    def _final_hold_events(self, timeout: float = 5.0) -> None:
-        """After the heal: what the proxy still reports (releases at the rules'
-        removal, and the broker's answers to them, awaited a few seconds)."""
-        if self._poller is not None:
-            self._poller.join(2)
-        released, answered = set(), set()
-
-        def all_answered() -> tuple[bool, set]:
-            for e in self.copy_hold_events():
-                if e["event"] == "release" and e.get("delivered") and \
-                        e.get("request", {}).get("acks") != 0:
-                    released.add(e["hold"])
-                elif e["event"] == "answer":
-                    answered.add(e["hold"])
-            return released <= answered, released - answered
-
-        try:
-            wait_until(all_answered, timeout=timeout, what="the broker's answers to the "
-                       "released requests", expected="an answer per release", interval=0.1,
-                       max_interval=0.1)
-        except WaitTimeout:
-            pass  # a release the broker never answered stays without an answer event
+    def _faults_by_rule(self) -> dict[int, ScheduledFault]:
+        """Proxy rule id -> the fault that set it: active, waiting or healed (a hold's
+        events can come after its heal). Under the action lock."""
+        faults = {state.get("rule"): fault for fault, state in self.active.values()}
+        faults.update({state.get("rule"): fault
+                       for fault, state, _ in list(self.waiting.values())})
+        faults.update(self._healed_rules)
+        return faults
 
     def stop(self, timeout: float = 300) -> None:
         """Stop starting faults; wait for the action in progress (a broker restart can
@@ -259,7 +178,7 @@ class Nemesis:
 
     def _run(self) -> None:
         """The timeline in time order. A start whose process is not serving yet
-        (actions.not_serving) is held back, SERVING_RECHECK_S at a time and at most
+        (its kind's ``not_ready``) is held back, SERVING_RECHECK_S at a time and at most
         ``defer_limit_s``, and its heal moves with it: the fault keeps its duration, and
         its ``ok`` line says how long it waited and why."""
         t0 = self._t0 = time.monotonic()
@@ -280,12 +199,12 @@ class Nemesis:
             if action == "heal" and fault.heal_at + moved.get(fault.id, 0.0) > at:
                 heapq.heappush(queue, (fault.heal_at + moved[fault.id], n, action, fault))
                 continue
-            if fault.kind in CLUSTER_KINDS:
+            if kinds.KINDS[fault.kind].on_brokers:
                 self._join_settling()  # a broker still restarting: one broker action at a time
             with self._lock:
                 if action == "start":
                     now = time.monotonic() - t0
-                    why = not_serving(fault, self.env)
+                    why = kinds.not_ready(fault, self.env)
                     first = since.get(fault.id, (now, ""))[0]
                     if why is not None and now - first < self.defer_limit_s:
                         since[fault.id] = (first, why)
@@ -310,7 +229,7 @@ class Nemesis:
     def _record(self, f: str, fault: ScheduledFault | None, fn, settled=None) -> str:
         """Write invoke, run ``fn``, write ok / fail / info; return that outcome.
 
-        ``fn`` may return :class:`actions.Settling`: with ``settled`` (a callback, run
+        ``fn`` may return :class:`Settling`: with ``settled`` (a callback, run
         under the action lock once the target is back) its wait runs in a thread of its
         own, which writes the completion line, and the outcome is ``settling``; without,
         it is waited for here."""
@@ -359,7 +278,7 @@ class Nemesis:
 
     def _start(self, fault: ScheduledFault, held: tuple[float, str] | None = None,
                late: float | None = None) -> None:
-        start, _ = HANDLERS[fault.kind]
+        start = kinds.KINDS[fault.kind].start
         state: dict = {}
 
         def act() -> dict:
@@ -381,7 +300,7 @@ class Nemesis:
         """Start ``fault`` in a thread of its own that waits for its trigger (called under
         the action lock; the thread takes it to act). A kill's heal moves by the wait, so
         the process stays down its duration; a proxy rule's window keeps its heal."""
-        start, _ = HANDLERS[fault.kind]
+        start = kinds.KINDS[fault.kind].start
         state: dict = {}
 
         def first_in_line() -> bool:  # under the lock; self.waiting keeps the wait order
@@ -436,7 +355,7 @@ class Nemesis:
         return out
 
     def _heal(self, fault: ScheduledFault, background: bool = True) -> None:
-        _, heal = HANDLERS[fault.kind]
+        heal = kinds.KINDS[fault.kind].heal
         _, state = self.active[fault.id]
         if not state:  # the start failed before it resolved a target: heal-all covers it
             self.active.pop(fault.id)

@@ -2,74 +2,9 @@
 
 A rule is set over the proxy's control interface as JSON and applies to the brokers it
 names (``broker``: a node id, or null for every broker), to existing connections as well
-as new ones, until it is removed. Kinds:
-
-``drop_response``
-    Forward the request (the broker appends), then lose the response of a matching API
-    (default Produce). ``action`` ``drop`` swallows it (the client waits
-    ``request.timeout.ms``, then retries); ``close`` closes both sockets instead (an
-    immediate connection error, then a retry). Which responses: ``next`` N (the next N),
-    ``every`` K (every K-th), or ``probability`` P with ``seed`` S (reproducible);
-    ``limit`` caps the total. ``appended`` true: only a Produce response that answers an
-    append (some partition without error) matches; an error response passes untouched
-    (the broker wrote nothing, so losing it loses no acknowledgement).
-``latency``
-    Delay every frame by ``ms`` in ``direction`` ``downstream`` (responses, default),
-    ``upstream`` (requests) or ``both``; order is kept.
-``blackhole``
-    Forward nothing in either direction; connections stay open (requests vanish).
-``reset``
-    Reset (RST) every open connection when set, and every new one while set.
-``hold``
-    Keep a matching request (``api_keys``, default Produce; optionally its
-    ``transactional_id``, a ``partition`` it writes and its ``topic``, for EndTxn
-    ``committed`` true or false; ``skip`` matches first, then ``limit`` requests, default
-    1) instead of forwarding it; the broker-side connection stays open for it. The
-    client sees ``client_view`` ``timeout`` (its connection stalls: nothing more is
-    forwarded on it, until it gives up) or ``reset`` (its side of the connection is
-    reset at once); ``copy``: the request goes on at once and the client gets its answer,
-    the proxy holds a copy of it (a retry whose original was delayed in the network),
-    whose answer is recorded, never sent to the client. The request goes to the broker when
-    ``release_on`` passes the proxy (``{"api_key": 26, "direction": "response",
-    "transactional_id": "same"}``: the EndTxn response of the held request's
-    transactional id; ``"same"``, a literal id, or absent for any; ``"ok": true``: only
-    a response without error), or after
-    ``release_after_ms``, whichever comes first, or when the rule is removed.
-    ``then_hold`` (``{"api_keys": [24, 0], "max_ms": 10000}``): once it released a
-    request, the rule holds back the next requests of those APIs with the released
-    request's transactional id (the client sees only a delay: its connection keeps its
-    order) until the broker has answered every request the rule released, or ``max_ms``
-    passed: the late request is applied before the client's next step.
-    ``release_on.after`` (``{"api_key": 26, "direction": "response"}``): the release_on
-    event counts only once this event of the same transactional id passed after the hold
-    (the held request's own transaction ended: its next AddPartitionsToTxn is the next
-    transaction's); from that event on the rule holds no new request.
-    ``release_on.partition`` (a number, or ``"same"``: the held request's): the event
-    must add or write that partition (a next transaction's first AddPartitionsToTxn may
-    add only other partitions). ``release_on.records`` (``"abort"`` or ``"commit"``, on a
-    Produce): the event's records must say their transaction is meant to abort (commit),
-    in the generators' record format (verifier.rundata.records): a stale EndTxn(commit)
-    released into a transaction its producer then aborts shows as an aborted read.
-    ``release_on.producer`` (``"same"``): the event carries the held request's producer
-    id and epoch (a WriteTxnMarkers copy under transaction version 2 has the epoch of the
-    producer's next transaction, and only that one). ``"ok": true`` on a Produce: no
-    partition answered with an error. A held request without a transactional id (a
-    WriteTxnMarkers, coordinator to leader, on the inter-broker listener) gates, with
-    ``then_hold``, the transactional id of the event that released it (``release_on``
-    names one).
-    ``after_marker`` (``abort``, ``commit`` or ``any``; held Produce or TxnOffsetCommit
-    requests only): the
-    ``release_on`` event does not release the request yet; it starts ``then_hold``'s gate
-    and the proxy watches the partition the request writes (the rule's ``partition``, else
-    its first; a TxnOffsetCommit's group's ``__consumer_offsets`` partition) until the
-    marker of that type of the request's producer id and epoch is in
-    its log (verifier.harness.faults.marker_probe), then releases it: a late Produce lands
-    after its own transaction's marker, which the coordinator writes after it answered
-    EndTxn, between brokers. From that event on the rule holds no new request (one that
-    matches belongs to a later transaction).
-    ``records`` (``"abort"`` or ``"commit"``; held Produce or TxnOffsetCommit requests):
-    hold only a request whose records (a TxnOffsetCommit: its offsets' metadata, where the
-    copier writes it) say their transaction is meant to abort (commit).
+as new ones, until it is removed. Its kinds (``drop_response``, ``latency``,
+``blackhole``, ``reset``, ``hold``) and their parameters are parsed and checked in
+verifier.harness.faults.rule_params, where each is described.
 
 The decisions here are pure so that the unit tier can test them without sockets.
 """
@@ -79,29 +14,13 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
+from verifier.harness.faults.rule_params import RuleError, check, fields_of
 from verifier.harness.kafka_wire import (
-    API_END_TXN,
     API_PRODUCE,
-    API_TXN_OFFSET_COMMIT,
-    API_WRITE_TXN_MARKERS,
     RequestIdentity,
     WireError,
     response_summary,
 )
-
-KINDS = ("drop_response", "latency", "blackhole", "reset", "hold")
-DIRECTIONS = ("downstream", "upstream", "both")
-CLIENT_VIEWS = ("timeout", "reset", "copy")
-RELEASE_DIRECTIONS = ("request", "response")
-RELEASE_KEYS = {"api_key", "direction", "transactional_id", "ok", "after", "partition",
-                "records", "producer"}
-RELEASE_RECORDS = ("abort", "commit")
-THEN_HOLD_KEYS = {"api_keys", "max_ms"}
-MARKER_KINDS = ("abort", "commit", "any")
-
-
-class RuleError(ValueError):
-    """A rule that cannot be applied (bad kind or parameters)."""
 
 
 @dataclass
@@ -155,108 +74,10 @@ class Rule:
     @classmethod
     def from_json(cls, data: dict, rule_id: int) -> Rule:
         """Build and validate a rule from the control interface's JSON."""
-        if not isinstance(data, dict):
-            raise RuleError(f"a rule is a JSON object, not {type(data).__name__}")
-        allowed = {"kind", "broker", "api_keys", "action", "appended", "next", "every",
-                   "probability",
-                   "seed", "limit", "ms", "direction", "transactional_id", "partition", "topic",
-                   "client_view", "release_on", "release_after_ms", "skip", "then_hold",
-                   "committed", "after_marker", "records"}
-        unknown = set(data) - allowed
-        if unknown:
-            raise RuleError(f"unknown rule fields {sorted(unknown)}")
-        kind = data.get("kind")
-        if kind not in KINDS:
-            raise RuleError(f"unknown rule kind {kind!r}; expected one of {KINDS}")
-        try:
-            rule = cls(
-                kind=kind,
-                broker=None if data.get("broker") is None else int(data["broker"]),
-                api_keys=tuple(int(k) for k in data.get("api_keys", (API_PRODUCE,))),
-                action=str(data.get("action", "drop")),
-                appended=_opt_bool(data.get("appended")),
-                next=_opt_int(data.get("next")),
-                every=_opt_int(data.get("every")),
-                probability=None if data.get("probability") is None
-                else float(data["probability"]),
-                seed=int(data.get("seed", 0)),
-                limit=_opt_int(data.get("limit")),
-                ms=int(data.get("ms", 0)),
-                direction=str(data.get("direction", "downstream")),
-                transactional_id=_opt_str(data.get("transactional_id")),
-                partition=_opt_int(data.get("partition")),
-                topic=_opt_str(data.get("topic")),
-                client_view=str(data.get("client_view", "timeout")),
-                release_on=_release_on(data.get("release_on")),
-                release_after_ms=_opt_int(data.get("release_after_ms")),
-                skip=int(data.get("skip", 0)),
-                then_hold=_then_hold(data.get("then_hold")),
-                committed=None if data.get("committed") is None
-                else _opt_bool(data["committed"]),
-                after_marker=_opt_str(data.get("after_marker")),
-                records=_opt_str(data.get("records")),
-                id=rule_id,
-            )
-        except (TypeError, ValueError) as exc:
-            raise RuleError(f"bad rule {data}: {exc}") from exc
-        rule._validate()
+        rule = cls(**fields_of(data), id=rule_id)
+        check(rule)
         rule._rng = random.Random(rule.seed)
         return rule
-
-    def _validate(self) -> None:
-        if self.kind == "drop_response":
-            chosen = [k for k in ("next", "every", "probability") if getattr(self, k) is not None]
-            if len(chosen) != 1:
-                raise RuleError("drop_response needs exactly one of next, every, probability")
-            if self.action not in ("drop", "close"):
-                raise RuleError(f"action must be drop or close, not {self.action!r}")
-            if self.probability is not None and not 0 <= self.probability <= 1:
-                raise RuleError(f"probability {self.probability} is outside 0..1")
-            if self.appended and set(self.api_keys) != {API_PRODUCE}:
-                raise RuleError("appended applies to Produce responses only (api_keys [0])")
-            if (self.next is not None and self.next < 0) or (
-                    self.every is not None and self.every < 1):
-                raise RuleError("next must be >= 0 and every >= 1")
-        if self.kind == "hold":
-            if self.client_view not in CLIENT_VIEWS:
-                raise RuleError(f"client_view must be one of {CLIENT_VIEWS}, "
-                                f"not {self.client_view!r}")
-            if self.release_on is None and self.release_after_ms is None:
-                raise RuleError("hold needs release_on, release_after_ms or both (removing "
-                                "the rule releases what it still holds)")
-            if self.release_after_ms is not None and self.release_after_ms <= 0:
-                raise RuleError("release_after_ms must be > 0")
-            if self.skip < 0 or (self.limit is not None and self.limit < 1):
-                raise RuleError("skip must be >= 0 and limit >= 1")
-            if self.committed is not None and set(self.api_keys) not in (
-                    {API_END_TXN}, {API_WRITE_TXN_MARKERS}):
-                raise RuleError("committed applies to EndTxn or WriteTxnMarkers requests only "
-                                "(api_keys [26] or [27])")
-            if self.after_marker is not None and (
-                    self.after_marker not in MARKER_KINDS or self.release_on is None
-                    or set(self.api_keys) not in ({API_PRODUCE}, {API_TXN_OFFSET_COMMIT})):
-                raise RuleError(f"after_marker must be one of {MARKER_KINDS}, with release_on, "
-                                "on held Produce or TxnOffsetCommit requests (api_keys [0] or "
-                                "[28]): the marker is looked for in the partition the request "
-                                "writes")
-            if self.records is not None and (
-                    self.records not in RELEASE_RECORDS
-                    or not set(self.api_keys) <= {API_PRODUCE, API_TXN_OFFSET_COMMIT}):
-                raise RuleError(f"records must be one of {RELEASE_RECORDS}, on held Produce or "
-                                "TxnOffsetCommit requests (api_keys [0], [28])")
-            if self.then_hold is not None and not set(self.api_keys) <= TXN_APIS:
-                raise RuleError("then_hold needs held requests that carry a transactional "
-                                "id (the next requests are those of the same id)")
-            if self.release_on is not None and \
-                    self.release_on.get("transactional_id") == "same" and \
-                    not set(self.api_keys) <= TXN_APIS:
-                raise RuleError("release_on transactional_id \"same\" needs held requests "
-                                "that carry a transactional id")
-        if self.kind == "latency":
-            if self.ms <= 0:
-                raise RuleError("latency needs ms > 0")
-            if self.direction not in DIRECTIONS:
-                raise RuleError(f"direction must be one of {DIRECTIONS}")
 
     def note(self, client_id: str | None, hit: bool, matched: bool = True) -> None:
         """Count one request or response of ``client_id`` this rule met (and acted on)."""
@@ -421,18 +242,6 @@ class Rule:
         return 0.0
 
 
-def _opt_int(value) -> int | None:
-    return None if value is None else int(value)
-
-
-def _opt_bool(value) -> bool:
-    if value is None:
-        return False
-    if not isinstance(value, bool):
-        raise RuleError(f"expected true or false, not {value!r}")
-    return value
-
-
 def answers_append(payload: bytes, api_version: int) -> bool:
     """Whether a Produce response says the broker appended (some partition without
     error); an unreadable one counts as not."""
@@ -442,77 +251,6 @@ def answers_append(payload: bytes, api_version: int) -> bool:
         return False
     return any(error == 0 for _, _, error, _ in parts)
 
-
-def _opt_str(value) -> str | None:
-    if value is not None and not isinstance(value, str):
-        raise RuleError(f"expected a string, not {value!r}")
-    return value
-
-
-#: the APIs whose requests carry a transactional id (Produce from v3; WriteTxnMarkers,
-#: which names the producer id only, gets it from the proxy: Holds.attribute)
-TXN_APIS = {0, 22, 24, 25, 26, 27, 28}
-
-
-def _then_hold(value) -> dict | None:
-    """``{"api_keys": [24, 0], "max_ms": 10000}`` (both optional)."""
-    if value is None:
-        return None
-    if not isinstance(value, dict) or set(value) - THEN_HOLD_KEYS:
-        raise RuleError(f"then_hold must be an object with optionally api_keys and max_ms; "
-                        f"not {value!r}")
-    keys = tuple(int(k) for k in value.get("api_keys", (24, 0)))
-    max_ms = int(value.get("max_ms", 10000))
-    if not keys or not set(keys) <= TXN_APIS or max_ms <= 0:
-        raise RuleError(f"then_hold: api_keys must name transactional APIs {sorted(TXN_APIS)} "
-                        f"and max_ms be > 0; not {value!r}")
-    return {"api_keys": list(keys), "max_ms": max_ms}
-
-
-def _release_on(value) -> dict | None:
-    """``{"api_key": K, "direction": "request"|"response", "transactional_id": ...}``."""
-    if value is None:
-        return None
-    if not isinstance(value, dict) or "api_key" not in value or set(value) - RELEASE_KEYS:
-        raise RuleError(f"release_on must be an object with api_key and optionally "
-                        f"direction, transactional_id; not {value!r}")
-    out = {"api_key": int(value["api_key"]),
-           "direction": str(value.get("direction", "response"))}
-    if out["direction"] not in RELEASE_DIRECTIONS:
-        raise RuleError(f"release_on direction must be one of {RELEASE_DIRECTIONS}")
-    if value.get("transactional_id") is not None:
-        out["transactional_id"] = _opt_str(value["transactional_id"])
-    if value.get("ok"):
-        if out["direction"] != "response":
-            raise RuleError("release_on ok applies to a response")
-        out["ok"] = True
-    if value.get("partition") is not None:
-        part = value["partition"]
-        if part != "same" and (isinstance(part, bool) or not isinstance(part, int)):
-            raise RuleError(f"release_on partition is a partition number or \"same\"; "
-                            f"not {part!r}")
-        out["partition"] = part
-    if value.get("records") is not None:
-        if value["records"] not in RELEASE_RECORDS or out["api_key"] != API_PRODUCE:
-            raise RuleError(f"release_on records is one of {RELEASE_RECORDS}, on a Produce "
-                            f"(api_key 0); not {value['records']!r}")
-        out["records"] = value["records"]
-    if value.get("producer") is not None:
-        if value["producer"] != "same":
-            raise RuleError(f"release_on producer is \"same\" (the held request's producer "
-                            f"id and epoch); not {value['producer']!r}")
-        out["producer"] = "same"
-    if value.get("after") is not None:
-        after = value["after"]
-        if not isinstance(after, dict) or "api_key" not in after or \
-                set(after) - {"api_key", "direction"}:
-            raise RuleError(f"release_on after must be an object with api_key and optionally "
-                            f"direction; not {after!r}")
-        out["after"] = {"api_key": int(after["api_key"]),
-                        "direction": str(after.get("direction", "response"))}
-        if out["after"]["direction"] not in RELEASE_DIRECTIONS:
-            raise RuleError(f"release_on after direction must be one of {RELEASE_DIRECTIONS}")
-    return out
 
 
 class RuleSet:
@@ -586,3 +324,7 @@ class RuleSet:
     def holding(self, broker: int) -> bool:
         """Whether any ``hold`` rule applies to ``broker`` (requests must be parsed)."""
         return any(r.kind == "hold" for r in self.for_broker(broker))
+
+
+#: RuleError is what Rule.from_json and RuleSet.add raise (defined with the checks)
+__all__ = ["Rule", "RuleError", "RuleSet", "answers_append"]

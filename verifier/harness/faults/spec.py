@@ -28,32 +28,10 @@ import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from verifier.harness.faults import triggers
-from verifier.harness.faults.rules import Rule, RuleError
-from verifier.harness.faults.targets import validate_broker_target
+from verifier.harness.faults import kinds, triggers
+from verifier.harness.faults.kinds import ScheduledFault
 from verifier.rundata.errors import UsageError
 
-#: proxy-rule faults: kind -> the proxy rule kind it sets
-PROXY_KINDS = {"ack-loss": "drop_response", "latency": "latency", "blackhole": "blackhole",
-               "reset": "reset", "hold": "hold"}
-BROKER_KINDS = ("broker-kill", "broker-pause", "network-partition")
-#: checkpoint-lost: a pipeline's driver killed and restarted on a fresh checkpoint (a
-#: redeploy), the old one kept aside (verifier.rundata.pipelines)
-#: process-pause: SIGSTOP a process for the window, SIGCONT at heal (a GC pause, a frozen
-#: container, a generator stalled while the faults meant for it act)
-#: executor-kill, worker-kill: a pipeline's executor, or a worker with its executors, on
-#: the Spark standalone cluster the run starts (verifier.harness.faults.spark_faults); the
-#: target is the pipeline's process, as for a driver kill
-SPARK_KINDS = ("executor-kill", "worker-kill")
-PROCESS_KINDS = ("producer-kill", "observer-kill", "process-kill", "checkpoint-lost",
-                 "process-pause", *SPARK_KINDS)
-#: broker settings changed with the admin API for the fault's window (a scenario's
-#: dynamic ``[broker]`` table), restored at heal; works on any cluster
-CONFIG_KINDS = ("broker-config",)
-#: the run's topics keep records only seconds for the window: unread records deleted
-#: (verifier.harness.faults.retention)
-TOPIC_KINDS = ("retention",)
-KINDS = (*PROXY_KINDS, *BROKER_KINDS, *PROCESS_KINDS, *CONFIG_KINDS, *TOPIC_KINDS)
 SPEC_FIELDS = {"kind", "target", "start", "duration", "params"}
 
 
@@ -70,36 +48,6 @@ class FaultSpec:
     @property
     def latest_end(self) -> float:
         return _high(self.start) + _high(self.duration)
-
-
-@dataclass(frozen=True)
-class ScheduledFault:
-    """One fault of a schedule: concrete times, an id that ties its start to its heal."""
-
-    id: int
-    kind: str
-    target: dict
-    start: float
-    duration: float
-    params: dict
-
-    @property
-    def heal_at(self) -> float:
-        return self.start + self.duration
-
-    @property
-    def trigger(self) -> triggers.Trigger | None:
-        """The state the start waits for (params ``trigger``, ``within``), if any."""
-        return triggers.trigger_of(self.kind, self.params, self.duration)
-
-    @property
-    def action_params(self) -> dict:
-        """The params the fault itself takes (a proxy rule's), without the trigger's."""
-        return triggers.split_params(self.params)[1]
-
-    def to_json(self) -> dict:
-        return {"id": self.id, "kind": self.kind, "target": self.target, "start": self.start,
-                "duration": self.duration, "params": self.params}
 
 
 @dataclass(frozen=True)
@@ -148,9 +96,11 @@ def parse_spec(entry: object, where: str, node_ids: list[int] | None = None,
     unknown = set(entry) - SPEC_FIELDS
     if unknown:
         raise UsageError(f"{where}: unknown fields {sorted(unknown)}")
-    kind = entry.get("kind")
-    if kind not in KINDS:
-        raise UsageError(f"{where}: unknown fault kind {kind!r}; expected one of {KINDS}")
+    name = entry.get("kind")
+    if name not in kinds.NAMES:  # a tuple: an unhashable kind is unknown too
+        raise UsageError(f"{where}: unknown fault kind {name!r}; expected one of "
+                         f"{kinds.NAMES}")
+    kind = kinds.KINDS[name]
     target = entry.get("target")
     params = entry.get("params", {})
     if not isinstance(params, dict):
@@ -158,51 +108,12 @@ def parse_spec(entry: object, where: str, node_ids: list[int] | None = None,
     start = _time(entry.get("start"), "start", where, positive=False)
     duration = _time(entry.get("duration"), "duration", where, positive=True)
     try:
-        _validate_target(kind, target, node_ids, processes)
-        triggers.validate(kind, params, _low(duration))
-        _validate_params(kind, triggers.split_params(params)[1])
+        kind.check_target(target, node_ids, processes)
+        triggers.validate(name, params, _low(duration), kinds.TRIGGER_TAKERS)
+        kind.check_params(triggers.split_params(params)[1])
     except UsageError as exc:
-        raise UsageError(f"{where} ({kind}): {exc}") from None
-    return FaultSpec(kind, target, start, duration, dict(params))
-
-
-def _validate_target(kind: str, target, node_ids, processes) -> None:
-    if kind in PROCESS_KINDS:
-        if not (isinstance(target, dict) and list(target) == ["process"]
-                and isinstance(target["process"], str)):
-            raise UsageError(f"target must be {{\"process\": NAME}}, not {target!r}")
-        if processes is not None and target["process"] not in processes:
-            raise UsageError(f"unknown process {target['process']!r}; known: "
-                             f"{sorted(processes)}")
-        return
-    if kind in CONFIG_KINDS or kind in TOPIC_KINDS:
-        if target != {"all": True}:
-            every = "every broker" if kind in CONFIG_KINDS else "every topic of the run"
-            raise UsageError(f"target must be {{\"all\": true}} ({every}), not {target!r}")
-        return
-    validate_broker_target(target, node_ids, allow_all=kind in PROXY_KINDS)
-
-
-def _validate_params(kind: str, params: dict) -> None:
-    if kind in PROXY_KINDS:
-        if "kind" in params or "broker" in params:
-            raise UsageError("params may not set the rule's kind or broker")
-        try:
-            Rule.from_json({"kind": PROXY_KINDS[kind], **params}, 0)
-        except RuleError as exc:
-            raise UsageError(str(exc)) from None
-    elif kind in CONFIG_KINDS:
-        settings = params.get("settings")
-        if set(params) != {"settings"} or not isinstance(settings, dict) or not settings or \
-                not all(isinstance(k, str) and isinstance(v, str) for k, v in settings.items()):
-            raise UsageError("params must be {\"settings\": {NAME: VALUE, ...}} with string "
-                             f"values, not {params!r}")
-    elif kind in TOPIC_KINDS:
-        from verifier.harness.faults.retention import validate_params
-
-        validate_params(params)
-    elif params:
-        raise UsageError(f"takes no params, got {sorted(params)}")
+        raise UsageError(f"{where} ({name}): {exc}") from None
+    return FaultSpec(name, target, start, duration, dict(params))
 
 
 def build_schedule(specs: list[FaultSpec], seed: int, run_seconds: float) -> Schedule:
@@ -219,8 +130,9 @@ def build_schedule(specs: list[FaultSpec], seed: int, run_seconds: float) -> Sch
         duration = (rng.uniform(*spec.duration) if isinstance(spec.duration, tuple)
                     else spec.duration)
         params = dict(spec.params)
-        if spec.kind == "ack-loss" and "probability" in params and "seed" not in params:
-            params["seed"] = rng.randrange(2**31)
+        draw = kinds.KINDS[spec.kind].draw
+        if draw is not None:  # e.g. a probabilistic ack loss's seed
+            draw(params, rng)
         drafted.append((round(start, 3), round(duration, 3), spec, params))
     drafted.sort(key=lambda d: d[0])  # stable: equal starts keep spec order
     faults = tuple(ScheduledFault(i, s.kind, s.target, start, duration, params)

@@ -26,12 +26,12 @@ in the nemesis history: exposure and evidence are computed from them.
 
 from __future__ import annotations
 
-from verifier.harness.faults.spec import ScheduledFault
+from verifier.harness.faults.kinds.base import Kind, NotApplied, ScheduledFault, all_target
 from verifier.harness.faults.triggers import Gate, NotTriggered
-from verifier.rundata.errors import VerifierError
+from verifier.judge.faults.family import PIPELINE_PREFIX
+from verifier.judge.faults.retention import FAMILY
+from verifier.rundata.errors import UsageError, VerifierError
 
-#: the process names of the pipelines under test (verifier.orchestration.pipelines)
-PIPELINE_PREFIX = "pipeline/"
 #: the topic settings the fault sets, and their defaults
 DEFAULTS = {"retention_ms": 5000, "segment_ms": 1000}
 SETTINGS = {"retention_ms": "retention.ms", "segment_ms": "segment.ms"}
@@ -39,8 +39,6 @@ SETTINGS = {"retention_ms": "retention.ms", "segment_ms": "segment.ms"}
 
 def validate_params(params: dict) -> None:
     """``retention_ms`` and ``segment_ms``: positive integers (milliseconds)."""
-    from verifier.rundata.errors import UsageError
-
     unknown = set(params) - set(DEFAULTS)
     if unknown:
         raise UsageError(f"unknown params {sorted(unknown)} (allowed: {sorted(DEFAULTS)})")
@@ -97,8 +95,6 @@ def pipelines_down(env) -> tuple[dict | None, str]:
 
 def start_retention(fault: ScheduledFault, env, state: dict, gate: Gate | None = None) -> dict:
     """Set the short retention on the run's topics (after the trigger, if any)."""
-    from verifier.harness.faults.actions import NotApplied
-
     topics = list(env.topics)
     if not topics:
         raise NotApplied("retention: the run has no producer topics")
@@ -128,5 +124,9 @@ def heal_retention(fault: ScheduledFault, env, state: dict) -> dict:
     return {"topics": topics, "log_start": log_start, "end": end}
 
 
-__all__ = ["DEFAULTS", "heal_retention", "offsets", "pipelines_down", "start_retention",
+KINDS = (Kind("retention", FAMILY, start_retention, heal_retention,
+              all_target("every topic of the run"), validate_params,
+              triggers=("pipelines-down",)),)
+
+__all__ = ["DEFAULTS", "KINDS", "heal_retention", "offsets", "pipelines_down", "start_retention",
            "topic_settings", "validate_params"]

@@ -14,13 +14,14 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from verifier.judge import exposure as E
 from verifier.judge import verdict as V
+from verifier.judge.exposure import exposure
+from verifier.judge.faults.facts import Batch, ColumnSpec, RunFacts, Sends, Txn
 from verifier.rundata.layout import RunLayout
 from verifier.rundata.vocab import ISOLATIONS
 
 
-def _sends_and_txns(table) -> tuple[dict[str, E.Sends], dict[str, list[E.Txn]]]:
+def _sends_and_txns(table) -> tuple[dict[str, Sends], dict[str, list[Txn]]]:
     """Per pid: its sends (by invoke time) and transactions, from the history table.
     Columnar (Arrow joins): a run's history has tens of thousands of lines per mode."""
     import pyarrow as pa
@@ -34,12 +35,12 @@ def _sends_and_txns(table) -> tuple[dict[str, E.Sends], dict[str, list[E.Txn]]]:
         .rename_columns([*key, "done"])
     joined = invoked.join(done, keys=key, join_type="left outer")
     joined = joined.sort_by([("pid", "ascending"), ("t_min", "ascending")])
-    out: dict[str, E.Sends] = {}
+    out: dict[str, Sends] = {}
     for pid in pc.unique(joined["pid"]).to_pylist():
         rows = joined.filter(pc.equal(joined["pid"], pid))
-        out[pid] = E.Sends(rows["t_min"].to_pylist(), rows["p"].to_pylist(),
+        out[pid] = Sends(rows["t_min"].to_pylist(), rows["p"].to_pylist(),
                            rows["done"].to_pylist(), rows["txn_max"].to_pylist())
-    tx: dict[str, list[E.Txn]] = {}
+    tx: dict[str, list[Txn]] = {}
     tkey = ["pid", "ses", "txn"]
     begins = table.filter(pc.and_(pc.equal(table["f"], "begin"),
                                   pc.equal(table["type"], "invoke")))
@@ -51,11 +52,11 @@ def _sends_and_txns(table) -> tuple[dict[str, E.Sends], dict[str, list[E.Txn]]]:
         both = begun.join(ended, keys=tkey, join_type="left outer")
         for pid, txn, begin, end in zip(*(both[c].to_pylist() for c in
                                           ("pid", "txn", "t_min", "end")), strict=True):
-            tx.setdefault(pid, []).append(E.Txn(txn, begin, end))
+            tx.setdefault(pid, []).append(Txn(txn, begin, end))
     return out, tx
 
 
-def checkpoint_batches(checkpoint: Path) -> list[E.Batch]:
+def checkpoint_batches(checkpoint: Path) -> list[Batch]:
     """A streaming query's batches from its checkpoint; [] when it has none."""
     offsets, commits = checkpoint / "offsets", checkpoint / "commits"
     if not offsets.is_dir():
@@ -76,12 +77,12 @@ def checkpoint_batches(checkpoint: Path) -> list[E.Batch]:
             continue  # a torn entry (the driver died writing it): nothing was run
         planned = int(meta.get("batchTimestampMs") or path.stat().st_mtime_ns // 1_000_000)
         ranges = {k: (previous.get(k, 0), e) for k, e in ends.items()}
-        out.append(E.Batch(n, planned, committed.get(n), ranges))
+        out.append(Batch(n, planned, committed.get(n), ranges))
         previous = ends
     return out
 
 
-def _batches(run_dir: Path, config) -> dict[str, list[E.Batch]]:
+def _batches(run_dir: Path, config) -> dict[str, list[Batch]]:
     from verifier.rundata.pipelines import PipelineLayout
 
     where = RunLayout(run_dir)
@@ -100,7 +101,7 @@ def _batches(run_dir: Path, config) -> dict[str, list[E.Batch]]:
     return out
 
 
-def facts_of(run_dir: Path, doc: dict, run, history=None) -> E.RunFacts:
+def facts_of(run_dir: Path, doc: dict, run, history=None) -> RunFacts:
     """The run's facts; ``history``: the producers' operations table when the caller has
     it (the batch pass), else read here."""
     from verifier.rundata.history import read_histories
@@ -110,7 +111,7 @@ def facts_of(run_dir: Path, doc: dict, run, history=None) -> E.RunFacts:
     columns = []
     for c in doc["columns"]:
         pipeline = label_to_name.get(c["mode"]) if not c.get("pids") else None
-        columns.append(E.ColumnSpec(
+        columns.append(ColumnSpec(
             name=c["name"], mode=c["mode"], pids=tuple(c.get("pids") or ()),
             topics=tuple(c.get("topics") or ()), transactional=c["expect"] == "transactional",
             pipeline=pipeline, isolations=tuple(c.get("isolations") or ISOLATIONS)))
@@ -122,7 +123,7 @@ def facts_of(run_dir: Path, doc: dict, run, history=None) -> E.RunFacts:
             history = None
     sends, txns = _sends_and_txns(history) if history is not None else ({}, {})
     client_pid = _user_client_ids(Path(run_dir))
-    return E.RunFacts(nemesis=run.nemesis, columns=columns, sends=sends, txns=txns,
+    return RunFacts(nemesis=run.nemesis, columns=columns, sends=sends, txns=txns,
                       batches=_batches(Path(run_dir), config),
                       topic_of={pid: s.topic for pid, s in config.producers.items()},
                       client_pid=client_pid,
@@ -133,7 +134,7 @@ def facts_of(run_dir: Path, doc: dict, run, history=None) -> E.RunFacts:
 def _user_client_ids(run_dir: Path) -> dict[str, str]:
     """client id -> pid for producers whose configuration names its own client id (a
     user's ``client.id``: config.json ``producers.<pid>.overrides`` or ``settings``);
-    the others are ``verifier.generator.<pid>`` (verifier.judge.exposure)."""
+    the others are ``verifier.generator.<pid>`` (verifier.judge.faults.family)."""
     from verifier.rundata.formats import RunFormatError, read_json
 
     try:
@@ -153,4 +154,4 @@ def _user_client_ids(run_dir: Path) -> dict[str, str]:
 def add_exposure(doc: dict, run_dir: Path | str, run, history=None) -> None:
     """Every column's ``exposure``, and NOT EXERCISED for a PASS that a fault missed."""
     facts = facts_of(Path(run_dir), doc, run, history)
-    V.apply_exposure(doc, E.exposure(facts))
+    V.apply_exposure(doc, exposure(facts))

@@ -20,7 +20,7 @@ application, and the scheduler re-runs the lost task there; the heal records the
 application's executors then. ``worker-kill`` is healed by starting the worker again
 (same ports); its executors come back with it. The start detail names the application,
 the executor (id, pid), the worker, the task held (stage, partition, attempt, rows it had
-let through) and its batch; the exposure counts from it (verifier.judge.exposure).
+let through) and its batch; the exposure counts from it (verifier.judge.faults.spark).
 """
 
 from __future__ import annotations
@@ -30,27 +30,23 @@ import os
 import signal
 from pathlib import Path
 
-from verifier.harness.faults.spec import ScheduledFault
-from verifier.harness.faults.triggers import Gate, NotTriggered, parse_marker, probe_mid_batch
+from verifier.harness.faults.kinds.base import Kind, NotApplied, ScheduledFault, process_target
+from verifier.harness.faults.kinds.process import batch_state, heal_process_kill, not_serving
+from verifier.harness.faults.probes import parse_marker, probe_mid_batch
+from verifier.harness.faults.triggers import Gate, NotTriggered
 from verifier.harness.spark_standalone import WORKER_PREFIX, Executor, executor_of, executors
+from verifier.judge.faults.spark import FAMILY
 
-KINDS = ("executor-kill", "worker-kill")
 #: (application, task attempt id) of every held task whose executor a kill took: its
 #: marker stays behind (the hold never ended), and a second kill must wait for a new hold
 _KILLED: set[tuple[str, object]] = set()
-
-
-def _not_applied(why: str):
-    from verifier.harness.faults.actions import NotApplied
-
-    return NotApplied(why)
 
 
 def _pipeline(fault: ScheduledFault, env):
     name = fault.target["process"]
     proc = env.processes.get(name)
     if proc is None or getattr(proc, "where", None) is None:
-        raise _not_applied(f"{fault.kind} targets a pipeline under test, not {name!r}")
+        raise NotApplied(f"{fault.kind} targets a pipeline under test, not {name!r}")
     return name, proc
 
 
@@ -98,9 +94,7 @@ def _first_executor(name: str, proc) -> dict:
     mine = sorted((e for e in executors() if e.app == app),
                   key=lambda e: int(e.executor_id) if e.executor_id.isdigit() else 0)
     if app is None or not mine:
-        raise _not_applied(f"{name} has no executor running (application {app})")
-    from verifier.harness.faults.actions import batch_state
-
+        raise NotApplied(f"{name} has no executor running (application {app})")
     return {**_executor_detail(mine[0]), **batch_state(proc)}
 
 
@@ -121,7 +115,7 @@ def _start(fault: ScheduledFault, env, gate: Gate | None, kill) -> dict:
         return gate.until(trigger, lambda: probe_task_hold(proc),
                           lambda found: kill(name, {**found, "batch_in_flight": True}))
     except NotTriggered as exc:
-        raise _not_applied(str(exc)) from None
+        raise NotApplied(str(exc)) from None
 
 
 def start_executor_kill(fault: ScheduledFault, env, state: dict,
@@ -129,7 +123,7 @@ def start_executor_kill(fault: ScheduledFault, env, state: dict,
     """SIGKILL the executor (at its trigger: the one running the held task)."""
     def kill(name: str, found: dict) -> dict:
         if not Path(f"/proc/{found['executor_pid']}").exists():
-            raise _not_applied(f"executor {found['executor']} of {found['app']} is gone")
+            raise NotApplied(f"executor {found['executor']} of {found['app']} is gone")
         _sigkill(found["executor_pid"])
         _KILLED.add((found["app"], (found.get("task") or {}).get("task")))
         state["app"] = found["app"]
@@ -153,7 +147,7 @@ def start_worker_kill(fault: ScheduledFault, env, state: dict,
                        if str(getattr(p, "name", "")).startswith(WORKER_PREFIX)
                        and getattr(p, "pid", None) == found["worker_pid"]), None)
         if worker is None or not worker.alive:
-            raise _not_applied(f"the worker (pid {found['worker_pid']}) of executor "
+            raise NotApplied(f"the worker (pid {found['worker_pid']}) of executor "
                                f"{found['executor']} is not one this run started and runs")
         lost = [e for e in executors() if e.worker == worker.pid]
         worker.kill()
@@ -169,13 +163,13 @@ def start_worker_kill(fault: ScheduledFault, env, state: dict,
 
 
 def heal_worker_kill(fault: ScheduledFault, env, state: dict) -> dict:
-    from verifier.harness.faults.actions import heal_process_kill
-
     return {"worker": state["process"], **heal_process_kill(fault, env, state)}
 
 
-HANDLERS = {"executor-kill": (start_executor_kill, heal_executor_kill),
-            "worker-kill": (start_worker_kill, heal_worker_kill)}
+def _kind(name: str, start, heal) -> Kind:
+    return Kind(name, FAMILY, start, heal, process_target, triggers=("mid-batch",),
+                not_ready=not_serving)
 
-__all__ = ["HANDLERS", "KINDS", "app_of", "probe_task_hold", "start_executor_kill",
-           "start_worker_kill"]
+
+KINDS = (_kind("executor-kill", start_executor_kill, heal_executor_kill),
+         _kind("worker-kill", start_worker_kill, heal_worker_kill))

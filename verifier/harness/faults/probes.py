@@ -1,0 +1,216 @@
+"""What a process shows now, for the triggers a kill may wait for (pure decisions and
+the probes that read the files the processes write).
+
+A probe returns ``(the state found, or None; why not)``: the nemesis looks again until it
+finds its state (verifier.harness.faults.triggers.Gate). The decisions
+(:func:`mid_batch`, :func:`open_transaction`, :func:`batch_planned`) are pure.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+from verifier.harness.faults.triggers import NotTriggered
+
+#: the tail of a producer history read for its latest transaction
+HISTORY_TAIL_BYTES = 256 * 1024
+
+
+def parse_marker(text: str) -> dict | None:
+    """A hold marker's content (streaming.pipelines.hold.write_marker), or None when it
+    is not one (empty: being written, or an older plain timestamp)."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) and "t" in data else None
+
+
+def mid_batch(marker: dict | None, started_at_s: float | None,
+              committed: Callable[[int], bool], written: dict | None = None,
+              planned: Callable[[int], int | None] = lambda batch: None) -> bool:
+    """Whether the marker shows a batch partly written and not committed *now*: present,
+    written since the process's latest start (a SIGKILLed predecessor leaves its marker
+    behind), its batch, when named, not in the commit log, and, for a hold in the source
+    (one task held while the others run), the driver's word that the others have written
+    (``written``: the ``holding.written`` file's content, at or after the marker), and
+    not empty (``planned``: the offsets the batch planned to read, None if unknown). An
+    empty batch holds too (Spark runs a fresh query's batch 0 on empty ranges and calls
+    ``foreachBatch`` on it), but its replay writes nothing twice: in a run on the loaded
+    machine (2026-11-27) a kill "mid-batch" of that batch 0 replayed nothing."""
+    if marker is None:
+        return False
+    if started_at_s is not None and float(marker["t"]) < started_at_s:
+        return False
+    if marker.get("where") == "source" and (
+            written is None or float(written.get("t", 0)) < float(marker["t"])):
+        return False
+    batch = marker.get("batch")
+    if not isinstance(batch, int):
+        return True
+    return not committed(batch) and planned(batch) != 0
+
+
+def open_transaction(events: list[dict]) -> dict | None:
+    """From a producer history's latest lines (file order), the transaction it is inside
+    now with at least one send, or None: ``{"txn", "sends", "acked", "session"}``.
+
+    Read backwards: a commit or abort (invoked or completed) of the latest transaction,
+    or a new session, means no open transaction; sends of it count until its ``begin``.
+    Without its ``begin`` in the lines given (a long transaction), its sends still show
+    it open."""
+    txn, sends, acked = None, 0, 0
+    for e in reversed(events):
+        f, kind = e.get("f"), e.get("type")
+        if kind == "session":
+            break
+        if f in ("commit", "abort"):
+            if txn is None or e.get("txn") == txn:
+                return None
+            continue
+        if f == "send" and e.get("txn") is not None:
+            if txn is None:
+                txn = e["txn"]
+            if e["txn"] == txn:
+                sends += kind == "invoke"
+                acked += kind == "ok"
+            continue
+        if f == "begin":
+            if txn is None or e.get("txn") == txn:
+                break
+    if txn is None or sends < 1:
+        return None
+    return {"txn": txn, "sends": sends, "acked": acked}
+
+
+def tail_events(data: bytes, whole: bool) -> list[dict]:
+    """The complete JSON lines of a history's tail: the first line dropped unless
+    ``whole`` (the read began mid-line), an unterminated last one always (being written)."""
+    lines = data.split(b"\n")
+    lines.pop()  # after the last newline: empty, or a line still being written
+    if not whole and lines:
+        lines.pop(0)
+    out = []
+    for raw in lines:
+        try:
+            obj = json.loads(raw)
+        except ValueError:
+            continue
+        if isinstance(obj, dict):
+            out.append(obj)
+    return out
+
+
+# ----- the probes: what a process shows now -------------------------------------------
+
+def probe_mid_batch(proc) -> tuple[dict | None, str]:
+    """(the state to kill in, or None; why not). ``proc``: a pipeline driver
+    (``mid_batch_marker``, ``started_at_ms``, ``checkpoint``)."""
+    marker_path = getattr(proc, "mid_batch_marker", None)
+    if marker_path is None:
+        raise NotTriggered(f"{proc.name} does not say when it is mid-batch")
+    if not proc.alive:
+        return None, f"{proc.name} is not running"
+    try:
+        marker = parse_marker(Path(marker_path).read_text())
+    except OSError:
+        marker = None
+    try:  # streaming.pipelines.hold.written_path
+        written = parse_marker(Path(f"{marker_path}.written").read_text())
+    except OSError:
+        written = None
+    started = getattr(proc, "started_at_ms", None)
+    checkpoint = getattr(proc, "checkpoint", None)
+
+    def committed(batch: int) -> bool:
+        return checkpoint is not None and (Path(checkpoint) / "commits" / str(batch)).exists()
+
+    offsets = getattr(proc, "batch_offsets", None) or (lambda batch: None)
+    planned: dict[int, int | None] = {}
+
+    def planned_once(batch: int) -> int | None:
+        if batch not in planned:
+            planned[batch] = offsets(batch)
+        return planned[batch]
+
+    if not mid_batch(marker, None if started is None else started / 1000, committed,
+                     written, planned_once):
+        if marker is not None and marker.get("where") == "source":
+            return None, "a batch held, its other tasks still writing"
+        if marker is not None and isinstance(marker.get("batch"), int) and \
+                planned_once(marker["batch"]) == 0:
+            return None, f"batch {marker['batch']} held, but it is empty"
+        return None, "no batch held partly written"
+    state = {"mid_batch": True, "batch": marker.get("batch"), "hold": marker.get("where")}
+    if isinstance(state["batch"], int):
+        state["batch_offsets"] = planned_once(state["batch"])
+    return state, ""
+
+
+def probe_in_transaction(proc) -> tuple[dict | None, str]:
+    """(the open transaction, or None; why not). ``proc``: a generator whose
+    ``history`` is its history file."""
+    path = getattr(proc, "history", None)
+    if path is None:
+        raise NotTriggered(f"{proc.name} has no history to show a transaction in")
+    if not proc.alive:
+        return None, f"{proc.name} is not running"
+    try:
+        with open(path, "rb") as f:
+            size = f.seek(0, 2)
+            f.seek(max(0, size - HISTORY_TAIL_BYTES))
+            data = f.read()
+    except OSError as exc:
+        return None, f"its history is not readable ({exc})"
+    txn = open_transaction(tail_events(data, whole=size <= HISTORY_TAIL_BYTES))
+    if txn is None:
+        return None, "no open transaction with a send"
+    return {"in_transaction": True, "txn": txn["txn"], "txn_sends": txn["sends"],
+            "txn_acked": txn["acked"]}, ""
+
+
+def batch_planned(batches: list[tuple[int, float]], started_at_s: float | None,
+                  reads: Callable[[int], int | None],
+                  committed: Callable[[int], bool]) -> int | None:
+    """The latest batch (of ``batches``: (batch id, when its offsets entry was written,
+    s)) if it was planned since ``started_at_s``, reads records (``reads``: offsets it
+    planned, None if unknown) and is not committed: the batch a kill now leaves in flight
+    (its restart asks for those offsets again); else None."""
+    if not batches:
+        return None
+    batch, t = max(batches)
+    if (started_at_s is not None and t < started_at_s) or committed(batch):
+        return None
+    return batch if reads(batch) else None
+
+
+def probe_batch_planned(proc) -> tuple[dict | None, str]:
+    """A pipeline's driver that planned a batch reading records since its latest start
+    (``checkpoint``, ``started_at_ms``, ``batch_offsets``): a kill now leaves a checkpoint
+    whose restart asks for those offsets again. Unlike ``mid-batch`` it needs no hold:
+    on a loaded machine a batch's tasks can outlast any hold."""
+    checkpoint = getattr(proc, "checkpoint", None)
+    if checkpoint is None:
+        raise NotTriggered(f"{proc.name} has no checkpoint")
+    if not proc.alive:
+        return None, f"{proc.name} is not running"
+    folder = Path(checkpoint) / "offsets"
+    try:
+        batches = [(int(p.name), p.stat().st_mtime) for p in folder.iterdir()
+                   if p.name.isdigit()]
+    except OSError:
+        batches = []
+    started = getattr(proc, "started_at_ms", None)
+    found = batch_planned(batches, None if started is None else started / 1000,
+                          getattr(proc, "batch_offsets", None) or (lambda batch: None),
+                          lambda batch: (Path(checkpoint) / "commits" / str(batch)).exists())
+    if found is None:
+        return None, "no batch reading records in flight"
+    return {"batch": found, "batch_offsets": proc.batch_offsets(found),
+            "batch_in_flight": True}, ""
+
+
+__all__ = ["batch_planned", "mid_batch", "open_transaction", "parse_marker",
+           "probe_batch_planned", "probe_in_transaction", "probe_mid_batch", "tail_events"]
