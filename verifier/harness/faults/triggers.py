@@ -98,8 +98,8 @@ def split_params(params: dict) -> tuple[dict, dict]:
             {k: v for k, v in params.items() if k not in PARAMS})
 
 
-def validate(kind: str, params: dict, duration_low: float | None = None,
-             takers: Mapping[str, Sequence[str]] | None = None) -> None:
+def validate(kind: str, params: dict, duration_low: float | None,
+             takers: Mapping[str, Sequence[str]]) -> None:
     """UsageError unless ``params``' trigger fits ``kind``: a known trigger that
     ``takers`` (trigger -> the kinds that take it) gives ``kind``, a limit > 0 (and for a
     window trigger no longer than the shortest duration)."""
@@ -110,7 +110,7 @@ def validate(kind: str, params: dict, duration_low: float | None = None,
     if name not in NAMES:
         raise UsageError(f"params.trigger must be one of {sorted(NAMES)}, not {name!r}"
                          if name is not None else "params.within needs params.trigger")
-    kinds = (takers or {}).get(name, ())
+    kinds = takers.get(name, ())
     if kind not in kinds:
         raise UsageError(f"trigger {name!r} applies to {', '.join(kinds)}, not {kind}")
     within = mine.get("within")
