@@ -11,7 +11,7 @@ Per round, in alternating order, the quick profile runs twice on the embedded cl
   (faults act at their planned time, as before issue 38).
 
 It prints each side's wall time and the ratio (target <= 1.1x), then the exposure's own
-cost: the step that computes it (``verifier.orchestration.exposure.add_exposure``: reading
+cost: the step that computes it (``verifier.judge.exposure_facts.add_exposure``: reading
 the histories, the checkpoints and the nemesis history) timed again offline on each run
 folder of the ``with`` side, against that run's wall time.
 
@@ -62,7 +62,7 @@ def exposure_seconds(out: Path) -> list[tuple[str, float, float]]:
     import orjson
 
     from verifier.judge.checks.load import load_config
-    from verifier.orchestration.exposure import add_exposure
+    from verifier.judge.exposure_facts import add_exposure
     from verifier.rundata.nemesis import read_nemesis
 
     rows = []

@@ -11,13 +11,14 @@ queries' checkpoints (observer and pipelines: when each batch was planned, from
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from verifier.judge import verdict as V
 from verifier.judge.exposure import exposure
 from verifier.judge.faults.facts import Batch, ColumnSpec, RunFacts, Sends, Txn
+from verifier.rundata.checkpoint import planned_batches
 from verifier.rundata.layout import RunLayout
+from verifier.rundata.plan import plan_of
 from verifier.rundata.vocab import ISOLATIONS
 
 
@@ -57,27 +58,14 @@ def _sends_and_txns(table) -> tuple[dict[str, Sends], dict[str, list[Txn]]]:
 
 
 def checkpoint_batches(checkpoint: Path) -> list[Batch]:
-    """A streaming query's batches from its checkpoint; [] when it has none."""
-    offsets, commits = checkpoint / "offsets", checkpoint / "commits"
-    if not offsets.is_dir():
-        return []
-    committed = {}
-    if commits.is_dir():
-        committed = {int(p.name): p.stat().st_mtime_ns // 1_000_000
-                     for p in commits.iterdir() if p.name.isdigit()}
+    """A streaming query's batches from its checkpoint (verifier.rundata.checkpoint), each
+    with the range it read: from the previous batch's end offsets to its own; [] when it
+    has none."""
     out, previous = [], {}
-    for n in sorted(int(p.name) for p in offsets.iterdir() if p.name.isdigit()):
-        path = offsets / str(n)
-        try:
-            lines = path.read_text().splitlines()
-            meta = json.loads(lines[1]) if len(lines) > 1 else {}
-            ends = {(t, int(p)): int(o) for line in lines[2:3]
-                    for t, parts in json.loads(line).items() for p, o in parts.items()}
-        except (OSError, ValueError, AttributeError):
-            continue  # a torn entry (the driver died writing it): nothing was run
-        planned = int(meta.get("batchTimestampMs") or path.stat().st_mtime_ns // 1_000_000)
+    for b in planned_batches(checkpoint):
+        ends = b.ends or {}
         ranges = {k: (previous.get(k, 0), e) for k, e in ends.items()}
-        out.append(Batch(n, planned, committed.get(n), ranges))
+        out.append(Batch(b.batch, b.planned_ms, b.committed_ms, ranges))
         previous = ends
     return out
 
@@ -94,7 +82,7 @@ def _batches(run_dir: Path, config) -> dict[str, list[Batch]]:
     for name in config.pipelines:
         layout = PipelineLayout(run_dir, name)
         got = []
-        for cp in [*layout.lost_checkpoints(), layout.checkpoint]:
+        for cp in layout.checkpoints():
             got += checkpoint_batches(cp)  # a lost checkpoint's batches came first
         if got:
             out[f"pipeline/{name}"] = got
@@ -133,22 +121,10 @@ def facts_of(run_dir: Path, doc: dict, run, history=None) -> RunFacts:
 
 def _user_client_ids(run_dir: Path) -> dict[str, str]:
     """client id -> pid for producers whose configuration names its own client id (a
-    user's ``client.id``: config.json ``producers.<pid>.overrides`` or ``settings``);
-    the others are ``verifier.generator.<pid>`` (verifier.judge.faults.family)."""
-    from verifier.rundata.formats import RunFormatError, read_json
-
-    try:
-        producers = read_json(RunLayout(run_dir).config, "run-config").get("producers") or {}
-    except (RunFormatError, OSError):
-        return {}
-    out = {}
-    for pid, entry in producers.items():
-        for part in ("overrides", "settings"):
-            conf = (entry or {}).get(part) or {}
-            cid = conf.get("client_id") or conf.get("client.id")
-            if isinstance(cid, str) and cid:
-                out[cid] = pid
-    return out
+    user's ``client.id``, the plan's ``client_ids()``); the others are
+    ``verifier.generator.<pid>`` (verifier.judge.faults.family)."""
+    plan = plan_of(run_dir)
+    return {} if plan is None else plan.client_ids()
 
 
 def add_exposure(doc: dict, run_dir: Path | str, run, history=None) -> None:

@@ -17,7 +17,7 @@ class ObserverProcess(ManagedProcess):
     progress file's time is later than the start); the run's load waits for it after the
     first start (verifier.orchestration.orchestrator). :meth:`served_for_s`: how long
     either level has been writing batches since the latest start; an observer kill waits
-    for it (verifier.harness.faults.actions.not_serving)."""
+    for it (verifier.harness.faults.kinds.process.not_serving)."""
 
     def __init__(self, run_dir: Path, config: Path, log_path: Path, env: dict,
                  python: list[str] | None = None) -> None:

@@ -210,7 +210,7 @@ def broker_properties(spec: ClusterSpec, node: int, data_dir: str) -> dict[str, 
         "log.segment.bytes": str(64 * 1024 * 1024),
         # The retention check every second (default 5 minutes, and not a dynamic
         # setting): the retention fault's short topic retention deletes within its
-        # window (verifier.harness.faults.retention). Under the default 7-day retention a
+        # window (verifier.harness.faults.kinds.retention). Under the default 7-day retention a
         # check only compares a few segments' timestamps.
         "log.retention.check.interval.ms": "1000",
     }

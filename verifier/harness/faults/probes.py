@@ -13,6 +13,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from verifier.harness.faults.triggers import NotTriggered
+from verifier.rundata.checkpoint import is_committed, planned_times
 
 #: the tail of a producer history read for its latest transaction
 HISTORY_TAIL_BYTES = 256 * 1024
@@ -125,7 +126,7 @@ def probe_mid_batch(proc) -> tuple[dict | None, str]:
     checkpoint = getattr(proc, "checkpoint", None)
 
     def committed(batch: int) -> bool:
-        return checkpoint is not None and (Path(checkpoint) / "commits" / str(batch)).exists()
+        return checkpoint is not None and is_committed(checkpoint, batch)
 
     offsets = getattr(proc, "batch_offsets", None) or (lambda batch: None)
     planned: dict[int, int | None] = {}
@@ -196,16 +197,11 @@ def probe_batch_planned(proc) -> tuple[dict | None, str]:
         raise NotTriggered(f"{proc.name} has no checkpoint")
     if not proc.alive:
         return None, f"{proc.name} is not running"
-    folder = Path(checkpoint) / "offsets"
-    try:
-        batches = [(int(p.name), p.stat().st_mtime) for p in folder.iterdir()
-                   if p.name.isdigit()]
-    except OSError:
-        batches = []
     started = getattr(proc, "started_at_ms", None)
-    found = batch_planned(batches, None if started is None else started / 1000,
+    found = batch_planned(planned_times(checkpoint),
+                          None if started is None else started / 1000,
                           getattr(proc, "batch_offsets", None) or (lambda batch: None),
-                          lambda batch: (Path(checkpoint) / "commits" / str(batch)).exists())
+                          lambda batch: is_committed(checkpoint, batch))
     if found is None:
         return None, "no batch reading records in flight"
     return {"batch": found, "batch_offsets": proc.batch_offsets(found),
