@@ -154,8 +154,11 @@ cluster-up: setup
 cluster-down:
 	$(BIN)/verifier cluster down
 
+# ruff, then the import contracts of pyproject.toml (roles import downward only, no cycle
+# among a package's modules); the unit tier checks the contracts too
 lint:
 	$(BIN)/ruff check verifier producers streaming tests benchmarks
+	$(BIN)/lint-imports --no-cache
 
 clean: ## stop local clusters and the private Docker engine, remove runs and state (keeps .venv and .jars)
 	-compose/docker-engine.sh down $(DOCKER_STATE)
