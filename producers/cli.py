@@ -19,7 +19,7 @@ from pathlib import Path
 import orjson
 
 from producers import config as cfg
-from producers.generator import GeneratorSpec, run
+from producers.generator import GeneratorSpec, Session, install_stop_handlers, run_plain
 from producers.properties import load_properties
 from verifier.rundata.errors import UsageError, VerifierError
 from verifier.rundata.plan import read_plan
@@ -150,6 +150,32 @@ def run_from_args(args: argparse.Namespace) -> int:
     print("effective producer config: "
           + orjson.dumps(cfg.redacted(spec.settings), default=str).decode(), flush=True)
     return run(spec)
+
+
+def run(spec: GeneratorSpec) -> int:
+    """Run one generator session in its mode; returns the exit code (0 on a clean stop)."""
+    session = Session(spec)
+    install_stop_handlers(session.stop)
+    print(f"{spec.pid}: session {session.ses}, mode {spec.mode}, topic {spec.topic}, "
+          f"history {spec.history_path}", flush=True)
+    try:
+        if spec.mode == "transactional":  # imported for this mode only
+            if spec.input_topic:
+                from producers.copier import run_copier
+
+                run_copier(session)
+            else:
+                from producers.transactional import run_transactional
+
+                run_transactional(session)
+        else:
+            run_plain(session)
+    finally:
+        if session.writer is not None:
+            session.writer.close()
+    print(f"{spec.pid}: session {session.ses} done, {session.new_records} new records",
+          flush=True)
+    return 0
 
 
 class _Parser(argparse.ArgumentParser):

@@ -114,3 +114,14 @@ def resync(consumer: KafkaConsumer, tps: list[TopicPartition], timeout_ms: int) 
             print(f"resync {tp.topic}-{tp.partition}: position {position}, committed "
                   f"{committed}: continuing from {committed}", flush=True)
             consumer.seek(tp, committed)
+
+
+def run_copier(session) -> None:
+    """The copier's session: a transactional producer and :func:`copy_loop` until the
+    budget or a stop."""
+    runner = TxnRunner(session)
+    try:
+        runner.connect()
+        copy_loop(session, runner)
+    finally:
+        runner.close()

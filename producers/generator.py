@@ -256,23 +256,3 @@ def install_stop_handlers(stop: threading.Event) -> None:
 
     signal.signal(signal.SIGTERM, handler)
     signal.signal(signal.SIGINT, handler)
-
-
-def run(spec: GeneratorSpec) -> int:
-    """Run one generator session; returns the exit code (0 on a clean stop)."""
-    session = Session(spec)
-    install_stop_handlers(session.stop)
-    print(f"{spec.pid}: session {session.ses}, mode {spec.mode}, topic {spec.topic}, "
-          f"history {spec.history_path}", flush=True)
-    try:
-        if spec.mode == "transactional":
-            from producers.transactional import run_copier, run_transactional
-            (run_copier if spec.input_topic else run_transactional)(session)
-        else:
-            run_plain(session)
-    finally:
-        if session.writer is not None:
-            session.writer.close()
-    print(f"{spec.pid}: session {session.ses} done, {session.new_records} new records",
-          flush=True)
-    return 0

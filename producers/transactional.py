@@ -317,15 +317,3 @@ def _pacing(pacer: Pacer):
     def pace(em: Emitter) -> None:
         pacer.pace(em.write_completions)
     return pace
-
-
-def run_copier(session: Session) -> None:
-    """Read-process-write copier variant (see :mod:`producers.copier`)."""
-    from producers.copier import copy_loop
-
-    runner = TxnRunner(session)
-    try:
-        runner.connect()
-        copy_loop(session, runner)
-    finally:
-        runner.close()
