@@ -327,7 +327,7 @@ def _rerun_in_namespace(args: argparse.Namespace) -> int:
     namespace, where nftables rules cannot touch the host; the namespace and whatever
     still runs in it are removed afterwards, also on Ctrl-C.
     """
-    from verifier.harness.faults.netns import NetNamespace
+    from verifier.harness.netns import NetNamespace
     from verifier.harness.procs import record, spawn
 
     name = f"verifier-chaos-{os.getpid()}"

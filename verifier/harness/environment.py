@@ -131,7 +131,7 @@ class LocalEnvironment:
         return kinds.skipped(parts)
 
     def fault_env(self, processes: dict) -> FaultEnv:
-        from verifier.harness.faults.netns import Partition
+        from verifier.harness.faults.partition import Partition
 
         return FaultEnv(bootstrap_servers=self.bootstrap_servers, cluster=self.cluster,
                         proxy=self.proxy_process.client, processes=processes,

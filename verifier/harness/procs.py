@@ -192,7 +192,7 @@ def cleanup_leftovers(state_dir: Path) -> list[str]:
         for ns in doc.get("netns", []):
             name = ns.get("name")
             if name and Path(f"/run/netns/{name}").exists():
-                from verifier.harness.faults.netns import NetNamespace
+                from verifier.harness.netns import NetNamespace
                 NetNamespace(name).delete()
                 said.append(f"removed network namespace {name} of dead run "
                             f"{owner.get('pid')}")

@@ -20,8 +20,9 @@ from pathlib import Path
 
 from verifier.harness.cluster import ClusterSpec, up
 from verifier.harness.cluster.config import HOST
-from verifier.harness.faults.netns import Partition, in_private_netns
+from verifier.harness.faults.partition import Partition
 from verifier.harness.kafka_wire import metadata_brokers, metadata_partitions
+from verifier.harness.netns import in_private_netns
 from verifier.harness.topics import create_topics
 from verifier.rundata.errors import EnvironmentProblem
 from verifier.rundata.waiting import wait_until

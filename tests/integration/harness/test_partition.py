@@ -12,7 +12,7 @@ import sys
 import pytest
 
 from tests.conftest import port_base
-from verifier.harness.faults.netns import NetNamespace
+from verifier.harness.netns import NetNamespace
 from verifier.rundata.jvm import PROJECT_ROOT
 
 pytestmark = pytest.mark.integration

@@ -84,7 +84,7 @@ class FaultEnv:
     cluster: object | None = None  # verifier.harness.cluster.LocalCluster
     proxy: object | None = None  # verifier.harness.faults.control.ProxyClient
     processes: dict[str, ProcessTarget] = field(default_factory=dict)
-    partition: object | None = None  # verifier.harness.faults.netns.Partition
+    partition: object | None = None  # verifier.harness.faults.partition.Partition
     ready_timeout: float = 180.0
     #: the clients' security settings (kafka-python names) for the tool's own lookups
     client_config: dict = field(default_factory=dict)

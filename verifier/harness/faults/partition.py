@@ -1,4 +1,4 @@
-"""Network partitions: nftables rules inside a network namespace the run creates.
+"""Network partitions: nftables rules inside the network namespace the run executes in.
 
 Why this shape (tried on the 2-core target VM, docs/faults.md "Network partitions"): ``tc
 netem`` is missing on its kernel (no qdisc modules to load), and on one loopback every
@@ -9,85 +9,19 @@ controller ports. Client ports are never
 matched: clients (root) still reach every broker, only broker-to-broker traffic is cut.
 
 The rules must never touch the host's firewall, so :class:`Partition` refuses to run
-unless the process is in a namespace other than PID 1's; :class:`NetNamespace` creates
-one, and the run (cluster, proxy, generators, observer) executes inside it
-(``ip netns exec``).
+unless the process is in a namespace other than PID 1's; the run (cluster, proxy,
+generators, observer) executes inside one (:class:`verifier.harness.netns.NetNamespace`).
 """
 
 from __future__ import annotations
 
-import os
-import signal
 import subprocess
 
 from verifier.harness.cluster import ClusterSpec
-from verifier.rundata.errors import CommandFailed, EnvironmentProblem, UsageError
+from verifier.harness.netns import checked_run, in_private_netns
+from verifier.rundata.errors import EnvironmentProblem, UsageError
 
 TABLE = "verifier_partition"
-
-
-def _run(argv: list[str], stdin: str | None = None) -> str:
-    proc = subprocess.run(argv, input=stdin, capture_output=True, text=True, check=False)
-    if proc.returncode != 0:
-        raise CommandFailed(argv, proc.returncode, (proc.stderr or proc.stdout)[-2000:])
-    return proc.stdout
-
-
-def current_netns() -> str | None:
-    """The name of the ``ip netns`` namespace this process runs in, None for the host's.
-
-    (Comparing with /proc/1/ns/net is not possible: inside ``ip netns exec`` reading
-    PID 1's namespace link is refused with EACCES.)
-    """
-    proc = subprocess.run(["ip", "netns", "identify", str(os.getpid())],
-                          capture_output=True, text=True, check=False)
-    return proc.stdout.strip() or None
-
-
-def in_private_netns() -> bool:
-    return current_netns() is not None
-
-
-class NetNamespace:
-    """A network namespace with loopback up; deleted (and emptied) on exit."""
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def create(self) -> NetNamespace:
-        _run(["ip", "netns", "add", self.name])
-        try:
-            _run(["ip", "-n", self.name, "link", "set", "lo", "up"])
-        except BaseException:
-            self.delete()
-            raise
-        return self
-
-    def argv(self, command: list[str]) -> list[str]:
-        """``command`` run inside the namespace (``ip netns exec`` execs it, same pid)."""
-        return ["ip", "netns", "exec", self.name, *command]
-
-    def pids(self) -> list[int]:
-        try:
-            return [int(p) for p in _run(["ip", "netns", "pids", self.name]).split()]
-        except CommandFailed:
-            return []
-
-    def delete(self) -> None:
-        """SIGKILL what still runs inside (only processes this run started live there),
-        then remove the namespace."""
-        for pid in self.pids():
-            try:
-                os.kill(pid, signal.SIGKILL)
-            except ProcessLookupError:
-                pass
-        subprocess.run(["ip", "netns", "del", self.name], capture_output=True, check=False)
-
-    def __enter__(self) -> NetNamespace:
-        return self.create()
-
-    def __exit__(self, *exc) -> None:
-        self.delete()
 
 
 def partition_rules(spec: ClusterSpec, node: int) -> str:
@@ -123,7 +57,7 @@ class Partition:
         if not in_private_netns():
             raise EnvironmentProblem(
                 "refusing to change firewall rules in the host's network namespace; run "
-                "the cluster inside a namespace (verifier.harness.faults.netns.NetNamespace)")
+                "the cluster inside a namespace (verifier.harness.netns.NetNamespace)")
 
     def cut(self, node: int) -> dict:
         self._require_private()
@@ -131,13 +65,13 @@ class Partition:
         script = (f"table inet {TABLE} {{\n  chain cut{node} {{\n"
                   f"    type filter hook output priority 0; policy accept;\n"
                   f"    {rules.replace(chr(10), chr(10) + '    ').rstrip()}\n  }}\n}}\n")
-        _run(["nft", "-f", "-"], stdin=script)
+        checked_run(["nft", "-f", "-"], stdin=script)
         self.cut_nodes.add(node)
         return {"isolated": node, "rules": rules.strip().splitlines()}
 
     def heal(self, node: int) -> dict:
         self._require_private()
-        _run(["nft", "delete", "chain", "inet", TABLE, f"cut{node}"])
+        checked_run(["nft", "delete", "chain", "inet", TABLE, f"cut{node}"])
         self.cut_nodes.discard(node)
         return {"healed": node}
 
