@@ -216,11 +216,10 @@ class DeliveryVerifier:
         profile does. Returns when the verdict is in (a minute or two)."""
         from dataclasses import replace
 
-        from producers.properties import UserConfig, read_user_config
-        from verifier.cli.chaos import derive_mode
+        from verifier import api
         from verifier.judge.expectations import PRESETS
-        from verifier.orchestration.chaos import run_one
-        from verifier.orchestration.orchestrator import RunOptions, spark_env, validate_scenario
+        from verifier.orchestration.orchestrator import spark_env
+        from verifier.orchestration.planning import RunOptions
         from verifier.orchestration.scenario import Profile, load_scenario, scaled
         from verifier.rundata.errors import UsageError
 
@@ -230,27 +229,26 @@ class DeliveryVerifier:
                     Profile("pytest", (), time_scale=time_scale, rate_scale=rate_scale))
         if modes is not None:
             sc = replace(sc, workload=replace(sc.workload, modes=tuple(modes)))
-        user = UserConfig({}, {})
-        path = claimed = None
+        user = None
         if producer_config is not None:
-            path = self._config_path(producer_config)
-            user = read_user_config(path, client)
-            claimed = derive_mode(user.settings)
-        if not sc.workload.modes and path is None:
+            # claimed on kafka-python's defaults whatever the client, as it always was
+            user = api.read_user_producer(self._config_path(producer_config), client,
+                                          claim_on="kafka-python")
+        if not sc.workload.modes and user is None:
             raise UsageError("nothing to run: no modes and no producer_config")
         opts = RunOptions(out=self.out, seed=self.seed if seed is None else seed, sink=sink,
-                          user_config=path, user_mode=claimed, user_settings=user.settings,
-                          user_overrides=user.overrides, user_notes=user.notes,
+                          user_config=user.path if user else None,
+                          user_mode=user.claimed if user else None,
+                          user_settings=user.config.settings if user else {},
+                          user_overrides=user.config.overrides if user else {},
+                          user_notes=user.config.notes if user else [],
                           profile="pytest", extra_env=spark_env(), client=client)
-        problems = validate_scenario(sc, opts, self.env)
-        if problems:
-            raise UsageError("; ".join(problems))
         text = io.StringIO()
-        doc = run_one(self.env, sc, opts, self._spark, out=text)
+        doc = api.run_scenario(self.env, sc, opts, self._spark, out=text)
         print(text.getvalue())  # pytest shows it with a failing test
         demanded = {}
-        if path is not None:
-            demanded[f"user:{path.name}"] = expect or claimed
+        if user is not None:
+            demanded[f"user:{user.path.name}"] = expect or user.claimed
         return DeliveryResult(doc, Path(doc["run_dir"]), text.getvalue(), demanded)
 
 

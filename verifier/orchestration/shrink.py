@@ -25,8 +25,21 @@ import copy
 import json
 import math
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
+
+from verifier.orchestration.shrink_specs import (
+    describe,
+    fault_name,
+    fmt,
+    halve,
+    highest,
+    lowest,
+    names,
+    scale,
+    split,
+    with_faults,
+)
 
 #: below this calibrated reproduction rate a FAIL is reported, not shrunk (the re-run
 #: rule would need 9+ clean runs per candidate)
@@ -357,81 +370,3 @@ class Shrinker:
             spec["workload"]["duration_s"] = shorter
             if not self.try_candidate(f"load {fmt(total)} -> {fmt(shorter)} s", spec):
                 return
-
-
-# ----- helpers on plain specs -----------------------------------------------------------
-
-
-def with_faults(spec: dict, faults: list[dict]) -> dict:
-    out = copy.deepcopy(spec)
-    out["faults"] = copy.deepcopy(list(faults))
-    return out
-
-
-def split(items: list, n: int) -> list[list]:
-    """``items`` in ``n`` contiguous chunks of near-equal size."""
-    size, extra = divmod(len(items), n)
-    out, i = [], 0
-    for k in range(n):
-        j = i + size + (1 if k < extra else 0)
-        if j > i:
-            out.append(items[i:j])
-        i = j
-    return out
-
-
-def fault_name(fault: dict) -> str:
-    target = fault.get("target") or {}
-    what = ",".join(f"{k}={v}" if not isinstance(v, dict) else k for k, v in target.items())
-    return f"{fault.get('kind', '?')}" + (f"[{what}]" if what else "")
-
-
-def names(faults: list[dict]) -> str:
-    return ", ".join(fault_name(f) for f in faults)
-
-
-def lowest(value) -> float:
-    return float(min(value)) if isinstance(value, list) else float(value)
-
-
-def highest(value) -> float:
-    return float(max(value)) if isinstance(value, list) else float(value)
-
-
-def scale(value, k: float):
-    if isinstance(value, list):
-        return [round(float(v) * k, 3) for v in value]
-    return round(float(value) * k, 3)
-
-
-def halve(value, minimum: float):
-    """Half of a duration (a [low, high] range halved at both ends), or None when the
-    result would fall below ``minimum``."""
-    if value is None or lowest(value) / 2 < minimum:
-        return None
-    return scale(value, 0.5)
-
-
-def fmt(value) -> str:
-    if isinstance(value, list):
-        return "[" + ", ".join(fmt(v) for v in value) + "]"
-    return f"{float(value):g}"
-
-
-def describe(spec: dict) -> str:
-    """A schedule's size in one phrase: faults, load, rate, partitions, modes."""
-    w = spec["workload"]
-    return (f"{_n(len(spec.get('faults') or []), 'fault')}, {fmt(w['duration_s'])} s at "
-            f"{fmt(w['rate'])}/s, {_n(w['partitions'], 'partition')}, "
-            f"{_n(len(w['modes']), 'mode')}")
-
-
-def _n(count: int, noun: str) -> str:
-    return f"{count} {noun}{'' if count == 1 else 's'}"
-
-
-def trial_lines(trials: list[Trial]) -> Iterator[str]:
-    for t in trials:
-        verdicts = ", ".join(o.verdict or "?" for o in t.runs)
-        yield f"- {t.label}: {t.outcome}" + (f" ({_n(len(t.runs), 'run')}: {verdicts})"
-                                            if t.runs else "")

@@ -1,23 +1,23 @@
-"""What `verifier shrink` needs of a FAILed run folder: its scenario as run, its
-fingerprint, the `verifier chaos` command line that runs it again the same way, and the
-scenario written back as a TOML file that command reads."""
+"""What `verifier shrink` needs of a FAILed run folder: its plan and scenario as run, its
+fingerprint, and the scenario written back as a TOML file `verifier chaos` reads."""
 
 from __future__ import annotations
 
 import json
-import shlex
 from dataclasses import dataclass
 from pathlib import Path
 
 from verifier.orchestration.shrink import Fingerprint
 from verifier.rundata.errors import UsageError
+from verifier.rundata.formats import RunFormatError
 from verifier.rundata.layout import RunLayout
+from verifier.rundata.plan import RunPlan, read_plan
 
 
 @dataclass(frozen=True)
 class FailedRun:
     run_dir: Path
-    config: dict
+    plan: RunPlan
     verdict: dict
     fingerprint: Fingerprint
     #: the preset modes the column runs on (empty for a pipeline column)
@@ -25,7 +25,8 @@ class FailedRun:
 
     @property
     def spec(self) -> dict:
-        return self.config["scenario_spec"]
+        """The scenario as it ran (``Scenario.to_json()``: the profile's scaling applied)."""
+        return self.plan.extra["scenario_spec"]
 
     @property
     def seconds(self) -> float:
@@ -47,8 +48,8 @@ def load_failed_run(run_dir: Path, column: str | None = None,
         hint = f"; its FAILed runs: {', '.join(failed)}" if failed else " (none FAILed)"
         raise UsageError(f"{run_dir} is the output folder of a chaos matrix: give one of "
                          f"its run folders{hint}")
-    config = _read(lay.config, run_dir)
-    if not isinstance(config.get("scenario_spec"), dict):
+    plan = _read_plan(lay.config, run_dir)
+    if not isinstance(plan.extra.get("scenario_spec"), dict):
         raise UsageError(f"{run_dir}/config.json has no scenario_spec (written by an older "
                          "version): its scenario cannot be rebuilt")
     columns = {c["name"]: c for c in doc.get("columns", ())}
@@ -78,65 +79,34 @@ def load_failed_run(run_dir: Path, column: str | None = None,
                          f"{', '.join(forbidden)}")
     col = columns[column]
     modes = () if column.startswith(("pipeline:", "user:")) else (col.get("mode"),)
-    return FailedRun(run_dir, config, doc, Fingerprint(column, kind),
+    return FailedRun(run_dir, plan, doc, Fingerprint(column, kind),
                      tuple(m for m in modes if m))
+
+
+def _not_finished(path: Path, run_dir: Path) -> UsageError:
+    return UsageError(f"{run_dir} is not a finished run folder (no {path.name}): give the "
+                      "folder a `verifier chaos` run printed")
+
+
+def _read_plan(path: Path, run_dir: Path) -> RunPlan:
+    if not path.is_file():
+        raise _not_finished(path, run_dir)
+    try:
+        return read_plan(path)
+    except RunFormatError as exc:
+        raise UsageError(f"{path}: cannot read it: {exc.problem}") from None
 
 
 def _read(path: Path, run_dir: Path) -> dict:
     try:
         doc = json.loads(path.read_text())
     except FileNotFoundError:
-        raise UsageError(f"{run_dir} is not a finished run folder (no {path.name}): give "
-                         "the folder a `verifier chaos` run printed") from None
+        raise _not_finished(path, run_dir) from None
     except (OSError, ValueError) as exc:
         raise UsageError(f"{path}: cannot read it: {exc}") from None
     if not isinstance(doc, dict):
         raise UsageError(f"{path}: not a JSON object")
     return doc
-
-
-def chaos_argv(config: dict, scenario_file: Path | str) -> list[str]:
-    """The `verifier chaos` arguments that run ``scenario_file`` as the run of
-    ``config`` ran: seed, client(s), producer config, pipelines and their guarantee,
-    broker version, environment and Spark master. The file holds the scenario as it ran
-    (the profile's scaling already applied, the sink in its options), so no profile."""
-    argv = ["--scenario", str(scenario_file), "--seed", str(config.get("seed", 1))]
-    producers = (config.get("producers") or {}).values()
-    clients = list(dict.fromkeys(p.get("client", "kafka-python") for p in producers
-                                 if not p.get("config_file")))
-    if len(clients) > 1:
-        argv += ["--clients", ",".join(clients)]
-    elif clients and clients[0] != "kafka-python":
-        argv += ["--client", clients[0]]
-    user = [p for p in producers if p.get("config_file")]
-    if user:
-        path = Path(user[0]["config_file"])
-        if not path.exists():
-            raise UsageError(f"the run's producer config {path} is gone: it is needed to "
-                             "run its column again")
-        argv += ["--producer-config", str(path)]
-        if not clients and user[0].get("client", "kafka-python") != "kafka-python":
-            argv += ["--client", user[0]["client"]]
-    pipelines = config.get("pipelines") or {}
-    if pipelines:
-        argv += ["--pipeline", ",".join(p["spec"] for p in pipelines.values())]
-        guarantees = {p.get("guarantee") for p in pipelines.values()}
-        if len(guarantees) == 1 and None not in guarantees:
-            argv += ["--pipeline-guarantee", guarantees.pop()]
-    env = config.get("environment", "local")
-    if env == "external":
-        argv += ["--bootstrap-servers", config["bootstrap_servers"]]
-    elif env == "docker":
-        argv += ["--environment", "docker"]
-    elif config.get("kafka_version") not in (None, "unknown"):
-        argv += ["--kafka-version", str(config["kafka_version"])]
-    if config.get("spark_master"):
-        argv += ["--spark-master", str(config["spark_master"])]
-    return argv
-
-
-def chaos_command(config: dict, scenario_file: Path | str) -> str:
-    return "verifier chaos " + shlex.join(chaos_argv(config, scenario_file))
 
 
 # ----- the scenario as a TOML file ------------------------------------------------------

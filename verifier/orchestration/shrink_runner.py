@@ -5,20 +5,16 @@ failed run had, and the outputs (shrunk.toml, shrink.json, the report)."""
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
 from verifier.orchestration.chaos import run_one
 from verifier.orchestration.planning import RunOptions, validate_scenario
 from verifier.orchestration.scenario import parse_scenario
-from verifier.orchestration.shrink import (
-    Observed,
-    Result,
-    describe,
-    fingerprints_of,
-    trial_lines,
-)
-from verifier.orchestration.shrink_plan import FailedRun, chaos_command, scenario_toml
+from verifier.orchestration.shrink import Observed, Result, Trial, fingerprints_of
+from verifier.orchestration.shrink_plan import FailedRun, scenario_toml
+from verifier.orchestration.shrink_specs import count, describe
 from verifier.rundata.formats import write_json
 
 
@@ -54,12 +50,12 @@ class ChaosRunner:
                         verdict=col.get("verdict", "no column"))
 
 
-def write_outputs(result: Result, failed: FailedRun, out: Path) -> dict[str, Path]:
-    """shrunk.toml (the best scenario, its command and rate in its header), shrink.json
-    and shrink.md (the report); returns their paths."""
+def write_outputs(result: Result, failed: FailedRun, out: Path, command: str
+                  ) -> dict[str, Path]:
+    """shrunk.toml (the best scenario, ``command`` that runs it and its rate in its
+    header), shrink.json and shrink.md (the report); returns their paths."""
     hits, n = result.confirmed_rate()
     shrunk = out / "shrunk.toml"
-    command = chaos_command(failed.config, shrunk)
     header = [f"verifier shrink of {failed.run_dir} ({result.fingerprint})",
               f"run it: {command}",
               f"reproduces: {hits}/{n} runs"
@@ -107,3 +103,11 @@ def report_lines(result: Result, failed: FailedRun, command: str) -> list[str]:
     lines += ["", "## Candidates", ""]
     lines += list(trial_lines(result.trials)) or ["- none tried"]
     return lines
+
+
+def trial_lines(trials: list[Trial]) -> Iterator[str]:
+    """One line per candidate tried: its label, outcome and its runs' verdicts."""
+    for t in trials:
+        verdicts = ", ".join(o.verdict or "?" for o in t.runs)
+        yield f"- {t.label}: {t.outcome}" + (f" ({count(len(t.runs), 'run')}: {verdicts})"
+                                            if t.runs else "")

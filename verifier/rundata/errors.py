@@ -65,3 +65,9 @@ class WaitTimeout(VerifierError):
 
 class ClusterError(VerifierError):
     """The local cluster cannot be started, found or controlled."""
+
+
+class Interrupted(KeyboardInterrupt):
+    """The tool was asked to stop by a signal (SIGTERM, SIGINT, SIGHUP): not an error of
+    the run, so not a :class:`VerifierError`; every ``except KeyboardInterrupt`` treats it
+    as Ctrl-C. The run heals and stops, its folder says so, the CLI exits 130."""

@@ -68,7 +68,7 @@ def test_a_client_without_the_settings_is_refused(sasl_cluster):
 def test_baseline_on_a_sasl_cluster_passes_every_mode(sasl_cluster, spark, tmp_path):
     from producers.properties import load_properties
     from producers.readback import commit_visible
-    from verifier.cli.chaos import derive_mode
+    from verifier.api import derive_mode
     from verifier.harness.environment import ExternalEnvironment
     from verifier.harness.faults.targets import resolve_broker
     from verifier.harness.topics import admin

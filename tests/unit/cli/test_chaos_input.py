@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-import verifier.cli.chaos as chaos_cli
+import verifier.api._process as process
+from verifier import api
 from verifier.cli import main
 
 BAD_FAULTS = {
@@ -122,9 +123,9 @@ def test_bad_input_is_refused_before_start(case, tmp_path, monkeypatch, capsys):
     def tripwire(*_a, **_k):
         raise AssertionError("the run started")
 
-    monkeypatch.setattr(chaos_cli, "_run", tripwire)
-    monkeypatch.setattr(chaos_cli, "_rerun_in_namespace", tripwire)
-    monkeypatch.setattr(chaos_cli, "cleanup", tripwire)
+    monkeypatch.setattr(api, "run_chaos", tripwire)
+    monkeypatch.setattr(process, "rerun_in_namespace", tripwire)
+    monkeypatch.setattr(process, "cleanup", tripwire)
     t0 = time.monotonic()
     assert main(["chaos", *argv]) == code
     assert time.monotonic() - t0 < 5
@@ -140,13 +141,13 @@ def test_a_users_scenario_file_runs(tmp_path, monkeypatch):
     path.write_text('description = "mine"\n[workload]\nduration_s = 5\n')
     seen = {}
 
-    def run(args, profile, scenarios, env, opts):
-        seen["names"] = [s.name for s in scenarios]
+    def run(prepared):
+        seen["names"] = [s.name for s in prepared.scenarios]
         return 0
 
-    monkeypatch.setattr(chaos_cli, "_run", run)
-    monkeypatch.setattr(chaos_cli, "cleanup", lambda: [])
-    monkeypatch.setattr(chaos_cli, "_stop_on_signals", lambda: {})
+    monkeypatch.setattr(api, "run_chaos", run)
+    monkeypatch.setattr(process, "cleanup", lambda: [])
+    monkeypatch.setattr(process, "stop_on_signals", lambda: {})
     monkeypatch.delenv("JAVA_HOME", raising=False)
     assert main(["chaos", "--scenario", str(path), "--out", str(tmp_path / "out"),
                  "--spark-conf", "spark.cores.max=2"]) == 0

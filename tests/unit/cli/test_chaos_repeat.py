@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-import verifier.cli.chaos as chaos_cli
+import verifier.api._process as process
+from verifier import api
 from verifier.cli import EXIT_USAGE, main
 
 
@@ -15,17 +16,18 @@ def started(monkeypatch) -> list:
     starts (no cleanup, no namespace, no signal handlers)."""
     seen: list = []
 
-    def run(args, profile, scenarios, env, opts):
-        seen.append((profile.name, [s.name for s in scenarios], opts))
+    def run(prepared):
+        seen.append((prepared.profile.name, [s.name for s in prepared.scenarios],
+                     prepared.opts))
         return 0
 
     def tripwire(*_a, **_k):
         raise AssertionError("the run started")
 
-    monkeypatch.setattr(chaos_cli, "_run", run)
-    monkeypatch.setattr(chaos_cli, "_rerun_in_namespace", tripwire)
-    monkeypatch.setattr(chaos_cli, "cleanup", lambda: [])
-    monkeypatch.setattr(chaos_cli, "_stop_on_signals", lambda: {})
+    monkeypatch.setattr(api, "run_chaos", run)
+    monkeypatch.setattr(process, "rerun_in_namespace", tripwire)
+    monkeypatch.setattr(process, "cleanup", lambda: [])
+    monkeypatch.setattr(process, "stop_on_signals", lambda: {})
     monkeypatch.delenv("JAVA_HOME", raising=False)
     return seen
 

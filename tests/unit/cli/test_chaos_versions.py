@@ -7,7 +7,8 @@ import json
 
 import pytest
 
-import verifier.cli.chaos as chaos_cli
+import verifier.api._process as process
+from verifier import api
 from verifier.cli import main
 from verifier.report.versions import (
     read_version_grid,
@@ -21,14 +22,15 @@ from verifier.report.versions import (
 def captured(monkeypatch):
     seen = {}
 
-    def run(args, profile, scenarios, env, opts):
-        seen.update(profile=profile.name, scenarios=[s.name for s in scenarios],
-                    env=env, opts=opts, client=args.client)
+    def run(prepared):
+        seen.update(profile=prepared.profile.name,
+                    scenarios=[s.name for s in prepared.scenarios], env=prepared.env,
+                    opts=prepared.opts, client=prepared.opts.client)
         return 0
 
-    monkeypatch.setattr(chaos_cli, "_run", run)
-    monkeypatch.setattr(chaos_cli, "cleanup", lambda: [])
-    monkeypatch.setattr(chaos_cli, "_stop_on_signals", lambda: {})
+    monkeypatch.setattr(api, "run_chaos", run)
+    monkeypatch.setattr(process, "cleanup", lambda: [])
+    monkeypatch.setattr(process, "stop_on_signals", lambda: {})
     monkeypatch.delenv("JAVA_HOME", raising=False)
     return seen
 
@@ -62,8 +64,8 @@ def test_one_kafka_version_is_one_ordinary_run(captured, tmp_path):
     (["--kafka-versions", "3.5.2", "--bootstrap-servers", "127.0.0.1:1"], "local cluster"),
 ])
 def test_bad_version_flags_are_usage_errors(argv, word, tmp_path, monkeypatch, capsys):
-    monkeypatch.setattr(chaos_cli, "_run", lambda *a: pytest.fail("the run started"))
-    monkeypatch.setattr(chaos_cli, "cleanup", lambda: pytest.fail("cleanup ran"))
+    monkeypatch.setattr(api, "run_chaos", lambda *a: pytest.fail("the run started"))
+    monkeypatch.setattr(process, "cleanup", lambda: pytest.fail("cleanup ran"))
     assert main(["chaos", "--scenario", "baseline", "--out", str(tmp_path), *argv]) == 64
     err = capsys.readouterr().err
     assert word in err and "Traceback" not in err

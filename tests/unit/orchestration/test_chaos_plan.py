@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from verifier.cli.chaos import derive_mode
+from verifier.api import derive_mode
 from verifier.orchestration.planning import RunOptions, _substitute, plan_producers
 from verifier.orchestration.scenario import parse_scenario
 from verifier.rundata.errors import VerifierError

@@ -3,8 +3,6 @@ version, and the comparison of hand-written run documents with the documented st
 
 from __future__ import annotations
 
-import argparse
-
 import pytest
 
 from verifier.orchestration import known_bugs as kb
@@ -197,17 +195,16 @@ def test_bad_bug_files(text, fragment):
 
 
 def test_the_cli_plans_from_the_bugs_and_refuses_an_empty_selection():
-    from verifier.cli.chaos import _known_bug_runs
+    from verifier.api._prepare import _known_bug_runs
 
-    args = argparse.Namespace(client="kafka-python")
     scenarios = [load_scenario("kafka-14402")]
-    runs, versions, clients = _known_bug_runs(args, scenarios, [], ("kafka-python",))
-    assert versions == ["3.5.2", "4.1.1"] and clients == ()
+    plans, runs, versions, clients = _known_bug_runs(scenarios, [], ("kafka-python",))
+    assert versions == ["3.5.2", "4.1.1"] and clients == ("kafka-python",)
     assert [s.name for s in runs] == ["kafka-14402", "kafka-14402",
                                       "kafka-14402-verification-off"]
-    assert len(args.known_bug_plans) == 2
+    assert len(plans) == 2
     with pytest.raises(UsageError, match="no combination"):
-        _known_bug_runs(args, scenarios, ["3.9.1"], ())
+        _known_bug_runs(scenarios, ["3.9.1"], ())
     # without --clients every client a combination names runs, side by side
-    _, _, clients = _known_bug_runs(args, scenarios, [], ())
+    _, _, _, clients = _known_bug_runs(scenarios, [], ())
     assert set(clients) == {"kafka-python", "java"}

@@ -8,6 +8,7 @@ import json
 
 import pytest
 
+from verifier.api import ChaosRequest, request_from_plan
 from verifier.orchestration.scenario import load_scenario, parse_scenario
 from verifier.orchestration.shrink import (
     Fingerprint,
@@ -16,10 +17,11 @@ from verifier.orchestration.shrink import (
     Shrinker,
     fingerprints_of,
     reruns_needed,
-    with_faults,
 )
-from verifier.orchestration.shrink_plan import chaos_argv, load_failed_run, scenario_toml
+from verifier.orchestration.shrink_plan import load_failed_run, scenario_toml
+from verifier.orchestration.shrink_specs import with_faults
 from verifier.rundata.errors import UsageError
+from verifier.rundata.plan import PlannedProducer, RunPlan
 
 FP = Fingerprint("pipeline:foreach-batch", "duplicate-delivery")
 
@@ -189,13 +191,20 @@ def test_the_scenario_file_parses_back_to_the_same_scenario():
         assert again.to_json() == s.to_json(), name
 
 
-def _run_dir(tmp_path, columns, config_extra=None):
-    spec = _spec([_fault("ack-loss")])
-    config = {"format": "run-config", "version": 1, "seed": 4, "scenario_spec": spec,
-              "environment": "local", "kafka_version": "4.1.1",
-              "producers": {"idempotent-0": {"client": "kafka-python", "mode": "idempotent"}},
-              **(config_extra or {})}
-    (tmp_path / "config.json").write_text(json.dumps(config))
+def _plan(producers=(), environment="local", **extra) -> RunPlan:
+    """A run's plan as config.json holds it: ``producers`` (pid, client, config file)."""
+    return RunPlan(run="planted-1", scenario="planted", seed=4, sink="exactly-once",
+                   bootstrap_servers="127.0.0.1:9701", environment=environment,
+                   producers={pid: PlannedProducer(pid=pid, mode=pid.rsplit("-", 1)[0],
+                                                   expect="idempotent", topic=f"t.{pid}",
+                                                   client=client, config_file=config_file)
+                              for pid, client, config_file in producers},
+                   extra=extra)
+
+
+def _run_dir(tmp_path, columns):
+    _plan([("idempotent-0", "kafka-python", None)], scenario_spec=_spec([_fault("ack-loss")]),
+          kafka_version="4.1.1").write(tmp_path / "config.json")
     (tmp_path / "verdict.json").write_text(json.dumps({"format": "verdict", "columns": columns}))
     return tmp_path
 
@@ -223,18 +232,52 @@ def test_only_a_failed_column_of_a_run_folder_can_be_shrunk(tmp_path):
                         else tmp_path)
 
 
-def test_the_chaos_command_runs_the_scenario_as_the_run_did(tmp_path):
-    config = {"seed": 4, "environment": "local", "kafka_version": "3.6.2",
-              "producers": {"a": {"client": "java"}, "b": {"client": "java"}},
-              "pipelines": {"foreach-batch": {"spec": "foreach-batch",
-                                              "guarantee": "exactly-once"}}}
-    argv = chaos_argv(config, "shrunk.toml")
+def test_the_chaos_request_runs_the_scenario_as_the_run_did(tmp_path):
+    from verifier.cli import build_parser
+    from verifier.cli.chaos import request_of
+
+    pipelines = {"foreach-batch": {"spec": "foreach-batch", "guarantee": "exactly-once"}}
+    plan = _plan([("a-0", "java", None), ("b-0", "java", None)], kafka_version="3.6.2",
+                 pipelines=pipelines)
+    where = {"out": tmp_path / "runs", "base_port": 9800, "state_dir": tmp_path / "state"}
+    request = request_from_plan(plan, "shrunk.toml", **where)
+    assert request == ChaosRequest(scenarios=("shrunk.toml",), seed=4, client="java",
+                                   pipeline="foreach-batch",
+                                   pipeline_guarantee="exactly-once", kafka_version="3.6.2",
+                                   **where)
+    argv = request.argv()
     assert argv == ["--scenario", "shrunk.toml", "--seed", "4", "--client", "java",
                     "--pipeline", "foreach-batch", "--pipeline-guarantee", "exactly-once",
                     "--kafka-version", "3.6.2"]
-    from verifier.cli import build_parser
+    # the chaos command takes it as it is, and means the very same request
+    args = build_parser().parse_args(["chaos", *argv, "--out", str(where["out"]),
+                                      "--base-port", "9800", "--state-dir",
+                                      str(where["state_dir"])])
+    assert request_of(args) == request
 
-    build_parser().parse_args(["chaos", *argv])  # the chaos command takes it as it is
+
+def test_the_chaos_request_keeps_clients_user_config_and_cluster(tmp_path):
+    from verifier.cli import build_parser
+    from verifier.cli.chaos import request_of
+
+    props = tmp_path / "app.properties"
+    props.write_text("acks=all\n")
+    cases = [
+        (_plan([("idempotent-0", "kafka-python", None), ("idempotent-java-0", "java", None),
+                ("user-0", "java", str(props))], environment="external"),
+         ["--clients", "kafka-python,java", "--producer-config", str(props),
+          "--bootstrap-servers", "127.0.0.1:9701"]),
+        (_plan([("user-0", "librdkafka", str(props))], environment="docker"),
+         ["--client", "librdkafka", "--producer-config", str(props), "--environment",
+          "docker"]),
+    ]
+    for plan, flags in cases:
+        request = request_from_plan(plan, "s.toml")
+        assert request.argv() == ["--scenario", "s.toml", "--seed", "4", *flags]
+        assert request_of(build_parser().parse_args(["chaos", *request.argv()])) == request
+    props.unlink()
+    with pytest.raises(UsageError, match="producer config .* is gone"):
+        request_from_plan(cases[0][0], "s.toml")
 
 
 def test_the_command_refuses_what_it_cannot_shrink_with_exit_64(tmp_path, capsys):
@@ -290,14 +333,12 @@ def test_the_runner_runs_each_candidate_as_a_scenario_file_and_reads_its_verdict
 
     best = with_faults(spec, spec["faults"][:1])
     result = Result(spec, best, FP, [obs], 1.0, 2, [], [obs], "done", 600.0)
-    config = {"seed": 3, "environment": "local", "producers": {},
-              "pipelines": {"foreach-batch": {"spec": "foreach-batch",
-                                              "guarantee": "exactly-once"}}}
-    failed = FailedRun(tmp_path, config, {}, FP, ())
-    paths = write_outputs(result, failed, tmp_path)
+    failed = FailedRun(tmp_path, _plan(), {}, FP, ())
+    command = "verifier chaos --scenario shrunk.toml --seed 3 --pipeline foreach-batch"
+    paths = write_outputs(result, failed, tmp_path, command)
     text = paths["scenario"].read_text()
-    assert "--pipeline foreach-batch --pipeline-guarantee exactly-once --seed" not in text
-    assert "--seed 3 --pipeline foreach-batch --pipeline-guarantee exactly-once" in text
+    assert f"# run it: {command}\n" in text
+    assert f"- run it: `{command}`" in paths["report"].read_text()
     assert "reproduces: 1/1 runs (confirmation)" in text
     assert len(parse_scenario(text, "shrunk").faults) == 1
     report = paths["report"].read_text()

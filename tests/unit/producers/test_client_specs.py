@@ -122,13 +122,14 @@ def test_reports_tell_two_versions_of_a_client_apart():
 
 
 def test_the_cli_takes_a_version_in_client_and_clients(monkeypatch, tmp_path, capsys):
-    import verifier.cli.chaos as chaos_cli
+    import verifier.api._process as process
+    from verifier import api
     from verifier.cli import main
 
     seen = {}
-    monkeypatch.setattr(chaos_cli, "_run", lambda args, *rest: seen.update(opts=rest[-1]) or 0)
-    monkeypatch.setattr(chaos_cli, "cleanup", lambda: [])
-    monkeypatch.setattr(chaos_cli, "_stop_on_signals", lambda: {})
+    monkeypatch.setattr(api, "run_chaos", lambda prepared: seen.update(opts=prepared.opts) or 0)
+    monkeypatch.setattr(process, "cleanup", lambda: [])
+    monkeypatch.setattr(process, "stop_on_signals", lambda: {})
     # nothing is built here: what the flags ask for is what would be built
     built = []
     monkeypatch.setattr("producers.clients.require_built", built.append)
