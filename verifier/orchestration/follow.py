@@ -12,7 +12,7 @@ the drain:
   transaction: the state only grows); what stays **open** is the lag, the records a level
   never sees (aborted ones at read_committed) and the real losses;
 - the observer's **observation files**, into an
-  :class:`~verifier.judge.definitions.stream.OffsetComparator` (inconsistent offsets
+  :class:`~verifier.judge.definitions.stream_rest.OffsetComparator` (inconsistent offsets
   between the two levels), and its **anomalies files**, kept so that the drain does not
   read them again.
 

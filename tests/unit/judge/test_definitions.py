@@ -5,7 +5,7 @@ from __future__ import annotations
 import pyarrow as pa
 
 from verifier.judge.checks.derive import OBS_SCHEMA
-from verifier.judge.definitions import frames, kinds
+from verifier.judge.definitions import frames, kinds, rules
 from verifier.judge.model import Drain
 
 COMBOS = [("plain", "read_committed"), ("plain", "read_uncommitted")]
@@ -45,8 +45,8 @@ def test_one_partition_judged_from_arrow_rows_alone():
 
 
 def test_torn_hanging_and_undecodable_rules():
-    assert kinds.torn(3, 2) and not kinds.torn(3, 3) and not kinds.torn(3, 0)
-    assert kinds.hanging(4, 5) and not kinds.hanging(5, 5)
-    assert kinds.undecodable({"foreign": True, "error": "bad"}, "r", {"p1"}) == "bad"
-    assert kinds.undecodable({"run": "x", "pid": "p1"}, "r", {"p1"}).startswith("another run")
-    assert kinds.undecodable({"run": "r", "pid": "p1"}, "r", {"p1"}) is None
+    assert rules.torn(3, 2) and not rules.torn(3, 3) and not rules.torn(3, 0)
+    assert rules.hanging(4, 5) and not rules.hanging(5, 5)
+    assert rules.undecodable({"foreign": True, "error": "bad"}, "r", {"p1"}) == "bad"
+    assert rules.undecodable({"run": "x", "pid": "p1"}, "r", {"p1"}).startswith("another run")
+    assert rules.undecodable({"run": "r", "pid": "p1"}, "r", {"p1"}) is None

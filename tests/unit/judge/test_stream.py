@@ -12,12 +12,8 @@ import pytest
 
 from verifier.judge.checks.derive import OBS_SCHEMA
 from verifier.judge.definitions import frames, kinds
-from verifier.judge.definitions.stream import (
-    LIVE_KINDS,
-    LiveChecks,
-    Ranges,
-    same_anomaly_key,
-)
+from verifier.judge.definitions.stream import LIVE_KINDS, LiveChecks, Ranges
+from verifier.judge.definitions.stream_rest import same_anomaly_key
 from verifier.judge.model import (
     ABORTED_READ,
     DUP_CROSS,
@@ -259,7 +255,7 @@ def test_random_streams_live_equals_batch_and_the_arrow_path_equals_row_by_row(s
 
 
 def test_lost_and_unseen_from_the_state_and_the_sends():
-    from verifier.judge.definitions.stream import missing
+    from verifier.judge.definitions.stream_rest import missing
     from verifier.judge.model import LOST, UNSEEN
 
     live, _ = run_seq(batch(rec(0, 0), rec(1, 1, ses=2), rec(2, 3)))

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pyarrow as pa
 
-from verifier.judge.definitions.stream import (
-    LiveChecks,
+from verifier.judge.definitions.stream import LiveChecks
+from verifier.judge.definitions.stream_rest import (
     OffsetComparator,
     hanging_rows,
     torn_rows,

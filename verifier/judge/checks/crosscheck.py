@@ -3,7 +3,7 @@
 The observer's live checks (verifier.judge.definitions.stream) and the batch pass apply
 the same definitions; on a finished run both must name the same anomalies of the kinds
 the live path decides, for the reader the live path ran in (the Spark observer). The
-comparison is on :func:`~verifier.judge.definitions.stream.same_anomaly_key` with
+comparison is on :func:`~verifier.judge.definitions.stream_rest.same_anomaly_key` with
 multiplicity. The live checks judge aborted reads by the records' abort intent; those
 of a transaction that died open or failed its commit need its history, which the live
 path's remainder reads after the drain: compared with the stream alone, the batch's
@@ -25,7 +25,8 @@ from verifier.judge import verdict as V
 from verifier.judge.checks import history as H
 from verifier.judge.checks import log, txn
 from verifier.judge.checks.derive import Derived
-from verifier.judge.definitions.stream import LIVE_KINDS, LiveChecks, missing, same_anomaly_key
+from verifier.judge.definitions.stream import LIVE_KINDS, LiveChecks
+from verifier.judge.definitions.stream_rest import missing, same_anomaly_key
 from verifier.judge.model import (
     ABORTED_READ,
     FOREIGN,
@@ -75,7 +76,7 @@ def _levels_differ(evidence: str | None) -> bool:
 
 def remainder(run: RunData, d: Derived, states: dict[str, LiveChecks]) -> list[dict]:
     """lost / unseen for the observer from its final live states and the histories
-    (:func:`verifier.judge.definitions.stream.missing`), no pass over the observations."""
+    (:func:`verifier.judge.definitions.stream_rest.missing`), no pass over the observations."""
     topics = {pid: p.topic for pid, p in run.config.producers.items()}
     sends = H.sends(d.attempts, d.status, topics)
     out = []

@@ -29,7 +29,8 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from verifier.judge.checks import history as H
-from verifier.judge.definitions.stream import LiveChecks, held
+from verifier.judge.definitions.stream import LiveChecks
+from verifier.judge.definitions.stream_rest import held
 
 #: the per-producer identity counts (the batch pass's names, ``stats.counts_by_pid``)
 COUNT_KEYS = ("sent", "acknowledged", "indeterminate", "failed")

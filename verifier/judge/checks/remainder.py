@@ -5,7 +5,7 @@ a run goes, and the kinds it judges from them at the end (issue 16).
 own mergeable parts, :func:`verifier.judge.checks.history.attempt_parts` and
 ``txn_flags``, in an :class:`~verifier.judge.checks.ledger.AttemptLedger`, which keeps
 the per-producer counts as it goes), the observer's rows per isolation level (an
-:class:`~verifier.judge.definitions.stream.OffsetComparator`: inconsistent offsets) and
+:class:`~verifier.judge.definitions.stream_rest.OffsetComparator`: inconsistent offsets) and
 the observer's live states (every send attempt both levels hold, in the attempt's
 session, is settled; :class:`~verifier.judge.checks.ledger.OpenAttempts`). What the end
 does grows with the last minutes of a run and with what is still open, not with the
@@ -37,8 +37,8 @@ from verifier.judge.checks.ledger import (
     committed_counts,
 )  # fmt: skip
 from verifier.judge.definitions.kinds import NOT_COMMITTED, _ev
-from verifier.judge.definitions.stream import (
-    LiveChecks,
+from verifier.judge.definitions.stream import LiveChecks
+from verifier.judge.definitions.stream_rest import (
     OffsetComparator,
     hanging_rows,
     held,
@@ -163,7 +163,7 @@ class TxnReads:
 
     def add(self, isolation: str, obs: pa.Table) -> None:
         """Keep the rows of ``obs`` (read at ``isolation``) that decode to a record of this
-        run at its home (``kinds.undecodable`` and ``kinds.is_home`` hold nothing against
+        run at its home (``rules.undecodable`` and ``rules.is_home`` hold nothing against
         it), in a transaction, without abort intent."""
         if obs.num_rows == 0:
             return

@@ -13,17 +13,18 @@ duplicate-cross-session
 duplicate-delivery         :func:`kinds.delivery_and_inconsistent`
 reorder                    :func:`kinds.reorder`
 aborted-read               :func:`kinds.aborted`
-torn-transaction           :func:`kinds.txn_visible` per partition, then :func:`kinds.torn`
-hanging-transaction        :func:`kinds.hanging`
+torn-transaction           :func:`kinds.txn_visible` per partition, then :func:`rules.torn`
+hanging-transaction        :func:`rules.hanging`
 inconsistent-offset        :func:`kinds.delivery_and_inconsistent`
-foreign-record             :func:`kinds.undecodable` (rows), :func:`kinds.misplaced`
+foreign-record             :func:`rules.undecodable` (rows), :func:`kinds.misplaced`
                            (identities no history sent, or not at their home)
 =========================  ===========================================================
 
 :mod:`frames` derives what they share: per-offset cells, placements (offset x decoded
-identity, per reader), identities; :func:`kinds.run_pass` runs all of one partition.
+identity, per reader), identities; :func:`kinds.run_pass` runs all of one partition;
+:mod:`rules` holds the rules on one record or transaction that both paths apply.
 """
 
-from verifier.judge.definitions import frames, kinds
+from verifier.judge.definitions import frames, kinds, rules
 
-__all__ = ["frames", "kinds"]
+__all__ = ["frames", "kinds", "rules"]

@@ -32,7 +32,7 @@ import pyarrow.compute as pc
 from verifier.judge.checks import history as H
 from verifier.judge.checks.derive import OBS_SCHEMA
 from verifier.judge.checks.runner import BUCKET_MS, CHECKS
-from verifier.judge.definitions import kinds
+from verifier.judge.definitions import kinds, rules
 from verifier.judge.definitions.frames import Ctx
 from verifier.judge.model import (
     FOREIGN,
@@ -129,7 +129,7 @@ def _torn(run: RunData, visible: list[dict], attempts, status) -> list[dict]:
             continue
         for k, (reader, iso) in enumerate(run.combos):
             n = sums[key][k]
-            if kinds.torn(t["size"], n):
+            if rules.torn(t["size"], n):
                 out.append({"kind": TORN, "topic": topic_of[key], "isolation": iso,
                             "reader": reader, "pid": t["pid"], "ses": t["ses"],
                             "txn": t["txn"], "t": t["t"],
@@ -146,7 +146,7 @@ def _hanging(run: RunData) -> list[dict]:
              "evidence": kinds._ev(end_read_committed=p["end_read_committed"],
                                    end_read_uncommitted=p["end_read_uncommitted"])}
             for p in run.drain.partitions
-            if kinds.hanging(p["end_read_committed"], p["end_read_uncommitted"])]  # fmt: skip
+            if rules.hanging(p["end_read_committed"], p["end_read_uncommitted"])]  # fmt: skip
 
 
 def _undecoded(rows: pa.Table, run: RunData) -> list[dict]:

@@ -313,7 +313,8 @@ def live_vs_batch(run: RunData, batch: list[dict], live: list[dict], whole: bool
     import orjson as _json
 
     from verifier.judge.checks.crosscheck import KEY_FIELDS, REST_KINDS, _levels_differ
-    from verifier.judge.definitions.stream import LIVE_KINDS, same_anomaly_key
+    from verifier.judge.definitions.stream import LIVE_KINDS
+    from verifier.judge.definitions.stream_rest import same_anomaly_key
     from verifier.judge.model import ABORTED_READ, FOREIGN, HANGING, INCONSISTENT, LOST, UNSEEN
 
     kinds = {*LIVE_KINDS, FOREIGN, *((LOST, UNSEEN, *REST_KINDS) if whole else ())}
