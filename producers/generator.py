@@ -26,15 +26,11 @@ from producers import config as cfg
 from producers.clients import client_version
 from producers.emitter import Emitter, Pacer
 from producers.resume import ResumeState, resume_state
-from verifier.rundata.errors import UsageError, VerifierError
+from verifier.rundata.errors import ClusterUnreachable, UsageError
 from verifier.rundata.history import HistoryWriter, history_path, now_ms, read_history
 
 #: records announced by one history write and then sent (see producers.emitter)
 CHUNK = 64
-
-
-class ClusterUnreachable(VerifierError):
-    """The generator could not reach Kafka (exit 2)."""
 
 
 @dataclass(frozen=True)

@@ -24,7 +24,6 @@ import sys
 from producers.emitter import Pacer
 from producers.generator import (
     CHUNK,
-    ClusterUnreachable,
     GeneratorSpec,
     Planner,
     Session,
@@ -41,7 +40,7 @@ from producers.rdkafka_outcomes import (
     redacted_config,
 )
 from producers.resume import PlannedTxn
-from verifier.rundata.errors import UsageError
+from verifier.rundata.errors import ClusterUnreachable, UsageError
 from verifier.rundata.history import now_ms
 
 # --- the session --------------------------------------------------------------------------

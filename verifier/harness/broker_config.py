@@ -17,17 +17,13 @@ from __future__ import annotations
 from kafka.admin import ConfigResource, ConfigResourceType
 
 from verifier.harness.topics import admin
-from verifier.rundata.errors import VerifierError
+from verifier.rundata.errors import BrokerConfigError
 from verifier.rundata.waiting import WaitTimeout, wait_until
 
 DYNAMIC_SOURCES = ("DYNAMIC_BROKER_CONFIG", "DYNAMIC_DEFAULT_BROKER_CONFIG")
 #: how long a dynamic change may take to show on every broker (KRaft applies it when the
 #: broker replays the metadata log, after the admin call has returned)
 APPLY_TIMEOUT_S = 30.0
-
-
-class BrokerConfigError(VerifierError):
-    """A broker refused or does not know a setting the scenario needs."""
 
 
 def _broker_ids(a) -> list[int]:

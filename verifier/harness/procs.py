@@ -26,13 +26,8 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from verifier.rundata.errors import VerifierError
+from verifier.rundata.errors import ProcessError, VerifierError
 from verifier.rundata.waiting import wait_until
-
-
-class ProcessError(VerifierError):
-    """A managed process could not be started or controlled."""
-
 
 PR_SET_PDEATHSIG = 1
 

@@ -20,7 +20,7 @@ from pathlib import Path
 from verifier.harness.faults.nemesis import Nemesis
 from verifier.harness.faults.spec import build_schedule
 from verifier.harness.faults.triggers import max_within
-from verifier.harness.procs import ManagedProcess, ProcessError
+from verifier.harness.procs import ManagedProcess
 from verifier.harness.topics import create_topics
 from verifier.orchestration.drain import DrainIncomplete, drain_to_file
 from verifier.orchestration.phases import PhaseClock
@@ -33,7 +33,7 @@ from verifier.orchestration.planning import (  # noqa: F401 - RunOptions, valida
 )
 from verifier.orchestration.progress import HistoryTail, ProgressDisplay
 from verifier.orchestration.scenario import Scenario
-from verifier.rundata.errors import VerifierError
+from verifier.rundata.errors import ProcessError, VerifierError
 from verifier.rundata.layout import RunLayout
 from verifier.rundata.plan import RunPlan
 from verifier.rundata.startfail import describe, last_line, record_start_failure

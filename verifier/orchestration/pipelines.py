@@ -16,14 +16,14 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from verifier.harness.procs import ManagedProcess, ProcessError
+from verifier.harness.procs import ManagedProcess
 from verifier.rundata.checkpoint import (
     batch_in_flight,
     committed_end_offsets,
     offset_log_batches,
     planned_end_offsets,
 )
-from verifier.rundata.errors import UsageError, VerifierError
+from verifier.rundata.errors import ProcessError, UsageError, VerifierError
 from verifier.rundata.formats import read_json
 from verifier.rundata.layout import RunLayout
 from verifier.rundata.pipelines import PipelineLayout

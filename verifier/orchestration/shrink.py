@@ -104,7 +104,7 @@ class Trial:
                           "run_dir": o.run_dir} for o in self.runs]}
 
 
-class BudgetSpent(Exception):
+class _BudgetSpent(Exception):
     """Not enough time left for another run (and the confirmation runs)."""
 
 
@@ -192,7 +192,7 @@ class Shrinker:
     def _one_run(self, spec: dict, label: str, reserve: int = 0) -> Observed:
         """One run, if the budget leaves room for it and ``reserve`` more."""
         if self.left() < self._est() * (1 + reserve):
-            raise BudgetSpent(label)
+            raise _BudgetSpent(label)
         self._progress(label)
         obs = self._run(copy.deepcopy(spec), label)
         self._durations.append(obs.seconds)
@@ -228,7 +228,7 @@ class Shrinker:
                     self.best = copy.deepcopy(spec)
                     self.say(f"shrink: {label}: FAILs the same way: the new best")
                     return True
-        except BudgetSpent:
+        except _BudgetSpent:
             self.say(f"shrink: {label}: undecided, the budget is spent")
             raise
         trial.outcome = "passes"
@@ -246,7 +246,7 @@ class Shrinker:
                 calibration.append(self._one_run(self.original,
                                                  f"calibrate: the original ({i + 1}/"
                                                  f"{self.calibrate})"))
-        except BudgetSpent:
+        except _BudgetSpent:
             stopped = "budget"
         hits = sum(self.fingerprint in o.fingerprints for o in calibration)
         self.rate = hits / len(calibration) if calibration else 0.0
@@ -262,7 +262,7 @@ class Shrinker:
                 for step in (self._drop_faults, self._halve_durations, self._reduce_workload,
                              self._earlier, self._shorten):
                     step()
-            except BudgetSpent:
+            except _BudgetSpent:
                 stopped = "budget"
         confirmation: list[Observed] = []
         if canonical(self.best) != canonical(self.original):
@@ -270,7 +270,7 @@ class Shrinker:
                 try:  # the reserve was kept for these; slow runs may still cut it short
                     confirmation.append(self._one_run(self.best,
                                                       f"confirm ({i + 1}/{self.confirm})"))
-                except BudgetSpent:
+                except _BudgetSpent:
                     break
         return self._result(calibration, confirmation, stopped)
 

@@ -1,8 +1,35 @@
 """The project's one error tree.
 
-Every error the CLI reports to a user derives from :class:`VerifierError`. Exceptions
+Every error the CLI reports to a user derives from :class:`VerifierError`; its
+``exit_code`` is the command's (DESIGN §7: 2 could not complete, 64 usage). Exceptions
 carry objects (what was expected, what was seen, which command failed); the message is
-rendered from them, so callers can still inspect the parts.
+rendered from them, so callers can still inspect the parts. The tree::
+
+    VerifierError (2)
+    ├── UsageError (64)          bad input: config, flags, files, scenarios
+    │   └── PipelineError        a pipeline under test breaks its contract
+    │                            (streaming.pipelines.contract)
+    ├── EnvironmentProblem       the machine lacks something (Java, a port, jars)
+    │   └── CommandFailed        an external command (mvn, java) failed
+    ├── WaitTimeout              a condition did not hold before its deadline
+    ├── ClusterError             the local cluster cannot be started or controlled
+    ├── ClusterUnreachable       a load generator could not reach Kafka
+    ├── ProcessError             a managed child process could not be started or controlled
+    ├── BrokerConfigError        a broker refused or does not know a setting
+    ├── TargetError              a fault's target could not be resolved
+    │                            (verifier.harness.faults.targets)
+    ├── ProxyControlError        the fault proxy's control interface refused a call
+    │                            (verifier.harness.faults.control)
+    ├── HistoryError             a history file cannot be read or appended to
+    │                            (verifier.rundata.history)
+    └── RunFormatError           a run file is missing, corrupt or of an unknown format
+                                 (verifier.rundata.formats)
+    Interrupted                  a signal asked the tool to stop (a KeyboardInterrupt, 130)
+
+The few exceptions outside the tree never reach a user: each is raised and caught inside
+its own module to end a loop or mark one input (a shrink's spent budget, a wait's probe
+giving up, a record value that is not the tool's, bytes that are not a Kafka frame, a
+proxy rule's bad parameters, answered as an HTTP error).
 """
 
 from __future__ import annotations
@@ -65,6 +92,18 @@ class WaitTimeout(VerifierError):
 
 class ClusterError(VerifierError):
     """The local cluster cannot be started, found or controlled."""
+
+
+class ClusterUnreachable(VerifierError):
+    """A load generator could not reach Kafka (the generator exits 2)."""
+
+
+class ProcessError(VerifierError):
+    """A managed process could not be started or controlled."""
+
+
+class BrokerConfigError(VerifierError):
+    """A broker refused or does not know a setting the scenario needs."""
 
 
 class Interrupted(KeyboardInterrupt):

@@ -7,13 +7,9 @@ from __future__ import annotations
 import pytest
 
 from tests.conftest import TEST_STATE_DIR, port_base
-from verifier.harness.broker_config import (
-    BrokerConfigError,
-    check_known,
-    restore_dynamic,
-    set_dynamic,
-)
+from verifier.harness.broker_config import check_known, restore_dynamic, set_dynamic
 from verifier.harness.cluster import ClusterSpec, up
+from verifier.rundata.errors import BrokerConfigError
 
 pytestmark = pytest.mark.integration
 
