@@ -39,7 +39,7 @@ def request_from_plan(plan: RunPlan, scenario_file: Path | str, **where) -> Chao
         fields["producer_config"] = path
         if not clients:
             fields["client"] = user[0].client
-    pipelines = plan.extra.get("pipelines") or {}
+    pipelines = plan.pipelines
     if pipelines:
         fields["pipeline"] = ",".join(p["spec"] for p in pipelines.values())
         guarantees = {p.get("guarantee") for p in pipelines.values()}
@@ -49,8 +49,8 @@ def request_from_plan(plan: RunPlan, scenario_file: Path | str, **where) -> Chao
         fields["bootstrap_servers"] = plan.bootstrap_servers
     elif plan.environment == "docker":
         fields["environment"] = "docker"
-    elif plan.extra.get("kafka_version") not in (None, "unknown"):
-        fields["kafka_version"] = str(plan.extra["kafka_version"])
+    elif plan.kafka_version not in (None, "unknown"):
+        fields["kafka_version"] = str(plan.kafka_version)
     if plan.spark_master:
         fields["spark_master"] = str(plan.spark_master)
     return ChaosRequest(**fields)

@@ -26,7 +26,7 @@ class FailedRun:
     @property
     def spec(self) -> dict:
         """The scenario as it ran (``Scenario.to_json()``: the profile's scaling applied)."""
-        return self.plan.extra["scenario_spec"]
+        return self.plan.scenario_spec
 
     @property
     def seconds(self) -> float:
@@ -49,7 +49,7 @@ def load_failed_run(run_dir: Path, column: str | None = None,
         raise UsageError(f"{run_dir} is the output folder of a chaos matrix: give one of "
                          f"its run folders{hint}")
     plan = _read_plan(lay.config, run_dir)
-    if not isinstance(plan.extra.get("scenario_spec"), dict):
+    if not plan.scenario_spec:
         raise UsageError(f"{run_dir}/config.json has no scenario_spec (written by an older "
                          "version): its scenario cannot be rebuilt")
     columns = {c["name"]: c for c in doc.get("columns", ())}
