@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import argparse
-from dataclasses import fields
+from dataclasses import fields, replace
 from pathlib import Path
 
 from verifier import api
@@ -189,7 +189,13 @@ def cmd_chaos(args: argparse.Namespace) -> int:
     def run(prepared: api.Prepared) -> int:
         args.known_bug_plans = prepared.known_bug_plans  # not compared with the advice
         parts = (prepared.profile, prepared.scenarios, prepared.env, prepared.opts)
-        return chaos_with_advice(args, parts, lambda _args, *_parts: api.run_chaos(prepared))
+
+        def run_parts(_args, profile, scenarios, env, opts) -> int:
+            # the advice's wrapper may hand on other parts (options of a re-run)
+            return api.run_chaos(replace(prepared, profile=profile, scenarios=scenarios,
+                                         env=env, opts=opts))
+
+        return chaos_with_advice(args, parts, run_parts)
 
     # a written flag that would do nothing: 64 (issue 49), once the profile is known
     return api.run_prepared(request_of(args), args.argv, run,
