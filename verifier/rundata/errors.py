@@ -7,8 +7,10 @@ rendered from them, so callers can still inspect the parts. The tree::
 
     VerifierError (2)
     ├── UsageError (64)          bad input: config, flags, files, scenarios
-    │   └── PipelineError        a pipeline under test breaks its contract
-    │                            (streaming.pipelines.contract)
+    │   ├── PipelineError        a pipeline under test breaks its contract
+    │   │                        (streaming.pipelines.contract)
+    │   └── PipelineFileError    a pipeline file whose INPUT, make_record or oracle names
+    │                            break the contract (verifier.rundata.pipeline_file)
     ├── EnvironmentProblem       the machine lacks something (Java, a port, jars)
     │   └── CommandFailed        an external command (mvn, java) failed
     ├── WaitTimeout              a condition did not hold before its deadline
