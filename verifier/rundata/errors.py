@@ -28,10 +28,10 @@ rendered from them, so callers can still inspect the parts. The tree::
                                  (verifier.rundata.formats)
     Interrupted                  a signal asked the tool to stop (a KeyboardInterrupt, 130)
 
-The few exceptions outside the tree never reach a user: each is raised and caught inside
-its own module to end a loop or mark one input (a shrink's spent budget, a wait's probe
-giving up, a record value that is not the tool's, bytes that are not a Kafka frame, a
-proxy rule's bad parameters, answered as an HTTP error).
+The few exceptions outside the tree never reach a user: each is caught by the code that
+called for it, within its package, to end a loop or mark one input (a shrink's spent
+budget, a wait's probe giving up, a record value that is not the tool's, bytes that are
+not a Kafka frame, a proxy rule's bad parameters, answered as a refusal).
 """
 
 from __future__ import annotations
