@@ -54,7 +54,7 @@ class RunFacts:
     #: pid -> why its generator exited before producing (RUN/generators-failed.json)
     start_failures: dict[str, str] = field(default_factory=dict)
     interrupted: str | None = None
-    #: the producers' histories (Arrow), once the batch pass has read them
+    #: the producers' histories (Arrow) the batch pass read, kept for the exposure only
     history: object | None = None
     _exposure: dict[str, dict] | None = None
     _connections: dict | None = None
@@ -104,7 +104,8 @@ class RunFacts:
         where = self.layout
         history, started = read_histories(where.histories, self.config.run,
                                           self.config.producers)
-        self.history = history
+        if self._exposure is None:  # else it is computed already: no need to keep them
+            self.history = history
         return RunFiles(config=self.config, history=history, started=started,
                         combos=observation_combos(where.observations), drain=self.drain,
                         nemesis=self.nemesis, start_failures=self.start_failures)
@@ -134,6 +135,7 @@ class RunFacts:
                 add_exposure(scratch, self.run_dir, self.run_data(), self.history)
                 self._exposure = {c["name"]: c["exposure"] for c in scratch["columns"]
                                   if "exposure" in c}
+            self.history = None  # read for the exposure alone
         return self._exposure
 
     def connections(self, faults: list[dict]) -> dict:

@@ -58,7 +58,8 @@ def live_verdict(run) -> tuple[Judged, dict] | None:
         # shown before the proxy's connection log is read (4 s after 20 minutes): the
         # connection report judges no delivery column (a forbidden finding still makes
         # the exit code 1, in the finished document)
-        doc = finish(Judged(built, facts, CrossCheck(PENDING)), Ending(connections=False))
+        doc = finish(Judged(built, facts, CrossCheck(dict(PENDING))),
+                     Ending(connections=False))
     except Exception as exc:  # noqa: BLE001 - the batch checks still judge the run
         log.warning("live verdict", exc_info=True)
         run.notes.append(f"no verdict from the live path ({type(exc).__name__}: {exc}); "
