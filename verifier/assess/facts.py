@@ -14,16 +14,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from verifier.judge.checks.load import (
-    RunFiles,
-    load_config,
-    load_drain,
-    observation_combos,
-)  # fmt: skip
+from verifier.judge.checks.load import RunFiles, config_of, load_drain, observation_combos
 from verifier.judge.model import CheckOutcome, Drain, RunConfig, RunData
-from verifier.rundata.formats import RunFormatError, read_json
+from verifier.rundata.formats import RunFormatError
 from verifier.rundata.layout import RunLayout
 from verifier.rundata.nemesis import read_nemesis
+from verifier.rundata.plan import RunPlan, plan_of, read_plan
 from verifier.rundata.startfail import describe, read_start_failures
 
 
@@ -42,13 +38,13 @@ def interrupted(run_dir: Path | str) -> str | None:
 @dataclass
 class RunFacts:
     """One run folder as the verdict sees it. ``config`` is None for a run that could not
-    complete (its document says so, every column UNKNOWN): only its plan, as far as it
-    was written, and its connection log are read then."""
+    complete (its document says so, every column UNKNOWN): only its plan, if it was
+    written, and its connection log are read then."""
 
     run_dir: Path
-    config: RunConfig | None
-    #: config.json as written: the scenario's spec, each producer's client, the broker
-    plan: dict
+    config: RunConfig | None  # the plan as the judge reads it (checks.load.config_of)
+    #: config.json: the scenario's spec, each producer's client, the broker's version
+    plan: RunPlan | None
     drain: Drain | None = None
     nemesis: list[dict] = field(default_factory=list)
     #: pid -> why its generator exited before producing (RUN/generators-failed.json)
@@ -68,25 +64,19 @@ class RunFacts:
     def kafka_version(self) -> str | None:
         """The broker release the run ran on (``external`` for a user's cluster); None for
         a run recorded before versions were."""
-        return self.plan.get("kafka_version")
+        return self.plan.kafka_version if self.plan is not None else None
 
     @property
     def clients(self) -> list[str]:
         """The generator clients of the run and their versions (``java 4.1.1``); a run
         recorded before clients were named ran kafka-python."""
-        names = set()
-        for p in (self.plan.get("producers") or {}).values():
-            client, version = p.get("client") or "kafka-python", p.get("client_version")
-            names.add(f"{client} {version}" if version else client)
-        return sorted(names)
+        return self.plan.clients() if self.plan is not None else []
 
     @property
     def scenario_faults(self) -> list[dict]:
         """The fault specs of the run's scenario (its plan's ``scenario_spec``)."""
-        try:
-            return list((self.plan.get("scenario_spec") or {}).get("faults") or [])
-        except (AttributeError, TypeError):
-            return []
+        spec = self.plan.scenario_spec if self.plan is not None else {}
+        return list(spec.get("faults") or [])
 
     def run_data(self, **more) -> RunData:
         """The run as the verdict's builder reads it, without Spark frames (``more``:
@@ -146,7 +136,7 @@ class RunFacts:
         return self._connections
 
 
-def _connection_section(where: RunLayout, faults: list[dict], plan: dict) -> dict:
+def _connection_section(where: RunLayout, faults: list[dict], plan: RunPlan | None) -> dict:
     from verifier.judge.connections import summarize, unavailable
     from verifier.rundata.connections import read_connections
 
@@ -156,7 +146,7 @@ def _connection_section(where: RunLayout, faults: list[dict], plan: dict) -> dic
         log = read_connections(where.connections)
     except RunFormatError as exc:
         return unavailable(str(exc))
-    spec = plan.get("scenario_spec") or {}
+    spec = plan.scenario_spec if plan is not None else {}
     try:
         return summarize(log, faults, spec.get("connections"))
     except ValueError as exc:
@@ -170,9 +160,8 @@ def read_facts(run_dir: Path | str, config: RunConfig | None = None) -> RunFacts
     if not run_dir.is_dir():
         raise RunFormatError(run_dir, "not a run folder (no such directory)")
     where = RunLayout(run_dir)
-    config = config or load_config(where.config)
-    # TODO(rundata): one reader of config.json; the judge's model and the plan as written
-    plan = read_json(where.config, "run-config")
+    plan = read_plan(where.config)
+    config = config or config_of(plan, where.config)
     return RunFacts(
         run_dir=run_dir, config=config, plan=plan, drain=load_drain(where.drain),
         nemesis=read_nemesis(where.nemesis, config.run),
@@ -186,8 +175,5 @@ def crashed_facts(run_dir: Path | str, interrupted: str | None = None) -> RunFac
     """The facts of a run that could not complete: its plan if it was written (the
     connection checks' thresholds, the faults the advice compares under); ``interrupted``:
     the signal that stopped it."""
-    try:
-        plan = read_json(RunLayout(Path(run_dir)).config, "run-config")
-    except (RunFormatError, OSError):
-        plan = {}
-    return RunFacts(run_dir=Path(run_dir), config=None, plan=plan, interrupted=interrupted)
+    return RunFacts(run_dir=Path(run_dir), config=None, plan=plan_of(run_dir),
+                    interrupted=interrupted)

@@ -15,12 +15,12 @@ from verifier.judge.faults import unknown_outcomes
 from verifier.judge.faults.windows import fault_kinds, fault_windows
 from verifier.judge.model import (
     HANGING,
-    ISOLATIONS,
     KINDS,
     OBSERVER,
     CheckOutcome,
     RunData,
 )  # fmt: skip
+from verifier.rundata.columns import run_columns
 from verifier.rundata.formats import FORMATS
 from verifier.rundata.vocab import (  # the verdicts (and exit codes): one table, there
     FAIL,
@@ -54,18 +54,11 @@ class Column:
 
 
 def columns_of(run: RunData) -> list[Column]:
-    """Report columns: a transactional expectation gets one column per isolation level."""
-    out = []
-    for mode in run.config.modes():
-        expect = run.config.expect_of(mode)
-        if expect == "transactional":
-            out += [Column(f"{mode}@{iso}", mode, expect, (iso,)) for iso in ISOLATIONS]
-        else:
-            out.append(Column(mode, mode, expect, ISOLATIONS))
-    # the pipelines under test, next to the producer modes (verifier.judge.pipeline)
-    out += [Column(p.label, p.label, p.expect, (p.isolation,))
-            for p in run.config.pipelines.values()]
-    return out
+    """Report columns (verifier.rundata.columns): a transactional expectation gets one
+    column per isolation level; the pipelines under test after the producer modes."""
+    return [Column(c.name, c.mode, c.expect, c.isolations)
+            for c in run_columns(run.config.producers.values(),
+                                 run.config.pipelines.values())]
 
 
 def _entry(col: Column, kind: str, sink: str, faults: set[str]) -> str:

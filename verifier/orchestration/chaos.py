@@ -19,13 +19,14 @@ from verifier.assess import exitcodes as X
 from verifier.assess.facts import crashed_facts
 from verifier.assess.finish import Ending, Judged, finish
 from verifier.assess.outputs import write_matrix, write_outputs
-from verifier.judge.model import ISOLATIONS, KINDS
+from verifier.judge.model import KINDS
 from verifier.judge.verdict import VERDICT_FORMAT, VERDICT_VERSION
 from verifier.orchestration.orchestrator import RunOptions, ScenarioRun
 from verifier.orchestration.scenario import Scenario
 from verifier.orchestration.verify import spark_of
 from verifier.report.faults import fault_summary
 from verifier.report.files import write_verdict
+from verifier.rundata.columns import mode_columns
 from verifier.rundata.errors import UsageError
 from verifier.rundata.layout import RunLayout
 
@@ -34,12 +35,9 @@ def crashed_doc(run: ScenarioRun, exc: BaseException) -> dict:
     """The built verdict document of a run that could not complete: every mode UNKNOWN
     (:func:`verifier.assess.finish.finish` finishes it)."""
     reason = f"{type(exc).__name__}: {exc}"
-    names = []  # the same columns a completed run reports (verdict.columns_of)
-    for p in run.plans:
-        if p.expect == "transactional":
-            names += [(p, f"{p.mode}@{iso}", [iso]) for iso in ISOLATIONS]
-        else:
-            names.append((p, p.mode, list(ISOLATIONS)))
+    # named as a completed run names them (verifier.rundata.columns), in the plans' order
+    names = [(p, c.name, list(c.isolations)) for p in run.plans
+             for c in mode_columns(p.mode, p.expect)]
     cols = [{"name": name, "mode": p.mode, "expect": p.expect, "isolations": isos,
              "pids": [p.pid], "topics": [p.topic], "verdict": "UNKNOWN", "forbidden": [],
              "reasons": [f"the run did not complete: {reason}"], "counts": {},

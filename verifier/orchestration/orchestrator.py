@@ -385,7 +385,7 @@ class ScenarioRun:
         if self.pipes:
             from verifier.orchestration import pipelines as P
 
-            behind = P.drain(self.run_dir, self.pipes, self.plan.extra["pipelines"],
+            behind = P.drain(self.run_dir, self.pipes, self.plan.pipelines,
                              timeout=self.scenario.drain_timeout_s)
             if behind:
                 self.notes.append(f"pipelines' drain incomplete: {'; '.join(behind[:6])}")

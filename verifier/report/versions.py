@@ -16,6 +16,7 @@ from verifier.report.compare import CELL_LEGEND, cells
 from verifier.rundata.formats import RunFormatError, read_json, write_json
 from verifier.rundata.layout import RunLayout
 from verifier.rundata.nemesis import read_nemesis
+from verifier.rundata.plan import plan_of
 
 VERSIONS_FORMAT = "versions-grid"
 
@@ -44,18 +45,12 @@ def _column_key(col: dict) -> str:
 def _column_clients(run_dir: str | None) -> dict[str, str]:
     """Each side-by-side column's client suffix (``java:3.9.1``) and the client and
     version its generator ran (``java 3.9.1``), from the run's config.json."""
-    if not run_dir:
-        return {}
-    try:
-        producers = read_json(RunLayout(Path(run_dir)).config, "run-config").get("producers")
-    except RunFormatError:
-        return {}
+    plan = plan_of(run_dir) if run_dir else None
     out = {}
-    for p in (producers or {}).values():
-        mode, version = str(p.get("mode", "")), p.get("client_version")
-        if "/" in mode:
-            client = p.get("client") or "kafka-python"
-            out[mode.split("/", 1)[1]] = f"{client} {version}" if version else client
+    for p in (plan.producers if plan is not None else {}).values():
+        if "/" in p.mode:
+            out[p.mode.split("/", 1)[1]] = (f"{p.client} {p.client_version}"
+                                            if p.client_version else p.client)
     return out
 
 

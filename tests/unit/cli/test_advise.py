@@ -101,13 +101,16 @@ def _judged(tmp_path, anomalies):
     """A run of ack-loss whose idempotent column saw ``anomalies`` (FAIL)."""
     from verifier.assess.facts import RunFacts
     from verifier.assess.finish import Judged
+    from verifier.rundata.plan import RunPlan
 
     col = {"name": "idempotent", "mode": "idempotent", "expect": "idempotent",
            "isolations": ["read_committed", "read_uncommitted"], "pids": ["idempotent-0"],
            "verdict": "FAIL", "anomalies": {k: {"count": n} for k, n in anomalies.items()}}
     doc = {"scenario": "ack-loss", "run": "r", "run_dir": str(tmp_path / "run"),
            "columns": [col], "faults": []}
-    plan = {"scenario_spec": {"faults": [{"kind": "ack-loss"}]}}
+    plan = RunPlan(run="r", scenario="ack-loss", seed=1, sink="exactly-once",
+                   bootstrap_servers="", producers={},
+                   extra={"scenario_spec": {"faults": [{"kind": "ack-loss"}]}})
     return Judged(doc, RunFacts(run_dir=tmp_path / "run", config=None, plan=plan))
 
 
