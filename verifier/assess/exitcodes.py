@@ -14,32 +14,31 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from verifier.judge.verdict import FAIL, NOT_EXERCISED, SKIPPED, UNKNOWN
-
-OK, ANOMALY, INCOMPLETE = 0, 1, 2  # the same numbers as verifier.cli's EXIT_*
-#: every column PASS or SKIPPED except some NOT EXERCISED: no broken promise, no gap in
-#: the data, but a fault missed a column, so a CI gate must not read it as green
-NOT_EXERCISED_CODE = 3
+from verifier.rundata.vocab import (  # the codes and what each means: one table, there
+    EXIT_ANOMALY,
+    EXIT_INCOMPLETE,
+    EXIT_OK,
+    SKIPPED,
+    VERDICT_ORDER,
+    verdict,
+)
 
 
 def of_verdicts(verdicts: Iterable[str]) -> int:
-    """1 if any mode broke its promise, else 2 if any is unknown (or none was shown),
-    else 3 if a fault missed a column (NOT EXERCISED), else 0."""
+    """The code of the worst verdict (rundata.vocab.VERDICTS: 1 if any mode broke its
+    promise, else 2 if any is unknown, else 3 if a fault missed a column, else 0); 2 when
+    nothing was shown at all (every column SKIPPED, or none)."""
     verdicts = list(verdicts)
-    if FAIL in verdicts:
-        return ANOMALY
-    if UNKNOWN in verdicts or all(v == SKIPPED for v in verdicts):  # also: no verdicts
-        return INCOMPLETE
-    if NOT_EXERCISED in verdicts:
-        return NOT_EXERCISED_CODE
-    return OK
+    if all(v == SKIPPED for v in verdicts):  # also: no verdicts
+        return EXIT_INCOMPLETE
+    return verdict(max(verdicts, key=VERDICT_ORDER.index)).exit_code
 
 
 def of_run(verdicts: Iterable[str], connections_failed: bool = False) -> int:
     """One run: its columns' code; a forbidden connection finding makes a run that would
     otherwise pass exit 1 (docs/connections.md)."""
     code = of_verdicts(verdicts)
-    return ANOMALY if connections_failed and code == OK else code
+    return EXIT_ANOMALY if connections_failed and code == EXIT_OK else code
 
 
 def set_run(doc: dict) -> int:
@@ -69,12 +68,12 @@ def of_matrix(grid: dict, docs: list[dict]) -> tuple[int, str | None]:
     grid's: a forbidden connection finding in a run (1), or a self-test that did not hold
     (2: the verdicts were not shown to hold on that run), each only over a passing grid."""
     code = grid["exit_code"]
-    if code != OK:
+    if code != EXIT_OK:
         return code, None
     if any((d.get("connections") or {}).get("failed") for d in docs):
-        return ANOMALY, "connections"
+        return EXIT_ANOMALY, "connections"
     if any("selftest" in d and not d["selftest"]["ok"] for d in docs):
-        return INCOMPLETE, "selftest"
+        return EXIT_INCOMPLETE, "selftest"
     return code, None
 
 
@@ -88,11 +87,11 @@ def _worse(a: int, b: int) -> int:
 def set_versions(grid: dict, codes: Iterable[int], not_run: bool) -> int:
     """The versions grid's code: the worst of its runs' (``codes``); a Kafka version whose
     cluster never ran (``not_run``) leaves it incomplete (2) unless a run broke a promise."""
-    worst = OK
+    worst = EXIT_OK
     for code in codes:
         worst = _worse(worst, int(code))
     if not_run:
-        worst = ANOMALY if worst == ANOMALY else INCOMPLETE
+        worst = EXIT_ANOMALY if worst == EXIT_ANOMALY else EXIT_INCOMPLETE
     grid["exit_code"] = worst
     return worst
 
@@ -101,6 +100,6 @@ def set_known_bugs(grid: dict, mismatch: bool, open_rows: bool) -> int:
     """The known-bugs grid's code: 1 when a run contradicts a documented status (a
     finding either way), else 2 when a row is open (a run said nothing) or there is no
     row, else 0."""
-    grid["exit_code"] = (ANOMALY if mismatch else
-                         INCOMPLETE if open_rows or not grid["rows"] else OK)
+    grid["exit_code"] = (EXIT_ANOMALY if mismatch else
+                         EXIT_INCOMPLETE if open_rows or not grid["rows"] else EXIT_OK)
     return grid["exit_code"]

@@ -22,11 +22,11 @@ from verifier.judge.model import (
 )  # fmt: skip
 from verifier.rundata.columns import run_columns
 from verifier.rundata.formats import FORMATS
-from verifier.rundata.vocab import (  # the verdicts (and exit codes): one table, there
+from verifier.rundata.vocab import (  # the verdicts: one table, there
     FAIL,
     NOT_EXERCISED,
     PASS,
-    SKIPPED,
+    SKIPPED,  # noqa: F401 - the verdicts the judge's users take from here
     UNKNOWN,
     VERDICT_ORDER,
 )

@@ -15,6 +15,7 @@ from verifier.judge.checks import Derived, run_checks
 from verifier.judge.checks.crosscheck import compare, mark_disagreement
 from verifier.judge.definitions.stream import LiveChecks, anomaly_table
 from verifier.judge.model import DUP_SAME, ISOLATIONS, REORDER
+from verifier.rundata.vocab import EXIT_INCOMPLETE
 
 pytestmark = pytest.mark.integration
 
@@ -78,4 +79,4 @@ def test_a_missing_live_anomaly_is_shown_and_leaves_the_verdict_open(run):
     mark_disagreement(doc, found)
     assert doc["columns"][0]["verdict"] == V.UNKNOWN
     assert "disagree on 3" in doc["columns"][0]["reasons"][-1]
-    assert X.set_run(doc) == X.INCOMPLETE
+    assert X.set_run(doc) == EXIT_INCOMPLETE

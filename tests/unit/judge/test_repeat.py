@@ -3,10 +3,6 @@ kept in run order, the worst first, the exit code following the worst (issue 38)
 
 from __future__ import annotations
 
-from verifier.assess.exitcodes import ANOMALY as EXIT_ANOMALY
-from verifier.assess.exitcodes import INCOMPLETE as EXIT_INCOMPLETE
-from verifier.assess.exitcodes import NOT_EXERCISED_CODE as EXIT_NOT_EXERCISED
-from verifier.assess.exitcodes import OK as EXIT_OK
 from verifier.assess.outputs import combined
 from verifier.judge.verdict import (
     FAIL,
@@ -19,6 +15,7 @@ from verifier.judge.verdict import (
     tally,
     worst_of,
 )
+from verifier.rundata.vocab import EXIT_ANOMALY, EXIT_INCOMPLETE, EXIT_NOT_EXERCISED, EXIT_OK
 
 
 def _doc(scenario: str, **verdicts: str) -> dict:
