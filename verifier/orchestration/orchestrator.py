@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 import os
 import sys
-import threading
 import time
 from pathlib import Path
 
@@ -30,6 +29,7 @@ from verifier.orchestration.children import (
 )
 from verifier.orchestration.connection_log import save_connections
 from verifier.orchestration.drain import DrainIncomplete, drain_to_file
+from verifier.orchestration.live import pace_load
 from verifier.orchestration.phases import PhaseClock
 from verifier.orchestration.planning import (  # noqa: F401 - RunOptions, validate_scenario: re-exported
     ProducerPlan,
@@ -248,7 +248,7 @@ class ScenarioRun:
             try:
                 # The load phase lasts the scenario's duration by definition: this is
                 # pacing, not a wait for a condition. The nemesis heals everything on exit.
-                if self._pace_load():  # --fail-fast: a forbidden anomaly, stop now
+                if pace_load(self):  # --fail-fast: a forbidden anomaly, stop now
                     with self.clock.phase("heal"):
                         self.nemesis.stop()
                 else:
@@ -263,26 +263,6 @@ class ScenarioRun:
             except KeyboardInterrupt:  # stopped by a signal: load stops first
                 stop_now(self)
                 raise
-
-    def _pace_load(self) -> bool:
-        """Let the load run the scenario's duration; with ``--fail-fast``, look at the live
-        checks once a second and return True at the first forbidden anomaly."""
-        from verifier.orchestration.live import forbidden_so_far
-
-        end = time.monotonic() + self.scenario.workload.duration_s
-        pause = threading.Event()
-        while (left := end - time.monotonic()) > 0:
-            found = (forbidden_so_far(self.run_dir, self.plans, self.sink)
-                     if self.opts.fail_fast else [])
-            if found:
-                self.stopped_early = "; ".join(found)
-                self.notes.append(f"--fail-fast: the load stopped after "
-                                  f"{self.scenario.workload.duration_s - left:.0f} s of "
-                                  f"{self.scenario.workload.duration_s:g} s at a forbidden "
-                                  f"anomaly the live checks reported: {self.stopped_early}")
-                return True
-            pause.wait(min(1.0, left))
-        return False
 
     def execute(self) -> Judged:
         """Run every phase; return the run's judged outcomes (the live path's verdict and

@@ -23,7 +23,7 @@ from verifier.report.versions import (
 def captured(monkeypatch):
     seen = {}
 
-    def run(prepared):
+    def run(prepared, **_hooks):  # collect, advice: verifier.cli.advise's
         seen.update(profile=prepared.profile.name,
                     scenarios=[s.name for s in prepared.scenarios], env=prepared.env,
                     opts=prepared.opts, client=prepared.opts.client)
