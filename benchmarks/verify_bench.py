@@ -4,7 +4,7 @@
 
 For each size it writes a synthetic run (docs/formats.md, clean: every check must come
 out empty except the expected aborted reads) and times
-``verifier.orchestration.analyze.analyze`` in a
+``verifier.assess.batch.analyze`` in a
 fresh Python + JVM process after a warm-up on the small test run, so JIT and session
 start-up are not counted. Prints observed records per second, peak memory (driver JVM
 and Python, from the kernel's high-water marks) and the largest/smallest time ratio.
@@ -196,7 +196,7 @@ def floors(spark, run_dir: Path) -> dict[str, float]:
 def measure(run_dir: Path, driver_memory: str, what: str = "analysis") -> dict:
     """Runs in a fresh process: warm up, then time one full analysis, or the floors."""
     from streaming.session import spark_session
-    from verifier.orchestration.analyze import analyze
+    from verifier.assess.batch import analyze
 
     spark = spark_session(app_name="verify-bench", conf={"spark.driver.memory": driver_memory})
     jvm_pid = spark.sparkContext._gateway.proc.pid

@@ -26,19 +26,21 @@ def analyze_run(run_dir: Path | str, *, out: Path | str | None = None, sample: i
     anomalies are kept per kind and column. Uses the running Spark session if there is
     one (inside tests), else starts one and stops it."""
     from streaming.session import session_running, spark_session
-    from verifier.judge.checks.load import read_run_files
-    from verifier.orchestration.analyze import analyze, write_outputs
+    from verifier.assess.batch import analyze
+    from verifier.assess.facts import read_facts
+    from verifier.assess.outputs import write_outputs
     from verifier.rundata.layout import RunLayout
 
     run_dir = Path(run_dir)
     out = Path(out) if out is not None else run_dir
-    files = read_run_files(run_dir)  # bad input fails here, before Spark starts
+    facts = read_facts(run_dir)  # bad input fails here, before Spark starts
+    files = facts.run_files()
     ours = not session_running()
     # the JVM's start-up lines and log4j output go to a log file beside the outputs
     spark = spark_session(app_name="verifier-analyze", master=spark_master,
                           conf=spark_conf or {}, log_file=RunLayout(out).spark_log)
     try:
-        doc = analyze(spark, run_dir, cap=sample, files=files)
+        doc = analyze(spark, run_dir, cap=sample, facts=facts, files=files)
     finally:
         if ours:
             spark.stop()

@@ -43,11 +43,13 @@ def stop_spark(spark: Future) -> None:
         spark.result().stop()
 
 
-def run_chaos(prepared: Prepared) -> int:
+def run_chaos(prepared: Prepared, *, collect: list | None = None, advice=None) -> int:
     """Run every scenario of ``prepared`` on its environment, side by side, and write the
     matrix outputs (verdict.json, junit.xml, report.html) into its output folder; with
     several broker versions a fresh local cluster each, with the known-bugs profile each
-    bug's combinations. Returns the exit code of the worst verdict (DESIGN §7)."""
+    bug's combinations. Returns the exit code of the worst verdict (DESIGN §7).
+    ``collect``: a list every run's finished document is appended to; ``advice``: each
+    column's advice (verifier.cli.advise.ColumnAdvice), compared in every document."""
     from verifier.orchestration.chaos import run_matrix
     from verifier.rundata.layout import RunLayout
 
@@ -74,8 +76,8 @@ def run_chaos(prepared: Prepared) -> int:
             from verifier.orchestration.chaos import run_versions
 
             return run_versions(make_env, list(opts.kafka_versions), prepared.scenarios,
-                                opts, spark)
-        return run_matrix(env, prepared.scenarios, opts, spark)
+                                opts, spark, collect=collect, advice=advice)
+        return run_matrix(env, prepared.scenarios, opts, spark, collect=collect, advice=advice)
     finally:
         stop_spark(spark)
 

@@ -207,8 +207,8 @@ def chaos_with_advice(args: argparse.Namespace, prepared: tuple, run, out=None) 
     """``verifier chaos`` with the advice: printed for the configurations of the run's
     columns before it starts (in full for the user's file), then every cell's observed
     anomaly kinds compared with it. The comparison goes into each run's document
-    (``advice_check``), the matrix outputs are written again with it (report.html shows
-    it) and the disagreements are printed. The exit code is the run's."""
+    (``advice_check``, made where the document is finished: the matrix's report.html
+    shows it) and the disagreements are printed. The exit code is the run's."""
     from verifier.report.advice import render_advice, render_comparison
 
     out = out or sys.stdout
@@ -229,21 +229,24 @@ def chaos_with_advice(args: argparse.Namespace, prepared: tuple, run, out=None) 
     out.flush()
     from verifier.cli.retry import run_with_retries
 
+    known_bugs = getattr(args, "known_bug_plans", None)
+    # each run forces a documented bug: the advice foresees no bug's anomalies, and the
+    # known-bugs grid already judges each against the bug's documented status
+    args.advice = None if known_bugs else ColumnAdvice(columns)  # verifier.cli.chaos._run's
     code = run_with_retries(run, args, prepared, out)  # --retry-not-exercised N, if asked
-    if getattr(args, "known_bug_plans", None):
-        # each run forces a documented bug: the advice foresees no bug's anomalies, and
-        # the known-bugs grid already judges each against the bug's documented status
+    if known_bugs:
         print("=== verdicts against the advice: not compared (the known-bugs profile forces "
               "documented bugs; the grid above judges them)", file=out, flush=True)
         return code
-    rows = check_outputs(Path(opts.out), columns)
+    # the kept runs' documents (run_with_retries leaves them in args.collect)
+    rows = [row for doc in args.collect for row in doc.get("advice_check") or []]
     if rows:
         print(render_comparison(rows), file=out, flush=True)
     return code
 
 
 def column_configs(opts, scenarios) -> dict[str, tuple[str, str, list, str]]:
-    """Each column's configuration, keyed as :func:`check_outputs` finds the column (its
+    """Each column's configuration, keyed as :class:`ColumnAdvice` finds the column (its
     generator's pid, or a pipeline's mode): (name, kind, pairs, client)."""
     from producers.clients import client_slug, column_suffix
     from verifier.rundata.vocab import COPIER
@@ -271,43 +274,27 @@ def _column_key(column: dict) -> str:
     return "user-0" if "user-0" in pids else pids[0] if pids else str(column.get("mode"))
 
 
-def check_outputs(out: Path, columns: dict) -> list[dict]:
-    """Compare every cell of the matrix (or matrices, one per Kafka version) under
-    ``out`` with its column's advice; write the matrices again with the comparison."""
-    from verifier.judge.advice import compare
-    from verifier.report.matrix import write_matrix
-    from verifier.rundata.layout import RunLayout
+class ColumnAdvice:
+    """The advice of a chaos run's column (its configuration's, keyed as
+    :func:`column_configs` finds it), at the isolation level it is read at; None for a
+    column without one. ``verifier.assess.finish`` compares each run's cells with it."""
 
-    rows: list[dict] = []
-    cache: dict[tuple, object] = {}
-    for path in [out / "verdict.json", *sorted(out.glob("kafka-*/verdict.json"))]:
-        try:
-            matrix = json.loads(path.read_text())
-        except (OSError, ValueError):
-            continue
-        if matrix.get("format") != "chaos-matrix":
-            continue
-        for doc in matrix.get("runs", []):
-            faults = _run_faults(doc, RunLayout)
-            doc["advice_check"] = []
-            for col in doc.get("columns", []):
-                key = _column_key(col)
-                if key not in columns:
-                    continue
-                isos = col.get("isolations") or []
-                iso = isos[0] if len(isos) == 1 else "read_committed"
-                if (key, iso) not in cache:
-                    name, kind, pairs, client = columns[key]
-                    extra = [("isolation.level", iso)] if kind == "producer" else []
-                    cache[(key, iso)] = _advice(name, kind, list(pairs) + extra,
-                                                client.split(":")[0], installed_version(client))
-                row = compare(cache[(key, iso)], col, faults)
-                doc["advice_check"].append({**row, "scenario": doc.get("scenario", "?")})
-            rows += doc["advice_check"]
-        meta = {k: v for k, v in matrix.items()
-                if k not in ("format", "version", "grid", "runs", "workloads", "exit_code")}
-        write_matrix(matrix["runs"], path.parent, meta)
-    return rows
+    def __init__(self, columns: dict) -> None:
+        self.columns = columns
+        self._cache: dict[tuple, object] = {}
+
+    def __call__(self, col: dict):
+        key = _column_key(col)
+        if key not in self.columns:
+            return None
+        isos = col.get("isolations") or []
+        iso = isos[0] if len(isos) == 1 else "read_committed"
+        if (key, iso) not in self._cache:
+            name, kind, pairs, client = self.columns[key]
+            extra = [("isolation.level", iso)] if kind == "producer" else []
+            self._cache[(key, iso)] = _advice(name, kind, list(pairs) + extra,
+                                              client.split(":")[0], installed_version(client))
+        return self._cache[(key, iso)]
 
 
 def _advice(name: str, kind: str, pairs: list, client: str, version: str | None = None):
@@ -321,15 +308,3 @@ def _advice(name: str, kind: str, pairs: list, client: str, version: str | None 
     settings = normalize([(k, v) for k, v in pairs if canonical(k, client) in _RULE_KEYS
                           or k.startswith("kafka.") or k == "sink"], client)
     return advise(Config(kind, client, version or installed_version(client), settings, name))
-
-
-def _run_faults(doc: dict, layout) -> set[str]:
-    """The fault classes a run's scenario ran (its plan's scenario, minus skipped kinds)."""
-    from verifier.judge.advice import fault_classes
-
-    try:
-        plan = json.loads(layout(Path(doc["run_dir"])).config.read_text())
-        faults = plan.get("scenario_spec", {}).get("faults", [])
-    except (KeyError, OSError, ValueError, TypeError):
-        faults = []
-    return fault_classes(faults)

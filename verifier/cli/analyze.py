@@ -70,9 +70,8 @@ def _conf(pairs: list[str]) -> dict[str, str]:
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
-    from streaming.session import session_running, spark_session
-    from verifier.judge.checks.load import read_run_files
-    from verifier.orchestration.analyze import analyze, interrupted, write_outputs
+    from verifier import api
+    from verifier.assess.facts import interrupted
     from verifier.report import render_terminal
 
     conf = _conf(args.spark_conf)
@@ -80,20 +79,11 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     if reason is not None:  # said first: the run's files may be cut short
         print(f"run interrupted: {reason}; not a complete run, no column can PASS",
               flush=True)
-    files = read_run_files(args.run_dir)  # bad input fails here, before Spark starts
-    ours = not session_running()  # inside tests a session is shared
-    # the JVM's start-up lines and log4j output go to a log file beside the outputs
-    spark = spark_session(app_name="verifier-analyze", master=args.spark_master, conf=conf,
-                          log_file=RunLayout(args.out or args.run_dir).spark_log)
-    try:
-        doc = analyze(spark, args.run_dir, cap=args.sample, files=files)
-    finally:
-        if ours:
-            spark.stop()
-    paths = write_outputs(doc, args.out or args.run_dir)
-    print(render_terminal(doc))
-    print("wrote " + ", ".join(str(p) for p in paths), file=sys.stderr)
-    return doc["exit_code"]
+    done = api.analyze_run(args.run_dir, out=args.out, sample=args.sample,
+                           spark_master=args.spark_master, spark_conf=conf)
+    print(render_terminal(done.doc))
+    print("wrote " + ", ".join(str(p) for p in done.paths), file=sys.stderr)
+    return done.exit_code
 
 
 def cmd_report(args: argparse.Namespace) -> int:

@@ -191,9 +191,12 @@ def cmd_chaos(args: argparse.Namespace) -> int:
         parts = (prepared.profile, prepared.scenarios, prepared.env, prepared.opts)
 
         def run_parts(_args, profile, scenarios, env, opts) -> int:
-            # the advice's wrapper may hand on other parts (options of a re-run)
+            # the advice's wrapper may hand on other parts (options of a re-run), and
+            # takes every run's finished document back (its comparison with the advice)
             return api.run_chaos(replace(prepared, profile=profile, scenarios=scenarios,
-                                         env=env, opts=opts))
+                                         env=env, opts=opts),
+                                 collect=getattr(_args, "collect", None),
+                                 advice=getattr(_args, "advice", None))
 
         return chaos_with_advice(args, parts, run_parts)
 

@@ -25,7 +25,7 @@ import sys
 from dataclasses import replace
 from pathlib import Path
 
-from verifier.rundata.vocab import EXIT_ANOMALY, EXIT_INCOMPLETE, EXIT_NOT_EXERCISED, NOT_EXERCISED
+from verifier.rundata.vocab import EXIT_NOT_EXERCISED, NOT_EXERCISED
 
 #: each attempt's seeds start this far from the last one's, so no re-run repeats a
 #: schedule of the first attempt (whose --repeat N runs take seeds SEED..SEED+N-1)
@@ -55,14 +55,17 @@ def add_flag(parser: argparse.ArgumentParser) -> None:
 
 def run_with_retries(run, args: argparse.Namespace, prepared: tuple, out=sys.stdout) -> int:
     """``run(args, *prepared)`` and, when it exits 3 and ``--retry-not-exercised N`` asks,
-    the re-runs of what was not exercised. Returns the exit code of the outcomes kept."""
+    the re-runs of what was not exercised. Returns the exit code of the outcomes kept.
+    ``run`` appends every run's finished document to ``args.collect``
+    (verifier.cli.chaos._run); afterwards ``args.collect`` holds the documents kept."""
+    args.collect = []
     code = run(args, *prepared)
     limit = getattr(args, "retry_not_exercised", 0) or 0
     if not limit or code != EXIT_NOT_EXERCISED:
         return code
     profile, scenarios, env, opts = prepared
     root = Path(opts.out)
-    first = _read_runs(root / "verdict.json")
+    first = args.collect
     shutil.copyfile(root / "verdict.json", root / "verdict-attempt-1.json")
     merged, attempts = copy.deepcopy(first), [{"attempt": 1, "out": ".", "exit_code": code,
                                               "seed": opts.seed}]
@@ -77,12 +80,14 @@ def run_with_retries(run, args: argparse.Namespace, prepared: tuple, out=sys.std
               f"output {root / f'retry-{k}'}", file=out, flush=True)
         retry_opts = replace(opts, out=root / f"retry-{k}", seed=seed,
                              repeat=max(todo[s.name] for s in wanted))
+        args.collect = []
         attempt_code = run(args, profile, wanted, env, retry_opts)
-        merge(merged, _read_runs(root / f"retry-{k}" / "verdict.json"), k + 1)
+        merge(merged, args.collect, k + 1)
         attempts.append({"attempt": k + 1, "out": f"retry-{k}", "exit_code": attempt_code,
                          "seed": seed, "scenarios": [s.name for s in wanted]})
     final = _write(merged, attempts, root, limit)
     print(render_attempts(merged, code, final), file=out, flush=True)
+    args.collect = merged
     return final
 
 
@@ -104,7 +109,8 @@ def pending(docs: list[dict]) -> dict[str, int]:
 def merge(docs: list[dict], rerun: list[dict], attempt: int) -> None:
     """Replace, in run order, each NOT EXERCISED column of ``docs`` by the same cell of
     the next run of ``rerun`` (attempt ``attempt``), recording every attempt's outcome in
-    the column's ``attempts``; a cell the re-run did not report stays as it was."""
+    the column's ``attempts``, and the cell's comparison with its advice by the re-run's;
+    a cell the re-run did not report stays as it was."""
     queue: dict[tuple[str, str], list[tuple[dict, dict]]] = {}
     for d in rerun:
         for c in d["columns"]:
@@ -119,6 +125,10 @@ def merge(docs: list[dict], rerun: list[dict], attempt: int) -> None:
             new["attempts"] = col.get("attempts") or [attempt_line(1, doc, col)]
             new["attempts"].append(attempt_line(attempt, run_doc, again))
             doc["columns"][i] = new
+            if "advice_check" in doc:
+                kept = [r for r in doc["advice_check"] if r.get("column") != col["name"]]
+                doc["advice_check"] = kept + [r for r in run_doc.get("advice_check") or []
+                                              if r.get("column") == again["name"]]
 
 
 def attempt_line(attempt: int, doc: dict, col: dict) -> str:
@@ -128,24 +138,18 @@ def attempt_line(attempt: int, doc: dict, col: dict) -> str:
             + f" ({doc.get('run_dir') or doc.get('run')})")
 
 
-def _read_runs(path: Path) -> list[dict]:
-    return json.loads(path.read_text(encoding="utf-8")).get("runs", [])
-
-
 def _write(docs: list[dict], attempts: list[dict], root: Path, limit: int) -> int:
     """The matrix outputs again from the kept outcomes, and OUT/retries.json; returns the
     exit code of the kept outcomes (a forbidden connection finding, a self-test that did
     not hold in any attempt keep their 1 and 2, as ``run_matrix`` decides them)."""
-    from verifier.report.matrix import write_matrix
+    from verifier.assess.exitcodes import of_matrix
+    from verifier.assess.outputs import write_matrix
 
+    # the first attempt's matrix header (profile, seed, environment), its runs replaced
     meta = {k: v for k, v in json.loads((root / "verdict.json").read_text()).items()
             if k not in ("format", "version", "grid", "runs", "workloads", "exit_code")}
     meta["retries"] = {"retry_not_exercised": limit, "attempts": attempts}
-    code = write_matrix(docs, root, meta)["exit_code"]
-    if code == 0 and any((d.get("connections") or {}).get("failed") for d in docs):
-        code = EXIT_ANOMALY
-    if code == 0 and any("selftest" in d and not d["selftest"]["ok"] for d in docs):
-        code = EXIT_INCOMPLETE
+    code, _ = of_matrix(write_matrix(docs, root, meta), docs)
     cells = [{"scenario": d["scenario"], "column": c["name"], "attempts": c["attempts"],
               "kept": c["verdict"]} for d in docs for c in d["columns"] if c.get("attempts")]
     (root / "retries.json").write_text(json.dumps(

@@ -15,22 +15,18 @@ from verifier.judge.faults import unknown_outcomes
 from verifier.judge.faults.windows import fault_kinds, fault_windows
 from verifier.judge.model import (
     HANGING,
-    ISOLATIONS,
     KINDS,
     OBSERVER,
     CheckOutcome,
     RunData,
 )  # fmt: skip
+from verifier.rundata.columns import run_columns
 from verifier.rundata.formats import FORMATS
-from verifier.rundata.vocab import (  # the verdicts and exit codes: one table, there
-    EXIT_ANOMALY,
-    EXIT_INCOMPLETE,
-    EXIT_NOT_EXERCISED,
-    EXIT_OK,
+from verifier.rundata.vocab import (  # the verdicts: one table, there
     FAIL,
     NOT_EXERCISED,
     PASS,
-    SKIPPED,
+    SKIPPED,  # noqa: F401 - the verdicts the judge's users take from here
     UNKNOWN,
     VERDICT_ORDER,
 )
@@ -58,18 +54,11 @@ class Column:
 
 
 def columns_of(run: RunData) -> list[Column]:
-    """Report columns: a transactional expectation gets one column per isolation level."""
-    out = []
-    for mode in run.config.modes():
-        expect = run.config.expect_of(mode)
-        if expect == "transactional":
-            out += [Column(f"{mode}@{iso}", mode, expect, (iso,)) for iso in ISOLATIONS]
-        else:
-            out.append(Column(mode, mode, expect, ISOLATIONS))
-    # the pipelines under test, next to the producer modes (verifier.judge.pipeline)
-    out += [Column(p.label, p.label, p.expect, (p.isolation,))
-            for p in run.config.pipelines.values()]
-    return out
+    """Report columns (verifier.rundata.columns): a transactional expectation gets one
+    column per isolation level; the pipelines under test after the producer modes."""
+    return [Column(c.name, c.mode, c.expect, c.isolations)
+            for c in run_columns(run.config.producers.values(),
+                                 run.config.pipelines.values())]
 
 
 def _entry(col: Column, kind: str, sink: str, faults: set[str]) -> str:
@@ -181,8 +170,6 @@ def apply_exposure(doc: dict, exposure: dict[str, dict]) -> None:
         if c["verdict"] == PASS and entry.get("exercised") is False:
             c["verdict"] = NOT_EXERCISED
             c["not_exercised"] = list(entry.get("reasons") or [])
-    if doc.get("exit_code") != EXIT_ANOMALY:  # a failed connection check keeps its 1
-        doc["exit_code"] = exit_code([c["verdict"] for c in doc["columns"]])
 
 
 def build(
@@ -192,7 +179,9 @@ def build(
     extras: dict | None = None,
     cap: int = 20,
 ) -> dict:
-    """The verdict.json document of one run."""
+    """The verdict.json document of one run as the checks' outcomes judge it, before it
+    is finished (exposure, interruption, cross-check, connections and the exit code:
+    :func:`verifier.assess.finish.finish`)."""
     faults = fault_kinds(run.nemesis)
     cols = [column_verdict(c, run, outcomes, counts, faults, cap) for c in columns_of(run)]
     unattributed = [{"kind": g.kind, "count": g.count, "sample": g.sample}
@@ -205,7 +194,6 @@ def build(
         "checks": {o.name: _check_entry(o) for o in outcomes},
         "columns": cols, "unattributed": unattributed, **(extras or {}),
     }  # fmt: skip
-    doc["exit_code"] = exit_code([c["verdict"] for c in cols])
     return doc
 
 
@@ -214,35 +202,23 @@ def _check_entry(o: CheckOutcome) -> dict:
             "summary": o.summary, "traceback": o.error}  # fmt: skip
 
 
-def exit_code(verdicts: list[str]) -> int:
-    """DESIGN §7: 1 if any mode broke its promise, else 2 if any is unknown, else 3 if a
-    fault missed a column (NOT EXERCISED), else 0."""
-    if FAIL in verdicts:
-        return EXIT_ANOMALY
-    if UNKNOWN in verdicts or all(v == SKIPPED for v in verdicts):  # also: no verdicts
-        return EXIT_INCOMPLETE
-    if NOT_EXERCISED in verdicts:
-        return EXIT_NOT_EXERCISED
-    return EXIT_OK
-
-
 def combine(docs: list[dict]) -> dict:
     """Several runs' verdicts as one scenario x column grid (for the chaos orchestrator).
 
     ``outcomes``: each cell's verdicts, one per run of its scenario in run order (``chaos
-    --repeat N``: N of them); ``grid``: the worst of them, what a cell shows first and what
-    the exit code follows; ``repetitions``: how many runs each scenario had."""
+    --repeat N``: N of them); ``grid``: the worst of them, what a cell shows first;
+    ``repetitions``: how many runs each scenario had. The exit code over every outcome is
+    :func:`verifier.assess.exitcodes.set_grid`'s."""
     names: list[str] = []
     for doc in docs:
         names += [c["name"] for c in doc["columns"] if c["name"] not in names]
     outcomes = repeated_outcomes(docs)
     grid = {sc: {c: worst_of(vs) for c, vs in row.items()} for sc, row in outcomes.items()}
-    every = [v for row in outcomes.values() for vs in row.values() for v in vs]
     reps: dict[str, int] = {}
     for doc in docs:
         reps[doc["scenario"]] = reps.get(doc["scenario"], 0) + 1
     return {"columns": names, "scenarios": list(grid), "grid": grid, "outcomes": outcomes,
-            "repetitions": reps, "exit_code": exit_code(every)}
+            "repetitions": reps}
 
 
 def repeated_outcomes(docs: list[dict]) -> dict[str, dict[str, list[str]]]:

@@ -15,26 +15,29 @@ import traceback
 from dataclasses import replace
 from pathlib import Path
 
-from verifier.judge.model import ISOLATIONS, KINDS
-from verifier.judge.verdict import PASS, SKIPPED, VERDICT_FORMAT, VERDICT_VERSION, exit_code
-from verifier.orchestration.orchestrator import RunOptions, ScenarioRun, spark_of
+from verifier.assess import exitcodes as X
+from verifier.assess.facts import crashed_facts
+from verifier.assess.finish import Ending, Judged, finish
+from verifier.assess.outputs import write_matrix, write_outputs
+from verifier.judge.model import KINDS
+from verifier.judge.verdict import VERDICT_FORMAT, VERDICT_VERSION
+from verifier.orchestration.orchestrator import RunOptions, ScenarioRun
 from verifier.orchestration.scenario import Scenario
+from verifier.orchestration.verify import spark_of
 from verifier.report.faults import fault_summary
 from verifier.report.files import write_verdict
-from verifier.report.matrix import write_matrix
+from verifier.rundata.columns import mode_columns
 from verifier.rundata.errors import UsageError
 from verifier.rundata.layout import RunLayout
 
 
 def crashed_doc(run: ScenarioRun, exc: BaseException) -> dict:
-    """A verdict document for a run that could not complete: every mode UNKNOWN."""
+    """The built verdict document of a run that could not complete: every mode UNKNOWN
+    (:func:`verifier.assess.finish.finish` finishes it)."""
     reason = f"{type(exc).__name__}: {exc}"
-    names = []  # the same columns a completed run reports (verdict.columns_of)
-    for p in run.plans:
-        if p.expect == "transactional":
-            names += [(p, f"{p.mode}@{iso}", [iso]) for iso in ISOLATIONS]
-        else:
-            names.append((p, p.mode, list(ISOLATIONS)))
+    # named as a completed run names them (verifier.rundata.columns), in the plans' order
+    names = [(p, c.name, list(c.isolations)) for p in run.plans
+             for c in mode_columns(p.mode, p.expect)]
     cols = [{"name": name, "mode": p.mode, "expect": p.expect, "isolations": isos,
              "pids": [p.pid], "topics": [p.topic], "verdict": "UNKNOWN", "forbidden": [],
              "reasons": [f"the run did not complete: {reason}"], "counts": {},
@@ -45,24 +48,10 @@ def crashed_doc(run: ScenarioRun, exc: BaseException) -> dict:
         "scenario": run.scenario.name, "sink": run.sink,
         "kafka_version": getattr(getattr(run, "env", None), "kafka_version", None),
         "drain": {"completed": False, "behind": []}, "faults": [], "checks": {},
-        "columns": cols, "unattributed": [], "exit_code": 2,
+        "columns": cols, "unattributed": [],
         "error": "".join(traceback.format_exception(exc))[-4000:],
         "phases": run.clock.to_json(), "notes": run.notes,
     }  # fmt: skip
-
-
-def mark_skipped(doc: dict, skipped_faults: list[str]) -> None:
-    """A scenario whose faults did not run showed nothing about them: its passing columns
-    are SKIPPED, with the reason (a FAIL stays: the anomaly was real; an UNKNOWN stays)."""
-    if not skipped_faults:
-        return
-    reason = "the scenario's faults did not run: " + "; ".join(skipped_faults)
-    doc["skipped_faults"] = list(skipped_faults)
-    for c in doc["columns"]:
-        if c["verdict"] == PASS:
-            c["verdict"] = SKIPPED
-            c["skipped"] = reason
-    doc["exit_code"] = exit_code([c["verdict"] for c in doc["columns"]])
 
 
 def run_selftest(doc: dict, run_dir: Path, seed: int, spark, out=sys.stdout) -> dict:
@@ -96,8 +85,10 @@ def run_selftest(doc: dict, run_dir: Path, seed: int, spark, out=sys.stdout) -> 
     return section
 
 
-def run_one(env, scenario: Scenario, opts: RunOptions, spark, out=sys.stdout) -> dict:
-    from verifier.orchestration.analyze import add_connections, write_outputs
+def run_one(env, scenario: Scenario, opts: RunOptions, spark, out=sys.stdout,
+            advice=None) -> dict:
+    """Run one scenario and finish its verdict (``advice``: each column's advice to compare
+    with, ``verifier chaos``'s); its outputs in its run folder; returns the document."""
     from verifier.report import render_terminal
     from verifier.report.connections import render_connections
 
@@ -108,15 +99,15 @@ def run_one(env, scenario: Scenario, opts: RunOptions, spark, out=sys.stdout) ->
     print(f"\n=== scenario {scenario.name}{which}: "
           f"{scenario.description.split(chr(10))[0]}", file=out, flush=True)
     try:
-        doc = run.execute()
+        judged = run.execute()
     except KeyboardInterrupt as exc:  # SIGTERM, SIGINT, SIGHUP: record it, stop the matrix
         run.run_dir.mkdir(parents=True, exist_ok=True)
         reason = str(exc) or "interrupted"
         RunLayout(run.run_dir).interrupted.write_text(
             f"{reason} during {run.clock.broken_off or run.clock.current or 'setup'}\n")
-        doc = crashed_doc(run, RuntimeError(f"the run was interrupted ({reason})"))
-        doc["interrupted"] = reason
-        doc["run_dir"] = str(run.run_dir)
+        crashed = crashed_doc(run, RuntimeError(f"the run was interrupted ({reason})"))
+        doc = finish(Judged(crashed, crashed_facts(run.run_dir, interrupted=reason)),
+                     Ending(connections=False, meta={"run_dir": str(run.run_dir)}))
         write_verdict(doc, RunLayout(run.run_dir).verdict)
         print(f"scenario {scenario.name} interrupted ({reason}); run folder {run.run_dir}",
               file=out, flush=True)
@@ -125,18 +116,18 @@ def run_one(env, scenario: Scenario, opts: RunOptions, spark, out=sys.stdout) ->
         raise  # would refuse it the same way; the CLI says why and exits 64
     except Exception as exc:  # noqa: BLE001 - one scenario fails, not the whole matrix
         print(f"scenario {scenario.name} could not complete: {exc}", file=out)
-        doc = crashed_doc(run, exc)
-    mark_skipped(doc, run.skipped_faults)
-    if opts.repetition:  # chaos --repeat: which run of its scenario, with which seed
-        doc["repetition"] = {"index": opts.repetition[0], "of": opts.repetition[1],
-                             "seed": opts.seed}
-    if run.stopped_early:  # --fail-fast: the load was cut short at this live anomaly
-        doc["stopped_early"] = run.stopped_early
+        judged = Judged(crashed_doc(run, exc), crashed_facts(run.run_dir))
     run.run_dir.mkdir(parents=True, exist_ok=True)
-    doc["run_dir"] = str(run.run_dir)
-    if "connections" not in doc:  # a crashed run: its connections still tell something
-        add_connections(doc, run.run_dir)
-    doc["fault_summary"] = fault_summary(run.run_dir)
+    meta: dict = {}
+    if opts.repetition:  # chaos --repeat: which run of its scenario, with which seed
+        meta["repetition"] = {"index": opts.repetition[0], "of": opts.repetition[1],
+                              "seed": opts.seed}
+    if run.stopped_early:  # --fail-fast: the load was cut short at this live anomaly
+        meta["stopped_early"] = run.stopped_early
+    meta.update(run_dir=str(run.run_dir), fault_summary=fault_summary(run.run_dir),
+                phases=run.clock.to_json(), notes=list(run.notes))
+    ending = Ending(skipped_faults=tuple(run.skipped_faults), advice=advice, meta=meta)
+    doc = finish(judged, ending)
     with run.clock.phase("report"):
         write_outputs(doc, run.run_dir)
         # the live path's verdict is on screen since the drain: again only if the batch
@@ -147,13 +138,17 @@ def run_one(env, scenario: Scenario, opts: RunOptions, spark, out=sys.stdout) ->
             except (KeyError, TypeError) as exc:  # a crashed doc lacks some fields
                 print(f"(no table: {exc})", file=out)
         print(render_connections(doc.get("connections")), file=out)
+    section = None
     if opts.selftest:  # after the verdict is on screen; the reports are written again
         with run.clock.phase("selftest"):
-            doc["selftest"] = run_selftest(doc, run.run_dir, opts.seed, spark_of(spark), out)
-        write_outputs(doc, run.run_dir)
-    doc["phases"] = run.clock.to_json()
+            section = run_selftest(doc, run.run_dir, opts.seed, spark_of(spark), out)
     # the run's verdict.json is the very document the matrix holds (phases included)
-    write_verdict(doc, RunLayout(run.run_dir).verdict)
+    doc = finish(judged, replace(ending, selftest=section,
+                                 meta={**meta, "phases": run.clock.to_json()}))
+    if opts.selftest:
+        write_outputs(doc, run.run_dir)
+    else:
+        write_verdict(doc, RunLayout(run.run_dir).verdict)
     for line in doc["fault_summary"]:
         print(f"fault: {line}", file=out)
     print(live_vs_batch_line(doc.get("live_vs_batch"), doc.get("batch")), file=out)
@@ -213,9 +208,10 @@ def _label(scenario: Scenario, opts: RunOptions) -> str:
 
 
 def run_matrix(env, scenarios: list[Scenario], opts: RunOptions, spark,
-               out=sys.stdout, collect: list | None = None) -> int:
+               out=sys.stdout, collect: list | None = None, advice=None) -> int:
     """Run every scenario (``opts.repeat`` times each); write the combined outputs; return
-    the exit code. The runs' documents are appended to ``collect`` when given."""
+    the exit code. The runs' documents are appended to ``collect`` when given; ``advice``:
+    each column's advice, compared in every run's document (:func:`run_one`)."""
     from verifier.report import render_grid
     from verifier.report.compare import render_summary, summary
 
@@ -224,7 +220,7 @@ def run_matrix(env, scenarios: list[Scenario], opts: RunOptions, spark,
     runs = planned_runs(scenarios, opts)
     with env:
         for i, (scenario, run_opts) in enumerate(runs):
-            docs.append(run_one(env, scenario, run_opts, spark, out))
+            docs.append(run_one(env, scenario, run_opts, spark, out, advice=advice))
             if opts.fail_fast and docs[-1].get("exit_code") == 1 and i < len(runs) - 1:
                 left = [_label(s, o) for s, o in runs[i + 1:]]
                 print(f"--fail-fast: {_label(scenario, run_opts)} failed; not run: "
@@ -251,15 +247,14 @@ def run_matrix(env, scenarios: list[Scenario], opts: RunOptions, spark,
     walls = ", ".join(f"{d['scenario']}{_rep(d)} {d['phases']['total_s']:.0f}s" for d in docs)
     print(f"\nwall time {time.monotonic() - t0:.0f}s ({walls})", file=out)
     print(f"outputs: {opts.out}/verdict.json, junit.xml, report.html", file=out, flush=True)
-    if grid["exit_code"] == 0 and any((d.get("connections") or {}).get("failed") for d in docs):
+    code, why = X.of_matrix(grid, docs)
+    if why == "connections":
         print("a connection check the scenario makes forbidden failed (exit 1)", file=out)
-        return 1
-    failed = [d["scenario"] for d in docs if "selftest" in d and not d["selftest"]["ok"]]
-    if failed and grid["exit_code"] == 0:  # the verdicts were not shown to hold on this run
+    elif why == "selftest":  # the verdicts were not shown to hold on this run
+        failed = [d["scenario"] for d in docs if "selftest" in d and not d["selftest"]["ok"]]
         print(f"the self-test did not hold on {', '.join(failed)}: these verdicts are not "
               f"proven (exit 2; see each run's selftest.json)", file=out)
-        return 2
-    return grid["exit_code"]
+    return code
 
 
 def _rep(doc: dict) -> str:
@@ -267,12 +262,11 @@ def _rep(doc: dict) -> str:
 
 
 def run_versions(make_env, versions: list[str], scenarios: list[Scenario], opts: RunOptions,
-                 spark, out=sys.stdout) -> int:
+                 spark, out=sys.stdout, collect: list | None = None, advice=None) -> int:
     """The ``versions`` profile: the scenarios on a fresh local cluster of each Kafka
     version in turn (outputs in ``OUT/kafka-<version>/``), then one grid, version x client
-    x mode, printed and written to ``OUT/versions.json``. Returns the worst exit code."""
-    from dataclasses import replace
-
+    x mode, printed and written to ``OUT/versions.json``. Returns the worst exit code.
+    ``collect`` and ``advice``: as :func:`run_matrix`'s, for every version's runs."""
     from verifier.report.versions import (
         render_version_grid,
         version_grid,
@@ -289,15 +283,19 @@ def run_versions(make_env, versions: list[str], scenarios: list[Scenario], opts:
         try:
             run_matrix(make_env(version), scenarios, replace(opts, out=Path(opts.out) /
                                                                f"kafka-{version}"),
-                       spark, out, collect=docs)
+                       spark, out, collect=docs, advice=advice)
         except Exception as exc:  # noqa: BLE001 - one version's cluster failing is a row
             print(f"Kafka {version} could not run: {type(exc).__name__}: {exc}", file=out)
         entries.append((version, docs))
+        if collect is not None:
+            collect.extend(docs)
         print(f"Kafka {version}: {time.monotonic() - t1:.0f}s", file=out, flush=True)
     grid = version_grid(entries)
     missing = [v for v, docs in entries if not docs]
-    if missing:  # a version whose cluster never ran: no row, and the run is incomplete
-        grid["exit_code"] = 1 if grid["exit_code"] == 1 else 2
+    # a version whose cluster never ran: no row, and the run is incomplete
+    X.set_versions(grid, [d.get("exit_code", 2) for _, docs in entries for d in docs],
+                   not_run=bool(missing))
+    if missing:
         grid["not_run"] = missing
     write_version_grid(grid, Path(opts.out) / "versions.json",
                        {"profile": opts.profile, "seed": opts.seed, "kafka_versions": versions,

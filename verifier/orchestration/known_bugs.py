@@ -21,6 +21,7 @@ import tomllib
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
+from verifier.assess import exitcodes as X
 from verifier.judge.verdict import FAIL, PASS, tally, worst_of
 from verifier.orchestration.scenario import SCENARIO_DIR, BrokerSettings, Scenario
 from verifier.rundata.errors import UsageError
@@ -243,8 +244,9 @@ def known_bug_grid(plans: list[VersionPlan], docs: dict[str, list[dict]]) -> dic
                            for d in runs],
                 "runs": [d.get("run_dir") for d in runs], "note": combo.note})
     matches = [r["match"] for r in rows]
-    code = 1 if MISMATCH in matches else 2 if OPEN in matches or not rows else 0
-    return {"rows": rows, "exit_code": code}
+    grid = {"rows": rows}
+    X.set_known_bugs(grid, mismatch=MISMATCH in matches, open_rows=OPEN in matches)
+    return grid
 
 
 def cluster_times(plans: list[VersionPlan], docs: dict[str, list[dict]],

@@ -1,4 +1,5 @@
-"""The live checks as the run goes: the progress line's anomaly counts and ``--fail-fast``.
+"""The live checks as the run goes: the progress line's anomaly counts and ``--fail-fast``
+(:func:`pace_load`: the load paced for its duration, cut short at a forbidden anomaly).
 
 Reads the observer's live summaries (``RUN/anomalies/<isolation>/summary.json``, replaced
 after every batch) and judges each count against the expectation table, per report
@@ -7,6 +8,8 @@ column (a transactional mode has one per isolation level, as in the verdict).
 
 from __future__ import annotations
 
+import threading
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -105,3 +108,23 @@ def live_line(run_dir: Path, producers: list, sink: str) -> str:
 def forbidden_so_far(run_dir: Path, producers: list, sink: str) -> list[str]:
     """The columns with a forbidden live anomaly, each as its progress text (empty: none)."""
     return [c.line() for c in column_counts(run_dir, producers, sink) or [] if c.forbidden]
+
+
+def pace_load(run) -> bool:
+    """Let the load of ``run`` (a ScenarioRun) run the scenario's duration; with
+    ``--fail-fast``, look at the live checks once a second and return True at the first
+    forbidden anomaly (``run.stopped_early`` and a note say which)."""
+    end = time.monotonic() + run.scenario.workload.duration_s
+    pause = threading.Event()
+    while (left := end - time.monotonic()) > 0:
+        found = (forbidden_so_far(run.run_dir, run.plans, run.sink)
+                 if run.opts.fail_fast else [])
+        if found:
+            run.stopped_early = "; ".join(found)
+            run.notes.append(f"--fail-fast: the load stopped after "
+                             f"{run.scenario.workload.duration_s - left:.0f} s of "
+                             f"{run.scenario.workload.duration_s:g} s at a forbidden "
+                             f"anomaly the live checks reported: {run.stopped_early}")
+            return True
+        pause.wait(min(1.0, left))
+    return False

@@ -10,19 +10,26 @@ from __future__ import annotations
 
 import logging
 import os
-import signal
 import sys
-import threading
 import time
-from concurrent.futures import Future
 from pathlib import Path
 
+from verifier.assess.finish import Judged
 from verifier.harness.faults.nemesis import Nemesis
 from verifier.harness.faults.spec import build_schedule
 from verifier.harness.faults.triggers import max_within
 from verifier.harness.procs import ManagedProcess
 from verifier.harness.topics import create_topics
+from verifier.orchestration.children import (
+    ensure_observer,
+    stop_generators,
+    stop_now,
+    wait_generators_producing,
+    wait_observer_ready,
+)
+from verifier.orchestration.connection_log import save_connections
 from verifier.orchestration.drain import DrainIncomplete, drain_to_file
+from verifier.orchestration.live import pace_load
 from verifier.orchestration.phases import PhaseClock
 from verifier.orchestration.planning import (  # noqa: F401 - RunOptions, validate_scenario: re-exported
     ProducerPlan,
@@ -31,19 +38,14 @@ from verifier.orchestration.planning import (  # noqa: F401 - RunOptions, valida
     plan_producers,
     validate_scenario,
 )
-from verifier.orchestration.progress import HistoryTail, ProgressDisplay
+from verifier.orchestration.progress import HistoryTail, ProgressDisplay, snapshot
 from verifier.orchestration.scenario import Scenario
-from verifier.rundata.errors import ProcessError, VerifierError
+from verifier.orchestration.verify import verify
 from verifier.rundata.layout import RunLayout
 from verifier.rundata.plan import RunPlan
-from verifier.rundata.startfail import describe, last_line, record_start_failure
-from verifier.rundata.waiting import GiveUp, wait_until
 
 log = logging.getLogger(__name__)
 
-OBSERVER_START_TIMEOUT = 180.0  # Spark JVM start + first batch on a loaded 2-core machine
-GENERATOR_STOP_TIMEOUT = 90.0  # a clean stop may wait for a commit or abort to finish
-GENERATOR_START_TIMEOUT = 120.0  # connect + init_transactions on a loaded machine
 
 
 class ScenarioRun:
@@ -89,11 +91,11 @@ class ScenarioRun:
         self.skipped_faults: list[str] = []  # faults of the scenario that did not run
         #: pid -> why its generator exited before producing (RUN/generators-failed.json)
         self.failed_start: dict[str, str] = {}
-        self._t0 = time.monotonic()
+        self.started_at = time.monotonic()
         self.interrupted = False
-        self.follower = None  # verifier.orchestration.follow.RunFollower, from the setup
-        self._drained_at: float | None = None
-        self._stopped_at: float | None = None  # the run's processes stopped after the drain
+        self.follower = None  # verifier.assess.follow.RunFollower, from the setup
+        self.drained_at: float | None = None
+        self.stopped_at: float | None = None  # the run's processes stopped after the drain
         self._save_connections = None  # copies the proxy's log once (save_connections)
         self.plan = self._plan()
         # the secrets reach the children through their environment, never argv or files
@@ -234,81 +236,10 @@ class ScenarioRun:
         self.plan = self._plan(extra)
         self.plan.write(self.layout.config)
 
-    def _wait_observer_ready(self) -> None:
-        obs = self.processes["observer"]
-
-        def ready():
-            if not obs.alive:
-                raise GiveUp(VerifierError(f"the observer exited ({obs.returncode}):\n"
-                                           f"{obs.log_tail(15)}"))
-            return obs.serving(), "no batch written at both levels yet"
-
-        wait_until(ready, timeout=OBSERVER_START_TIMEOUT, what="the observer's first batch",
-                   expected="a batch written at each isolation level since its start",
-                   interval=0.5)
-
-    def _snapshot(self) -> str:
-        sent = []
-        for p in self.plans:
-            t = self.tails[p.pid].poll()
-            sent.append(f"{p.mode} {t.ok}ok/{t.info}?")
-        from streaming.progress import read_progress
-
-        seen = []
-        for iso, short in (("read_committed", "rc"), ("read_uncommitted", "ru")):
-            pr = read_progress(self.run_dir, iso)
-            seen.append(f"{short} {pr.rows if pr else 0}")
-        faults = ", ".join(self.nemesis.describe_active() if self.nemesis else []) or "none"
-        elapsed = time.monotonic() - self._t0
-        from verifier.orchestration.live import live_line
-
-        return (f"[{self.scenario.name} {elapsed:.0f}s] {self.clock.current or '-'} | "
-                f"fault: {faults} | "
-                f"sent {' '.join(sent)} | observed {' '.join(seen)} | "
-                f"{live_line(self.run_dir, self.plans, self.sink)}")
-
-    def _wait_generators_producing(self) -> None:
-        """The fault clock starts once every generator has completed a send: a Python
-        process that connects, and for transactions runs init_transactions, takes a few
-        seconds, and a kill before that would exercise nothing.
-
-        A generator that exits before producing (a setting its client rejects at
-        construction, a missing codec) is recorded in RUN/generators-failed.json and left
-        out: the others run and are judged, its own column is UNKNOWN with that one line.
-        Only when every generator failed does the run stop."""
-        def probe():
-            waiting = []
-            for p in self.plans:
-                if p.pid in self.failed_start:
-                    continue
-                t = self.tails[p.pid].poll()
-                if t.ok + t.info + t.fail:
-                    continue
-                proc = self.processes[p.process_name]
-                if not proc.alive:
-                    self._record_start_failure(p, proc)
-                else:
-                    waiting.append(p.pid)
-            if len(self.failed_start) == len(self.plans):
-                raise GiveUp(VerifierError("every generator exited before producing: "
-                                           + "; ".join(f"{pid} {why}" for pid, why
-                                                       in self.failed_start.items())))
-            return not waiting, waiting
-
-        wait_until(probe, timeout=GENERATOR_START_TIMEOUT, what="every generator to produce",
-                   expected="a completed send in every history",
-                   describe=lambda w: f"no completed send yet from {w}", interval=0.2)
-
-    def _record_start_failure(self, plan: ProducerPlan, proc: ManagedProcess) -> None:
-        entry = record_start_failure(self.layout.start_failures, plan.pid, proc.returncode,
-                                     last_line(proc.log_tail(20)))
-        self.failed_start[plan.pid] = describe(entry)
-        log.info("generator %s %s", plan.pid, self.failed_start[plan.pid])
-
     def _load(self, schedule) -> None:
         for p in self.plans:
             self.processes[p.process_name].start()
-        self._wait_generators_producing()
+        wait_generators_producing(self)
         fault_env = self.env.fault_env(self.processes)
         fault_env.topics = tuple(sorted({p.topic for p in self.plans}))
         self.nemesis = Nemesis(schedule, fault_env, self.layout.nemesis,
@@ -317,7 +248,7 @@ class ScenarioRun:
             try:
                 # The load phase lasts the scenario's duration by definition: this is
                 # pacing, not a wait for a condition. The nemesis heals everything on exit.
-                if self._pace_load():  # --fail-fast: a forbidden anomaly, stop now
+                if pace_load(self):  # --fail-fast: a forbidden anomaly, stop now
                     with self.clock.phase("heal"):
                         self.nemesis.stop()
                 else:
@@ -330,76 +261,16 @@ class ScenarioRun:
                                                + self.nemesis.defer_limit_s + 60
                                                + max_within(schedule.faults))
             except KeyboardInterrupt:  # stopped by a signal: load stops first
-                self._stop_now()
+                stop_now(self)
                 raise
 
-    def _pace_load(self) -> bool:
-        """Let the load run the scenario's duration; with ``--fail-fast``, look at the live
-        checks once a second and return True at the first forbidden anomaly."""
-        from verifier.orchestration.live import forbidden_so_far
-
-        end = time.monotonic() + self.scenario.workload.duration_s
-        pause = threading.Event()
-        while (left := end - time.monotonic()) > 0:
-            found = (forbidden_so_far(self.run_dir, self.plans, self.sink)
-                     if self.opts.fail_fast else [])
-            if found:
-                self.stopped_early = "; ".join(found)
-                self.notes.append(f"--fail-fast: the load stopped after "
-                                  f"{self.scenario.workload.duration_s - left:.0f} s of "
-                                  f"{self.scenario.workload.duration_s:g} s at a forbidden "
-                                  f"anomaly the live checks reported: {self.stopped_early}")
-                return True
-            pause.wait(min(1.0, left))
-        return False
-
-    def _stop_now(self) -> None:
-        """Every child of the run: SIGTERM to all at once (generators first), then
-        SIGKILL what has not exited within a few seconds."""
-        procs = [self.processes[p.process_name] for p in self.plans]
-        procs += [p for p in self.processes.values() if p not in procs]
-        for proc in procs:
-            if proc.alive:
-                proc.send_signal(signal.SIGTERM)
-        deadline = time.monotonic() + 3
-        for proc in procs:
-            if not proc.alive:
-                continue
-            try:
-                proc.wait(max(0.0, deadline - time.monotonic()))
-            except VerifierError:  # not gone within the shared 3 s
-                proc.kill()
-
-    def _ensure_observer(self) -> None:
-        """An observer that died on its own (not by a fault, which heal restarts) is
-        restarted from its checkpoint, and the run says so."""
-        obs = self.processes["observer"]
-        if not obs.alive:
-            self.notes.append(f"the observer had exited ({obs.returncode}) and was "
-                              f"restarted: {obs.log_tail(3)}")
-            obs.restart()
-
-    def _stop_generators(self) -> None:
-        """Every generator stops cleanly, all at once: each flushes (and a transactional
-        one ends its transaction) in parallel, not one after the other."""
-        procs = [self.processes[p.process_name] for p in self.plans]
-        for proc in procs:
-            if proc.alive:
-                try:
-                    proc.send_signal(signal.SIGTERM)
-                except ProcessError:  # it exited just now: terminate() below says how
-                    pass
-        for p, proc in zip(self.plans, procs, strict=True):
-            code = proc.terminate(timeout=GENERATOR_STOP_TIMEOUT)
-            if code not in (0, None) and p.pid not in self.failed_start:  # said once
-                self.notes.append(f"{p.pid} exited {code}: {proc.log_tail(3)}")
-
-    def execute(self) -> dict:
-        """Run every phase; return the verdict document."""
-        self._t0 = time.monotonic()
+    def execute(self) -> Judged:
+        """Run every phase; return the run's judged outcomes (the live path's verdict and
+        the batch pass's cross-check), which :func:`verifier.assess.finish.finish` finishes."""
+        self.started_at = time.monotonic()
         conn_log = getattr(self.env, "connection_log", None)
         conn_from = conn_log.stat().st_size if conn_log and conn_log.exists() else 0
-        display = ProgressDisplay(self._snapshot)
+        display = ProgressDisplay(lambda: snapshot(self))
         try:
             try:
                 with self.clock.phase("setup"):
@@ -427,13 +298,13 @@ class ScenarioRun:
                 # batch came after a quick scenario's whole 20-s load (the make chaos of
                 # 2026-11-24: "observed rc 0 ru 0" until the drain).
                 with self.clock.phase("observer start"):
-                    self._wait_observer_ready()
+                    wait_observer_ready(self.processes["observer"])
                 with self.clock.phase("load+faults"):
                     self._load(schedule)
                 with self.clock.phase("recover"):
                     self.env.recover([p.topic for p in self.plans])
-                    self._stop_generators()
-                    self._ensure_observer()
+                    stop_generators(self)
+                    ensure_observer(self)
                     for proc in self.pipes:  # died on its own: from its checkpoint
                         if not proc.alive and not self._stopped_query(proc):
                             self.notes.append(f"{proc.name} had exited ({proc.returncode}) "
@@ -441,9 +312,9 @@ class ScenarioRun:
                             proc.restart()
                 with self.clock.phase("drain"):
                     self._drain()
-                self._drained_at = time.monotonic()
+                self.drained_at = time.monotonic()
             except KeyboardInterrupt:
-                self._stop_now()
+                stop_now(self)
                 self.interrupted = True
                 raise
             finally:
@@ -455,23 +326,23 @@ class ScenarioRun:
                     from verifier.orchestration.spark_cluster import tidy
 
                     tidy(self.spark_cluster)
-                self._stopped_at = time.monotonic()
+                self.stopped_at = time.monotonic()
                 if conn_log is not None:
                     # after a drain the live verdict comes first: copying waits (at least
                     # CONN_LOG_QUIET_S) for the proxy's close lines, which it does not read
                     self._save_connections = lambda: save_connections(
                         conn_log, conn_from, self.layout.connections)
-                    if self._drained_at is None:
-                        self._connections_saved()
+                    if self.drained_at is None:
+                        self.connections_saved()
             # the progress line goes on through the verification, and says so
             with self.clock.phase("verify"):
-                doc = self._verify()
+                judged = verify(self)
         finally:
             display.__exit__(None, None, None)
             if self.follower is not None:
                 self.follower.stop()
-            self._connections_saved()  # if the verification did not get to it
-        return doc
+            self.connections_saved()  # if the verification did not get to it
+        return judged
 
     def _stopped_query(self, proc) -> bool:
         """A pipeline whose query stopped with an error stays stopped (restarted from its
@@ -494,142 +365,25 @@ class ScenarioRun:
         if self.pipes:
             from verifier.orchestration import pipelines as P
 
-            behind = P.drain(self.run_dir, self.pipes, self.plan.extra["pipelines"],
+            behind = P.drain(self.run_dir, self.pipes, self.plan.pipelines,
                              timeout=self.scenario.drain_timeout_s)
             if behind:
                 self.notes.append(f"pipelines' drain incomplete: {'; '.join(behind[:6])}")
             self.notes += P.stop(self.pipes, P.stop_timeout(self.plan.pipelines))
 
     def _follow(self) -> None:
-        """Follow the run's files from the start of the load (verifier.orchestration.follow):
+        """Follow the run's files from the start of the load (verifier.assess.follow):
         its verdict then comes right after the drain."""
+        from verifier.assess.follow import RunFollower
         from verifier.judge.checks.load import load_config
-        from verifier.orchestration.follow import RunFollower
 
         self.follower = RunFollower(self.run_dir, load_config(self.layout.config)).start()
 
-    def _connections_saved(self) -> None:
+    def connections_saved(self) -> None:
         """This run's part of the proxy's connection log copied into the run (once)."""
         save, self._save_connections = self._save_connections, None
         if save is not None:
             save()
-
-    def _verify(self) -> dict:
-        """The verdict from the live path right after the drain, printed and written at
-        once; then the batch pass on the same data as its cross-check (a difference turns
-        the columns concerned UNKNOWN, with the rows)."""
-        from verifier.orchestration.analyze import analyze
-        from verifier.orchestration.crosscheck import settle
-
-        live = self._live_verdict()
-        self._connections_saved()
-        self.spark = spark_of(self.spark)
-        start = time.monotonic()
-        if live is None:
-            doc = analyze(self.spark, self.run_dir)
-        else:
-            got = live.pop("_live")
-            try:
-                batch = analyze(self.spark, self.run_dir, live=got)
-            except Exception as exc:  # noqa: BLE001 - the verdict stands, unconfirmed: UNKNOWN
-                log.warning("batch cross-check", exc_info=True)
-                batch = {"live_vs_batch": {
-                    "compared": False, "agree": False, "n_differ": 0, "differ": [],
-                    "modes": sorted({c["mode"] for c in live["columns"]}),
-                    "error": f"the batch cross-check crashed: {type(exc).__name__}: {exc}"}}
-            doc = settle(live, batch, time.monotonic() - start)
-        doc.setdefault("run", {})
-        doc["phases"] = self.clock.to_json()
-        doc["notes"] = list(self.notes)
-        return doc
-
-    def _live_verdict(self) -> dict | None:
-        """The run's verdict from the live path (no Spark), printed and written as soon as
-        the drain is done; None (the batch pass judges alone) without live checks or when
-        it cannot be had, which the notes say."""
-        from verifier.orchestration.follow import live_doc
-        from verifier.report import render_terminal, write_verdict
-
-        if self.follower is None:
-            return None
-        try:
-            doc = live_doc(self.run_dir, self.follower, connections=False)
-        except Exception as exc:  # noqa: BLE001 - the batch checks still judge the run
-            log.warning("live verdict", exc_info=True)
-            self.notes.append(f"no verdict from the live path ({type(exc).__name__}: {exc}); "
-                              "the batch pass judged the run")
-            return None
-        if doc is None:
-            return None
-        after = time.monotonic() - (self._drained_at or time.monotonic())
-        doc["verdict_from"]["after_drain_s"] = round(after, 3)
-        if self._drained_at is not None and self._stopped_at is not None:
-            # of which stopping the observer and the other processes
-            doc["verdict_from"]["stop_s"] = round(self._stopped_at - self._drained_at, 3)
-        got = doc.pop("_live")
-        write_verdict({**doc, "phases": self.clock.to_json(), "notes": list(self.notes),
-                       "live_vs_batch": {"compared": False, "agree": True,
-                                         "reason": "the batch cross-check is running"}},
-                      self.layout.verdict)  # fmt: skip
-        print(f"verdict ({after:.1f} s after the drain, from the live checks; the batch "
-              f"pass now checks it on the same data):", flush=True)
-        try:
-            print(render_terminal(doc), flush=True)
-        except (KeyError, TypeError) as exc:
-            print(f"(no table: {exc})", flush=True)
-        # the connection report after the verdict: it reads the proxy's whole log (4 s
-        # after 20 minutes) and judges no delivery column (a forbidden finding still
-        # makes the exit code 1)
-        from verifier.orchestration.analyze import add_connections
-
-        self._connections_saved()
-        add_connections(doc, self.run_dir)
-        doc["_live"] = got
-        return doc
-
-
-def spark_of(spark):
-    """The verification's SparkSession, given as is or as the :class:`Future` of its
-    start-up (``verifier chaos`` starts it while the cluster starts)."""
-    return spark.result() if isinstance(spark, Future) else spark
-
-
-#: the proxy writes a connection's close line when it has seen both sides end: after the
-#: run's processes exit, the log is copied once it has been this long without a new line
-CONN_LOG_QUIET_S = 1.0
-CONN_LOG_WAIT_S = 10.0
-
-
-def save_connections(log: Path, offset: int, dest: Path) -> None:
-    """This run's part of the proxy's connection log (written since ``offset``) into the
-    run folder, with the log's header, whole lines only; copied once the proxy has logged
-    the closes of the processes just stopped (the log quiet for :data:`CONN_LOG_QUIET_S`,
-    at most :data:`CONN_LOG_WAIT_S`): copied at once, a stopped observer's 50-odd
-    connections were still open in the report, and a "leak"."""
-    last = [-1, time.monotonic()]
-
-    def quiet() -> tuple[bool, int]:
-        size = log.stat().st_size
-        if size != last[0]:
-            last[:] = [size, time.monotonic()]
-        return time.monotonic() - last[1] >= CONN_LOG_QUIET_S, size
-
-    try:
-        wait_until(quiet, timeout=CONN_LOG_WAIT_S, what="the proxy's close lines",
-                   expected=f"no new line for {CONN_LOG_QUIET_S:g} s", interval=0.2,
-                   max_interval=0.2)
-    except (GiveUp, VerifierError, OSError):
-        pass  # still busy (another cluster's clients?): copy what is there
-    try:
-        with open(log, "rb") as f:
-            header = f.readline()
-            f.seek(max(offset, len(header)))
-            body = f.read()
-    except OSError as exc:
-        logging.getLogger(__name__).warning("connection log %s not copied: %s", log, exc)
-        return
-    body = body[: body.rfind(b"\n") + 1]  # a line being written is left out
-    dest.write_bytes(header + body)
 
 
 def spark_env() -> dict:

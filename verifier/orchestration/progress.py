@@ -53,3 +53,25 @@ class ProgressDisplay:
                 self._last_log = now
                 self._stream.write(line + "\n")
                 self._stream.flush()
+
+
+def snapshot(run) -> str:
+    """The progress line of a running scenario (``run``: its ScenarioRun)."""
+    sent = []
+    for p in run.plans:
+        t = run.tails[p.pid].poll()
+        sent.append(f"{p.mode} {t.ok}ok/{t.info}?")
+    from streaming.progress import read_progress
+
+    seen = []
+    for iso, short in (("read_committed", "rc"), ("read_uncommitted", "ru")):
+        pr = read_progress(run.run_dir, iso)
+        seen.append(f"{short} {pr.rows if pr else 0}")
+    faults = ", ".join(run.nemesis.describe_active() if run.nemesis else []) or "none"
+    elapsed = time.monotonic() - run.started_at
+    from verifier.orchestration.live import live_line
+
+    return (f"[{run.scenario.name} {elapsed:.0f}s] {run.clock.current or '-'} | "
+            f"fault: {faults} | "
+            f"sent {' '.join(sent)} | observed {' '.join(seen)} | "
+            f"{live_line(run.run_dir, run.plans, run.sink)}")

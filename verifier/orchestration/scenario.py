@@ -69,7 +69,7 @@ class Scenario:
     #: deadline for the drain phase, seconds (transaction timeout + abort scan + slack)
     drain_timeout_s: float = 120.0
     source: str = ""
-    #: the connection checks' thresholds (verifier.report.connections.thresholds)
+    #: the connection checks' thresholds (verifier.judge.connections.thresholds)
     connections: dict = field(default_factory=dict)
     #: kafka-python producer settings every preset generator gets on top of its mode's
     clients: dict = field(default_factory=dict)
@@ -276,7 +276,7 @@ CLIENT_KEYS = frozenset({"connections_max_idle_ms", "reconnect_backoff_ms",
 
 
 def _connection_checks(source: str, data: dict) -> dict:
-    from verifier.report.connections import thresholds
+    from verifier.judge.connections import thresholds
 
     try:
         thresholds(data)

@@ -193,12 +193,12 @@ def matrix_html(grid: dict, docs: list[dict], out_dir: Path,
             f"{advice_html(docs)}</body></html>")
 
 
-def write_matrix(docs: list[dict], out_dir: Path, meta: dict) -> dict:
-    from verifier.judge.verdict import combine
+def write_matrix(grid: dict, docs: list[dict], out_dir: Path, meta: dict) -> None:
+    """OUT/verdict.json (the grid, every run's document, ``meta``), junit.xml and
+    report.html of a chaos matrix (``grid``: verifier.assess.outputs.write_matrix's)."""
     from verifier.report.junit import write_junit
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    grid = combine(docs)
     workloads = {d["run"]: w for d in docs if (w := workload(d))}
     write_json(out_dir / "verdict.json", MATRIX_FORMAT, {**meta, "grid": grid, "runs": docs,
                                                         "workloads": workloads,
@@ -207,4 +207,3 @@ def write_matrix(docs: list[dict], out_dir: Path, meta: dict) -> dict:
     write_junit(docs, out_dir / "junit.xml")
     (out_dir / "report.html").write_text(matrix_html(grid, docs, out_dir, workloads),
                                          encoding="utf-8")
-    return grid

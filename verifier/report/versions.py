@@ -16,6 +16,7 @@ from verifier.report.compare import CELL_LEGEND, cells
 from verifier.rundata.formats import RunFormatError, read_json, write_json
 from verifier.rundata.layout import RunLayout
 from verifier.rundata.nemesis import read_nemesis
+from verifier.rundata.plan import plan_of
 
 VERSIONS_FORMAT = "versions-grid"
 
@@ -44,32 +45,24 @@ def _column_key(col: dict) -> str:
 def _column_clients(run_dir: str | None) -> dict[str, str]:
     """Each side-by-side column's client suffix (``java:3.9.1``) and the client and
     version its generator ran (``java 3.9.1``), from the run's config.json."""
-    if not run_dir:
-        return {}
-    try:
-        producers = read_json(RunLayout(Path(run_dir)).config, "run-config").get("producers")
-    except RunFormatError:
-        return {}
+    plan = plan_of(run_dir) if run_dir else None
     out = {}
-    for p in (producers or {}).values():
-        mode, version = str(p.get("mode", "")), p.get("client_version")
-        if "/" in mode:
-            client = p.get("client") or "kafka-python"
-            out[mode.split("/", 1)[1]] = f"{client} {version}" if version else client
+    for p in (plan.producers if plan is not None else {}).values():
+        if "/" in p.mode:
+            out[p.mode.split("/", 1)[1]] = (f"{p.client} {p.client_version}"
+                                            if p.client_version else p.client)
     return out
 
 
 def version_grid(entries: list[tuple[str, list[dict]]]) -> dict:
     """``entries``: (Kafka version, that version's run documents). Returns the grid as
-    data: ``columns`` (mode columns, in first-seen order), ``rows`` (``kafka``,
-    ``client``, ``scenario``, ``cells``: column -> {verdict, text}) and ``exit_code``
-    (the worst of the runs')."""
+    data: ``columns`` (mode columns, in first-seen order) and ``rows`` (``kafka``,
+    ``client``, ``scenario``, ``cells``: column -> {verdict, text}); its exit code is
+    :func:`verifier.assess.exitcodes.set_versions`'."""
     columns: list[str] = []
     rows: list[dict] = []
-    worst = 0
     for version, docs in entries:
         for doc in docs:
-            worst = _worse(worst, int(doc.get("exit_code", 2)))
             detail = cells([doc]).get(doc["scenario"], {})
             by_client: dict[str, dict] = {}
             keys: dict[str, str] = {}
@@ -86,7 +79,7 @@ def version_grid(entries: list[tuple[str, list[dict]]]) -> dict:
                 rows.append({"kafka": version, "client": client, "scenario": doc["scenario"],
                              "cells": row, "run_dir": doc.get("run_dir"),
                              "held": late.get(keys[client], late.get("", "-"))})
-    return {"columns": columns, "rows": rows, "exit_code": worst}
+    return {"columns": columns, "rows": rows}
 
 
 def _error_name(code: int) -> str:
@@ -151,12 +144,6 @@ def _client_key(txn: str) -> str:
         pid = f"{rest}.{pid}"
     parts = pid.split("-")
     return "-".join(parts[1:-1]) if len(parts) > 2 else ""
-
-
-def _worse(a: int, b: int) -> int:
-    """Exit codes by severity: 1 (a broken promise) over 2 (unknown) over 0."""
-    rank = {0: 0, 2: 1, 1: 2}
-    return a if rank.get(a, 1) >= rank.get(b, 1) else b
 
 
 def render_version_grid(grid: dict) -> str:

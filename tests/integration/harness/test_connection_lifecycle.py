@@ -19,7 +19,8 @@ from tests.conftest import TEST_BASE_PORT, TEST_STATE_DIR, port_base
 from verifier.harness.cluster import ClusterSpec, up
 from verifier.harness.faults.proxy_process import ProxyProcess, proxied
 from verifier.harness.topics import create_topics
-from verifier.report.connections import render_connections, summarize
+from verifier.judge.connections import summarize
+from verifier.report.connections import render_connections
 from verifier.rundata.connections import ConnectionLog, fold
 from verifier.rundata.waiting import wait_until
 

@@ -9,11 +9,13 @@ import pyarrow as pa
 import pytest
 
 from tests.unit.judge.builders import RUN, RunBuilder
+from verifier.assess import exitcodes as X
 from verifier.judge import verdict as V
 from verifier.judge.checks import Derived, run_checks
 from verifier.judge.checks.crosscheck import compare, mark_disagreement
 from verifier.judge.definitions.stream import LiveChecks, anomaly_table
 from verifier.judge.model import DUP_SAME, ISOLATIONS, REORDER
+from verifier.rundata.vocab import EXIT_INCOMPLETE
 
 pytestmark = pytest.mark.integration
 
@@ -73,8 +75,8 @@ def test_a_missing_live_anomaly_is_shown_and_leaves_the_verdict_open(run):
     assert sides == [("batch only", DUP_SAME, 3), ("batch only", DUP_SAME, 3),
                      ("live only", REORDER, 99)]
     # as if the batch checks had found nothing forbidden
-    doc["columns"][0]["verdict"], doc["exit_code"] = V.PASS, V.EXIT_OK
+    doc["columns"][0]["verdict"] = V.PASS
     mark_disagreement(doc, found)
     assert doc["columns"][0]["verdict"] == V.UNKNOWN
     assert "disagree on 3" in doc["columns"][0]["reasons"][-1]
-    assert doc["exit_code"] == V.EXIT_INCOMPLETE
+    assert X.set_run(doc) == EXIT_INCOMPLETE

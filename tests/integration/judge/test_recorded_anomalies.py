@@ -22,7 +22,7 @@ RUN = Path(__file__).resolve().parents[2] / "data" / "anomalies" / "amo-reorder-
 
 
 def test_at_most_once_reorder_after_a_closed_connection_is_found_and_tolerated(spark, tmp_path):
-    from verifier.orchestration.analyze import analyze
+    from verifier.assess.batch import analyze
 
     run = tmp_path / "run"
     shutil.copytree(RUN, run)

@@ -22,6 +22,7 @@ from tests.conftest import port_base
 from verifier.judge import verdict as V
 from verifier.rundata.connections import read_connections
 from verifier.rundata.jvm import PROJECT_ROOT
+from verifier.rundata.vocab import EXIT_NOT_EXERCISED
 
 #: a whole `verifier chaos` run of its own (issue 39): in the chaos tier, `make test-runs`
 #: (CI's step after `make test`), not in `make test`
@@ -79,7 +80,7 @@ def test_a_stopped_generator_is_not_exercised_and_exposure_matches_the_proxy(tmp
     assert by_fault["ack-loss"]["stalled"] and by_fault["broker-pause"]["stalled"]
     assert idem["verdict"] == V.PASS, said
     assert idem["exposure"]["exercised"] is True
-    assert done.returncode == V.EXIT_NOT_EXERCISED, said
+    assert done.returncode == EXIT_NOT_EXERCISED, said
     assert "NOT EXERCISED because" in done.stdout, said
 
     # the idempotent column's ack-loss exposure against the proxy's connection log

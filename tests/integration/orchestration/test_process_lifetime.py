@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import port_base
+from verifier.assess.facts import interrupted
 from verifier.harness.cluster.processes import port_in_use
-from verifier.orchestration.analyze import interrupted
 from verifier.rundata.errors import VerifierError
 from verifier.rundata.jvm import PROJECT_ROOT
 from verifier.rundata.waiting import GiveUp, wait_until

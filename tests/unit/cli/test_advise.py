@@ -7,7 +7,7 @@ import json
 import pytest
 
 from verifier.cli import main
-from verifier.cli.advise import check_outputs, column_configs
+from verifier.cli.advise import ColumnAdvice, column_configs
 from verifier.cli.advise_targets import kind_of
 from verifier.orchestration.planning import RunOptions
 from verifier.orchestration.scenario import load_scenario
@@ -97,21 +97,21 @@ def test_kind_of():
     assert kind_of(["kafka.isolation.level"]) == "spark-source"
 
 
-def _matrix(tmp_path, anomalies):
-    run_dir = tmp_path / "run"
-    run_dir.mkdir()
-    (run_dir / "config.json").write_text(json.dumps(
-        {"scenario_spec": {"faults": [{"kind": "ack-loss"}]}}))
+def _judged(tmp_path, anomalies):
+    """A run of ack-loss whose idempotent column saw ``anomalies`` (FAIL)."""
+    from verifier.assess.facts import RunFacts
+    from verifier.assess.finish import Judged
+    from verifier.rundata.plan import RunPlan
+
     col = {"name": "idempotent", "mode": "idempotent", "expect": "idempotent",
            "isolations": ["read_committed", "read_uncommitted"], "pids": ["idempotent-0"],
            "verdict": "FAIL", "anomalies": {k: {"count": n} for k, n in anomalies.items()}}
-    doc = {"scenario": "ack-loss", "run": "r", "run_dir": str(run_dir), "columns": [col],
-           "exit_code": 1}
-    out = tmp_path / "out"
-    out.mkdir()
-    (out / "verdict.json").write_text(json.dumps(
-        {"format": "chaos-matrix", "version": 1, "grid": {}, "runs": [doc], "exit_code": 1}))
-    return out
+    doc = {"scenario": "ack-loss", "run": "r", "run_dir": str(tmp_path / "run"),
+           "columns": [col], "faults": []}
+    plan = RunPlan(run="r", scenario="ack-loss", seed=1, sink="exactly-once",
+                   bootstrap_servers="", producers={},
+                   extra={"scenario_spec": {"faults": [{"kind": "ack-loss"}]}})
+    return Judged(doc, RunFacts(run_dir=tmp_path / "run", config=None, plan=plan))
 
 
 @pytest.mark.parametrize("anomalies, agree", [
@@ -119,21 +119,24 @@ def _matrix(tmp_path, anomalies):
     ({"duplicate-delivery": 2}, True),  # the observer's sink: not the producer's
 ])
 def test_chaos_hook_marks_a_cell_that_disagrees(tmp_path, anomalies, agree, monkeypatch):
+    """The comparison is made where the run's document is finished, and the matrix is
+    written from the documents in memory with it (report.html shows it)."""
     import verifier.report.matrix as matrix
+    from verifier.assess.finish import Ending, finish
+    from verifier.assess.outputs import write_matrix
 
-    monkeypatch.setattr(matrix, "write_junit", lambda *a: None, raising=False)
     monkeypatch.setattr("verifier.report.junit.write_junit", lambda *a: None)
-    monkeypatch.setattr("verifier.judge.verdict.combine", lambda docs: {"exit_code": 1,
-                        "columns": [], "grid": {}})
     monkeypatch.setattr(matrix, "matrix_html", lambda grid, docs, out, w=None:
                         matrix.advice_html(docs))
-    out = _matrix(tmp_path, anomalies)
-    cols = column_configs(RunOptions(out=out), [load_scenario("ack-loss")])
-    rows = check_outputs(out, cols)
-    assert [r["agree"] for r in rows] == [agree]
-    saved = json.loads((out / "verdict.json").read_text())
+    cols = column_configs(RunOptions(out=tmp_path), [load_scenario("ack-loss")])
+    doc = finish(_judged(tmp_path, anomalies),
+                 Ending(connections=False, advice=ColumnAdvice(cols)))
+    assert [r["agree"] for r in doc["advice_check"]] == [agree]
+    assert doc["exit_code"] == 1  # the run's, whatever the advice says
+    write_matrix([doc], tmp_path / "out", {})
+    saved = json.loads((tmp_path / "out" / "verdict.json").read_text())
     assert saved["runs"][0]["advice_check"][0]["agree"] is agree
-    html = (out / "report.html").read_text()
+    html = (tmp_path / "out" / "report.html").read_text()
     assert ("DISAGREES" in html) is (not agree)
 
 
@@ -152,12 +155,17 @@ def test_a_known_bugs_run_is_not_compared_with_the_advice(tmp_path, monkeypatch)
     scenarios = [SimpleNamespace(workload=SimpleNamespace(modes=("transactional",)))]
     prepared = (None, scenarios, None, opts)
     compared = []
-    monkeypatch.setattr(advise, "check_outputs", lambda *a: compared.append(a) or [])
+
+    def run(args, *prepared):
+        compared.append(getattr(args, "advice", None))
+        return 1
+
     for plans in ([object()], None):
         out = io.StringIO()
         code = advise.chaos_with_advice(SimpleNamespace(known_bug_plans=plans), prepared,
-                                        lambda args, *_: 1, out=out)
+                                        run, out=out)
         assert code == 1
         said = out.getvalue()
         assert ("not compared (the known-bugs profile" in said) == bool(plans), said
-    assert len(compared) == 1  # the run without the profile only
+    # the run without the profile only is given the advice to compare with
+    assert [a is not None for a in compared] == [False, True]

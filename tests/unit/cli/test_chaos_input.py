@@ -141,7 +141,7 @@ def test_a_users_scenario_file_runs(tmp_path, monkeypatch):
     path.write_text('description = "mine"\n[workload]\nduration_s = 5\n')
     seen = {}
 
-    def run(prepared):
+    def run(prepared, **_hooks):  # collect, advice: verifier.cli.advise's
         seen["names"] = [s.name for s in prepared.scenarios]
         return 0
 

@@ -16,7 +16,7 @@ def started(monkeypatch) -> list:
     starts (no cleanup, no namespace, no signal handlers)."""
     seen: list = []
 
-    def run(prepared):
+    def run(prepared, **_hooks):  # collect, advice: verifier.cli.advise's
         seen.append((prepared.profile.name, [s.name for s in prepared.scenarios],
                      prepared.opts))
         return 0

@@ -9,6 +9,7 @@ import pytest
 
 import verifier.api._process as process
 from verifier import api
+from verifier.assess.exitcodes import set_versions
 from verifier.cli import main
 from verifier.report.versions import (
     read_version_grid,
@@ -22,7 +23,7 @@ from verifier.report.versions import (
 def captured(monkeypatch):
     seen = {}
 
-    def run(prepared):
+    def run(prepared, **_hooks):  # collect, advice: verifier.cli.advise's
         seen.update(profile=prepared.profile.name,
                     scenarios=[s.name for s in prepared.scenarios], env=prepared.env,
                     opts=prepared.opts, client=prepared.opts.client)
@@ -94,7 +95,13 @@ def test_version_grid_rows_are_version_client_scenario(tmp_path):
         ("4.1.1", "kafka-python 3.0.12", "late-produce")]
     assert grid["rows"][0]["cells"]["transactional@read_committed"]["verdict"] == "FAIL"
     assert grid["rows"][1]["cells"]["transactional@read_committed"]["verdict"] == "PASS"
-    assert grid["exit_code"] == 1  # a broken promise on any version
+    # a broken promise on any version (and one that never ran: still the broken promise)
+    assert set_versions(grid, [1, 0], not_run=False) == 1 and grid["exit_code"] == 1
+    assert set_versions({}, [0, 3], not_run=False) == 3
+    assert set_versions({}, [2, 3], not_run=False) == 2  # 3 ranks with 2: the first stays
+    assert set_versions({}, [2, 1], not_run=False) == 1
+    assert set_versions({}, [0], not_run=True) == 2
+    assert set_versions({}, [1], not_run=True) == 1
     text = render_version_grid(grid)
     first, second, *_ = text.splitlines()
     assert first.split()[:4] == ["kafka", "client", "scenario", "transactional@read_committed"]

@@ -16,10 +16,11 @@ from types import SimpleNamespace
 
 from junitparser import Failure, JUnitXml
 
+from verifier.assess.exitcodes import of_matrix, of_verdicts
+from verifier.assess.outputs import write_matrix
 from verifier.cli.retry import run_with_retries
-from verifier.judge.verdict import apply_exposure, exit_code
+from verifier.judge.verdict import apply_exposure
 from verifier.orchestration.planning import RunOptions
-from verifier.report.matrix import write_matrix
 
 FIXTURE = Path(__file__).resolve().parents[1] / "report" / "fixtures" / "matrix.json"
 MISSED = {"idempotent": {"exercised": False, "reasons": ["ack-loss #1: hit none of its "
@@ -33,7 +34,8 @@ def _docs() -> dict[str, dict]:
 
 class Runs:
     """Stands in for the chaos run: attempt k writes the documents ``plan[k]`` gives for
-    the scenarios it is asked to run, as run_matrix does, and returns their exit code."""
+    the scenarios it is asked to run and hands them over (``args.collect``), as run_matrix
+    does, and returns their exit code."""
 
     def __init__(self, plan):
         self.plan, self.calls = plan, []
@@ -46,7 +48,8 @@ class Runs:
                 doc = copy.deepcopy(self.plan[len(self.calls) - 1][s.name])
                 doc["run_dir"] = f"{opts.out}/{s.name}/run"
                 docs.append(doc)
-        return write_matrix(docs, Path(opts.out), {"profile": "quick"})["exit_code"]
+        args.collect.extend(docs)
+        return of_matrix(write_matrix(docs, Path(opts.out), {"profile": "quick"}), docs)[0]
 
 
 def _prepared(tmp_path):
@@ -113,7 +116,7 @@ def test_a_fail_on_the_re_run_fails_the_run(tmp_path):
     code = run_with_retries(Runs([_missed(), failed]),
                             argparse.Namespace(retry_not_exercised=1), _prepared(tmp_path),
                             io.StringIO())
-    assert code == 1 == exit_code(["PASS", "FAIL"])
+    assert code == 1 == of_verdicts(["PASS", "FAIL"])
 
 
 def test_without_the_flag_or_a_3_nothing_runs_again(tmp_path):

@@ -156,17 +156,17 @@ class RunBuilder:
 
 def verdict_without_checks(run_dir) -> dict:
     """The verdict document of a run folder judged without Spark: no check runs, so what
-    decides is the run's own files (start failures, drain, nemesis history)."""
+    decides is the run's own files (start failures, drain, nemesis history); finished as
+    every verdict is (exposure, interruption, exit code), without the connection report."""
+    from verifier.assess.facts import read_facts
+    from verifier.assess.finish import Ending, Judged, finish
     from verifier.judge import verdict as V
-    from verifier.judge.checks.load import read_run_files
 
-    f = read_run_files(run_dir)
+    facts = read_facts(run_dir)
+    f = facts.run_files()
     run = RunData(config=f.config, events=None, observations=None, combos=f.combos,
                   drain=f.drain, drain_partitions=None, started=f.started,
                   nemesis=f.nemesis, history=f.history, start_failures=f.start_failures)
     doc = V.build(run, [], {})
     doc["clients"] = []
-    from verifier.judge.exposure_facts import add_exposure
-
-    add_exposure(doc, run_dir, run, f.history)
-    return doc
+    return finish(Judged(doc, facts), Ending(connections=False))

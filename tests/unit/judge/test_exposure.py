@@ -178,23 +178,30 @@ def test_load_rates_inside_and_outside_windows():
 
 
 def _doc(verdicts):
-    return {"columns": [{"name": n, "verdict": v} for n, v in verdicts.items()],
-            "exit_code": V.exit_code(list(verdicts.values()))}
+    return {"columns": [{"name": n, "verdict": v} for n, v in verdicts.items()]}
+
+
+def _code(doc: dict) -> int:
+    from verifier.assess import exitcodes as X
+
+    return X.set_run(doc)
 
 
 def test_apply_exposure_turns_only_a_pass_into_not_exercised():
+    from verifier.rundata.vocab import EXIT_ANOMALY, EXIT_NOT_EXERCISED, EXIT_OK
+
     missed = {"exercised": False, "faults": [], "reasons": ["fault ack-loss #1 acted on none"]}
     doc = _doc({"a": V.PASS, "b": V.FAIL, "c": V.UNKNOWN})
     V.apply_exposure(doc, {"a": missed, "b": missed, "c": missed})
     assert [c["verdict"] for c in doc["columns"]] == [V.NOT_EXERCISED, V.FAIL, V.UNKNOWN]
     assert doc["columns"][0]["not_exercised"] == missed["reasons"]
-    assert doc["exit_code"] == V.EXIT_ANOMALY
+    assert _code(doc) == EXIT_ANOMALY
     doc = _doc({"a": V.PASS, "b": V.PASS})
     V.apply_exposure(doc, {"a": missed, "b": {"exercised": True, "faults": [], "reasons": []}})
-    assert doc["exit_code"] == V.EXIT_NOT_EXERCISED
+    assert _code(doc) == EXIT_NOT_EXERCISED
     doc = _doc({"a": V.PASS})
     V.apply_exposure(doc, {"a": {"exercised": None, "faults": [], "reasons": []}})
-    assert doc["columns"][0]["verdict"] == V.PASS and doc["exit_code"] == V.EXIT_OK
+    assert doc["columns"][0]["verdict"] == V.PASS and _code(doc) == EXIT_OK
 
 
 def test_a_proxy_rule_counts_what_it_met_and_did_per_client():

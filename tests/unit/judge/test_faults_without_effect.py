@@ -16,6 +16,7 @@ from tests.unit.judge.builders import verdict_without_checks
 from verifier.judge import verdict as V
 from verifier.report.terminal import render_terminal
 from verifier.rundata.layout import RunLayout
+from verifier.rundata.vocab import EXIT_NOT_EXERCISED
 
 RUNS = Path(__file__).resolve().parents[2] / "data" / "runs"
 
@@ -57,7 +58,7 @@ def test_a_proxy_rule_that_hit_nothing_exercised_no_column(tmp_path):
     why = ("fault ack-loss #1 acted on none of its operations (requests or responses acted "
            "on (none by the rule))")
     assert all(c["not_exercised"] == [why] for c in doc["columns"])
-    assert doc["exit_code"] == V.EXIT_NOT_EXERCISED
+    assert doc["exit_code"] == EXIT_NOT_EXERCISED
     assert why in render_terminal(doc)
 
 

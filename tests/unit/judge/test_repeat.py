@@ -3,11 +3,8 @@ kept in run order, the worst first, the exit code following the worst (issue 38)
 
 from __future__ import annotations
 
+from verifier.assess.outputs import combined
 from verifier.judge.verdict import (
-    EXIT_ANOMALY,
-    EXIT_INCOMPLETE,
-    EXIT_NOT_EXERCISED,
-    EXIT_OK,
     FAIL,
     NOT_EXERCISED,
     PASS,
@@ -18,6 +15,7 @@ from verifier.judge.verdict import (
     tally,
     worst_of,
 )
+from verifier.rundata.vocab import EXIT_ANOMALY, EXIT_INCOMPLETE, EXIT_NOT_EXERCISED, EXIT_OK
 
 
 def _doc(scenario: str, **verdicts: str) -> dict:
@@ -31,7 +29,7 @@ def test_each_cell_keeps_every_outcome_in_run_order():
             _doc("ack-loss", idempotent=FAIL, at_least_once=PASS),
             _doc("baseline", idempotent=PASS, at_least_once=PASS),
             _doc("ack-loss", idempotent=NOT_EXERCISED, at_least_once=PASS)]
-    grid = combine(docs)
+    grid = combined(docs)
     assert grid["outcomes"]["ack-loss"] == {"idempotent": [PASS, FAIL, NOT_EXERCISED],
                                             "at-least-once": [PASS, PASS, PASS]}
     assert grid["outcomes"]["baseline"] == {"idempotent": [PASS], "at-least-once": [PASS]}
@@ -46,7 +44,7 @@ def test_each_cell_keeps_every_outcome_in_run_order():
 
 def test_the_exit_code_follows_the_worst_outcome_of_any_repetition():
     def code(*verdicts: str) -> int:
-        return combine([_doc("s", m=v) for v in verdicts])["exit_code"]
+        return combined([_doc("s", m=v) for v in verdicts])["exit_code"]
 
     assert code(PASS, PASS, PASS) == EXIT_OK
     assert code(PASS, NOT_EXERCISED, PASS) == EXIT_NOT_EXERCISED

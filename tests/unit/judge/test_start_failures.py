@@ -8,10 +8,11 @@ import shutil
 from pathlib import Path
 
 from tests.unit.judge.builders import verdict_without_checks
-from verifier.judge import verdict as V
+from verifier.assess.exitcodes import of_verdicts
 from verifier.report.terminal import render_terminal
 from verifier.rundata.layout import RunLayout
 from verifier.rundata.startfail import last_line, read_start_failures, record_start_failure
+from verifier.rundata.vocab import EXIT_ANOMALY, EXIT_INCOMPLETE
 
 CLEAN = Path(__file__).resolve().parents[2] / "data" / "runs" / "baseline"
 SAID = ("java generator: usage error: the Java client rejected the producer settings: "
@@ -41,7 +42,7 @@ def test_only_the_failed_generators_columns_are_unknown_with_its_line(tmp_path):
     why = f"producer transactional-0 never started: exited 64 before producing: {SAID}"
     for c in doc["columns"]:
         assert c["reasons"] == ([why] if c["mode"] == "transactional" else [])
-    assert doc["exit_code"] == V.EXIT_INCOMPLETE
+    assert doc["exit_code"] == EXIT_INCOMPLETE
     said = [line for line in render_terminal(doc).splitlines() if "UNKNOWN because" in line]
     assert said == ["transactional@read_committed, transactional@read_uncommitted: "
                     f"UNKNOWN because {why}"]
@@ -56,7 +57,7 @@ def test_the_marker_wins_over_a_session_line(tmp_path):
 
 
 def test_another_columns_fail_still_exits_1():
-    assert V.exit_code(["UNKNOWN", "FAIL", "PASS"]) == V.EXIT_ANOMALY
+    assert of_verdicts(["UNKNOWN", "FAIL", "PASS"]) == EXIT_ANOMALY
 
 
 def test_marker_file_round_trip(tmp_path):

@@ -119,7 +119,9 @@ def test_fault_summary_shows_the_killed_producers_epoch_bump(tmp_path):
 def test_a_crashed_run_still_renders_every_output(tmp_path):
     from types import SimpleNamespace
 
-    from verifier.orchestration.analyze import write_outputs
+    from verifier.assess.facts import crashed_facts
+    from verifier.assess.finish import Judged, finish
+    from verifier.assess.outputs import write_outputs
     from verifier.orchestration.chaos import crashed_doc
     from verifier.orchestration.phases import PhaseClock
     from verifier.report import render_terminal
@@ -128,7 +130,7 @@ def test_a_crashed_run_still_renders_every_output(tmp_path):
     run = SimpleNamespace(plans=plan_producers(s, "r1", RunOptions(out=tmp_path)),
                           run_id="r1", scenario=s, sink="exactly-once", clock=PhaseClock(),
                           notes=[])
-    doc = crashed_doc(run, RuntimeError("broker gone"))
+    doc = finish(Judged(crashed_doc(run, RuntimeError("broker gone")), crashed_facts(tmp_path)))
     assert doc["exit_code"] == 2 and doc["columns"][0]["verdict"] == "UNKNOWN"
     assert "broker gone" in doc["columns"][0]["reasons"][0]
     assert "UNKNOWN" in render_terminal(doc)
@@ -138,7 +140,7 @@ def test_a_crashed_run_still_renders_every_output(tmp_path):
 
 
 def test_a_run_keeps_its_part_of_the_proxy_connection_log(tmp_path):
-    from verifier.orchestration.orchestrator import save_connections
+    from verifier.orchestration.connection_log import save_connections
 
     log = tmp_path / "connections.jsonl"
     header = b'{"type":"header","format":"proxy-connections","version":1}\n'
@@ -158,7 +160,7 @@ def test_the_copy_waits_for_the_close_lines_of_the_stopped_processes(tmp_path, m
     stopped; the copy waits for the log to be quiet, so those closes are in the run's."""
     import threading
 
-    import verifier.orchestration.orchestrator as orch
+    import verifier.orchestration.connection_log as orch
 
     monkeypatch.setattr(orch, "CONN_LOG_QUIET_S", 0.4)
     log = tmp_path / "connections.jsonl"

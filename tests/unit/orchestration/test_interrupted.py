@@ -9,8 +9,10 @@ from pathlib import Path
 
 import pytest
 
+from verifier.assess import exitcodes as X
+from verifier.assess.facts import interrupted
+from verifier.assess.finish import mark_interrupted
 from verifier.cli import EXIT_INCOMPLETE, main
-from verifier.orchestration.analyze import interrupted, mark_interrupted
 from verifier.orchestration.phases import PhaseClock
 from verifier.rundata.layout import RunLayout
 
@@ -33,17 +35,17 @@ def test_the_mark_is_read_and_absent_means_not_interrupted(interrupted_run, tmp_
 
 
 def test_mark_interrupted_turns_passes_unknown_and_keeps_a_fail():
-    doc = {"exit_code": 1, "columns": [
+    doc = {"columns": [
         {"name": "a", "verdict": "PASS", "reasons": []},
         {"name": "b", "verdict": "SKIPPED", "reasons": []},
         {"name": "c", "verdict": "FAIL", "reasons": []}]}
     mark_interrupted(doc, MARK)
     assert [c["verdict"] for c in doc["columns"]] == ["UNKNOWN", "UNKNOWN", "FAIL"]
     assert MARK in doc["columns"][0]["reasons"][0]
-    assert doc["interrupted"] == MARK and doc["exit_code"] == 1
-    clean = {"exit_code": 0, "columns": [{"name": "a", "verdict": "PASS", "reasons": []}]}
+    assert doc["interrupted"] == MARK and X.set_run(doc) == 1
+    clean = {"columns": [{"name": "a", "verdict": "PASS", "reasons": []}]}
     mark_interrupted(clean, MARK)
-    assert clean["exit_code"] == EXIT_INCOMPLETE
+    assert X.set_run(clean) == EXIT_INCOMPLETE
 
 
 def test_analyze_says_so_even_when_the_run_stopped_before_its_drain(interrupted_run, capsys):

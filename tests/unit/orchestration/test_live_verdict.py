@@ -16,8 +16,11 @@ import pyarrow.parquet as pq
 import pytest
 
 from streaming.live import LiveSink, batch_of, observation_files
+from verifier.assess.facts import read_facts
+from verifier.assess.finish import PENDING, CrossCheck, Ending, Judged, finish
+from verifier.assess.follow import RunFollower
+from verifier.assess.live import live_pass
 from verifier.judge.checks.load import load_config
-from verifier.orchestration.follow import RunFollower, live_doc
 from verifier.rundata.formats import read_json
 from verifier.rundata.layout import layout
 
@@ -49,6 +52,16 @@ def _mutate(run_dir: Path, iso: str, where, change) -> None:
         hit = pc.fill_null(where(t), False)
         if pc.any(hit).as_py():
             pq.write_table(change(t, hit), f)
+
+
+def live_doc(run_dir: Path, follower: RunFollower) -> dict | None:
+    """The live path's verdict as a chaos run shows it right after the drain (its
+    cross-check pending); None without live checks."""
+    facts = read_facts(run_dir, config=follower.config)
+    got = live_pass(facts, follower)
+    if got is None:
+        return None
+    return finish(Judged(got[0], facts, CrossCheck(PENDING)), Ending(connections=False))
 
 
 def _copy(tmp_path, name: str) -> Path:
@@ -180,30 +193,28 @@ def test_torn_and_inconsistent_found_live(mutated):
 def test_a_batch_pass_that_judged_otherwise_or_crashed_leaves_the_column_open(tmp_path):
     """The cross-check never hides: a column the batch pass judged FAIL (here by hand)
     is UNKNOWN with the batch's reasons; a crashed batch pass leaves every column open."""
-    from verifier.orchestration.crosscheck import settle
-
     run = _copy(tmp_path, "combined")
     _feed(run)
-
-    def fresh():
-        doc = live_doc(run, RunFollower(run, load_config(layout(run).config)))
-        doc.pop("_live")
-        return doc
-
+    facts = read_facts(run)
+    built, _ = live_pass(facts, RunFollower(run, load_config(layout(run).config)))
     agree = {"compared": True, "agree": True, "n_differ": 0, "differ": [], "modes": []}
     cols = [{**c, "verdict": "FAIL" if c["name"] == "idempotent" else c["verdict"],
              "forbidden": ["lost"] if c["name"] == "idempotent" else c["forbidden"]}
-            for c in fresh()["columns"]]
-    doc = settle(fresh(), {"columns": cols, "exit_code": 1, "live_vs_batch": agree}, 3.0)
+            for c in built["columns"]]
+    batch = {**built, "columns": cols}  # as the batch pass would have built it
+    doc = finish(Judged(built, facts, CrossCheck(agree, batch=batch, seconds=3.0)))
     got = {c["name"]: c["verdict"] for c in doc["columns"]}
     assert got["idempotent"] == "UNKNOWN" and got["at-least-once"] == "PASS"
     idem = next(c for c in doc["columns"] if c["name"] == "idempotent")
     assert idem["reasons"] == ["the batch cross-check judged it FAIL (forbidden lost)"]
     assert doc["exit_code"] == 2 and not doc["batch"]["agree"]
-    crashed = {"live_vs_batch": {"compared": False, "agree": False, "n_differ": 0,
-                                 "differ": [], "modes": [], "error": "boom"}}
-    doc = settle(fresh(), crashed, 1.0)
+    assert doc["batch"]["exit_code"] == 1 and doc["batch"]["verdicts"]["idempotent"] == "FAIL"
+    assert built["columns"][0]["verdict"] == "PASS"  # the built document stays as it was
+    crashed = {"compared": False, "agree": False, "n_differ": 0, "differ": [], "modes": [],
+               "error": "boom"}
+    doc = finish(Judged(built, facts, CrossCheck(crashed, batch={}, seconds=1.0)))
     assert {c["verdict"] for c in doc["columns"]} == {"UNKNOWN"} and doc["exit_code"] == 2
+    assert doc["batch"]["exit_code"] is None
 
 
 @pytest.mark.parametrize("seed", range(6))
@@ -216,7 +227,7 @@ def test_first_rows_are_those_of_a_stable_sort_of_the_whole_table(seed):
     import pyarrow as pa
     import pyarrow.compute as pc
 
-    from verifier.orchestration.follow import first_rows
+    from verifier.assess.live import first_rows
 
     rnd = random.Random(seed)
     n = rnd.choice([5, 300, 2000])

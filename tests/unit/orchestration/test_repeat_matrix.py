@@ -60,7 +60,7 @@ def stand_in(monkeypatch, tmp_path):
     calls: list[tuple] = []
     fail_on: set[int] = set()
 
-    def run_one(env, scenario, opts, spark, out):
+    def run_one(env, scenario, opts, spark, out, advice=None):
         calls.append((scenario.name, opts.seed, opts.repetition))
         doc = copy.deepcopy(recorded)
         doc["scenario"] = scenario.name

@@ -7,7 +7,7 @@ from concurrent.futures import Future
 
 import pytest
 
-from verifier.orchestration.orchestrator import spark_of
+from verifier.orchestration.verify import spark_of
 
 
 def test_a_session_is_used_as_is():

@@ -127,7 +127,8 @@ def test_the_cli_takes_a_version_in_client_and_clients(monkeypatch, tmp_path, ca
     from verifier.cli import main
 
     seen = {}
-    monkeypatch.setattr(api, "run_chaos", lambda prepared: seen.update(opts=prepared.opts) or 0)
+    monkeypatch.setattr(api, "run_chaos",
+                        lambda prepared, **_: seen.update(opts=prepared.opts) or 0)
     monkeypatch.setattr(process, "cleanup", lambda: [])
     monkeypatch.setattr(process, "stop_on_signals", lambda: {})
     # nothing is built here: what the flags ask for is what would be built

@@ -8,14 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from verifier.report.connections import (
-    check_leak,
-    check_storm,
-    lanes_svg,
-    render_connections,
-    summarize,
-    thresholds,
-)
+from verifier.judge.connections import check_leak, check_storm, summarize, thresholds
+from verifier.report.connections import lanes_svg, render_connections
 from verifier.rundata.connections import fold, process_of, read_connections
 from verifier.rundata.formats import RunFormatError
 

@@ -12,8 +12,9 @@ from pathlib import Path
 import pytest
 from junitparser import Error, Failure, JUnitXml, Skipped
 
+from verifier.assess.exitcodes import set_run
+from verifier.assess.finish import mark_skipped
 from verifier.judge.verdict import apply_exposure
-from verifier.orchestration.chaos import mark_skipped
 from verifier.report.junit import write_junit
 from verifier.rundata.vocab import EXIT_NOT_EXERCISED, JUNIT_NOT_EXERCISED, VERDICTS
 
@@ -34,7 +35,7 @@ def _cases(path: Path) -> dict[tuple[str, str], object]:
 def test_a_not_exercised_cell_is_a_failure_to_a_junit_consumer(docs, tmp_path):
     ack = next(d for d in docs if d["scenario"] == "ack-loss")
     apply_exposure(ack, {"idempotent": {"exercised": False, "reasons": [MISSED]}})
-    assert ack["exit_code"] == EXIT_NOT_EXERCISED  # the run's exit code: 3
+    assert set_run(ack) == EXIT_NOT_EXERCISED  # the run's exit code: 3
     cases = _cases(write_junit([ack], tmp_path / "junit.xml"))
 
     case = cases[("ack-loss", "idempotent")]

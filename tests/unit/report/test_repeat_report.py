@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from verifier.judge.verdict import FAIL, NOT_EXERCISED, PASS, combine
+from verifier.assess.outputs import combined
+from verifier.judge.verdict import FAIL, NOT_EXERCISED, PASS
 from verifier.report.compare import REPEAT_LEGEND, cells, outcome_text
 from verifier.report.junit import render_junit
 from verifier.report.markdown import matrix_md
@@ -79,18 +80,18 @@ def test_a_repeated_cell_shows_each_outcome_and_the_summed_counts(docs):
 
 
 def test_the_terminal_and_markdown_grids_show_the_outcomes(docs):
-    text = render_grid(combine(docs), docs)
+    text = render_grid(combined(docs), docs)
     row = next(line for line in text.splitlines() if line.startswith("producer-kill"))
     assert "FAIL 2/3 · PASS 1/3 · 9 dup x" in row and "PASS 3/3" in row
     base = next(line for line in text.splitlines() if line.startswith("baseline"))
     assert "/" not in base.split(None, 1)[1]
     assert REPEAT_LEGEND in text
-    assert REPEAT_LEGEND not in render_grid(combine(docs[:1]), docs[:1])
-    md = matrix_md({"grid": combine(docs), "runs": docs, "exit_code": 1})
+    assert REPEAT_LEGEND not in render_grid(combined(docs[:1]), docs[:1])
+    md = matrix_md({"grid": combined(docs), "runs": docs, "exit_code": 1})
     assert "| FAIL 2/3 · PASS 1/3 · 9 dup x |" in md and REPEAT_LEGEND in md
-    assert REPEAT_LEGEND not in matrix_md({"grid": combine(docs[:1]), "runs": docs[:1]})
+    assert REPEAT_LEGEND not in matrix_md({"grid": combined(docs[:1]), "runs": docs[:1]})
     # a matrix document without runs still shows the counts from its outcomes
-    bare = render_grid(combine(docs))
+    bare = render_grid(combined(docs))
     assert "FAIL 2/3 · PASS 1/3" in bare and "NOT EXERCISED 1/3 · PASS 2/3" in bare
 
 
@@ -134,7 +135,7 @@ def test_junit_has_one_case_per_cell_with_the_count_of_each_outcome(docs):
 
 
 def test_the_html_grid_shows_the_outcomes_and_links_every_run(docs, tmp_path):
-    page = matrix_html(combine(docs), docs, tmp_path)
+    page = matrix_html(combined(docs), docs, tmp_path)
     assert "<b>FAIL 2/3 · PASS 1/3</b>" in page
     assert "class='cell NOT-EXERCISED'" in page and "<b>NOT EXERCISED 1/3 · PASS 2/3</b>" in page
     for d in docs[1:]:  # each repetition's own report
@@ -143,6 +144,6 @@ def test_the_html_grid_shows_the_outcomes_and_links_every_run(docs, tmp_path):
     # the run links may wrap between them: three runs of five columns fit 1280 px
     assert "#1&nbsp;FAIL</a> <a href=" in page
     assert page.count("<tr id='s-producer-kill'>") == 1
-    single = matrix_html(combine(docs[:1]), docs[:1], tmp_path)
+    single = matrix_html(combined(docs[:1]), docs[:1], tmp_path)
     assert "<b>PASS</b>" in single and "1/1" not in single
     assert escape(REPEAT_LEGEND) not in single

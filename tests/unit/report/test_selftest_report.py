@@ -70,12 +70,12 @@ def test_junit_has_a_selftest_case_that_fails_when_a_mutation_was_missed():
 
 
 def test_matrix_report_has_one_row_per_mutation_and_one_column_per_run(tmp_path):
-    from verifier.judge.verdict import combine
+    from verifier.assess.outputs import combined
 
     docs = recorded_docs()
     docs = [{**docs[0], "selftest": _section()}, {**docs[1], "selftest": _section(ok=False)},
             *docs[2:]]  # fmt: skip
-    page = matrix_html(combine(docs), docs, Path(tmp_path))
+    page = matrix_html(combined(docs), docs, Path(tmp_path))
     table = page[page.index("id='selftest-matrix'"):]
     assert table.count("<tr>") == 1 + 3 + 1  # head, three mutations, result
     assert "no alarm" in table and "caught" in table and ">NO</td>" in table

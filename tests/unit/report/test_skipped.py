@@ -11,8 +11,10 @@ from pathlib import Path
 
 import pytest
 
-from verifier.judge.verdict import SKIPPED, combine, exit_code
-from verifier.orchestration.chaos import mark_skipped
+from verifier.assess.exitcodes import of_verdicts
+from verifier.assess.finish import mark_skipped
+from verifier.assess.outputs import combined
+from verifier.judge.verdict import SKIPPED
 from verifier.report.html import render_html
 from verifier.report.junit import render_junit
 from verifier.report.matrix import matrix_html
@@ -39,7 +41,6 @@ def test_passing_columns_of_a_scenario_whose_faults_did_not_run_are_skipped(docs
         want = SKIPPED if before[c["name"]] == "PASS" else before[c["name"]]
         assert c["verdict"] == want  # a FAIL or UNKNOWN is left as it is
     assert doc["skipped_faults"] == WHY
-    assert doc["exit_code"] == exit_code([c["verdict"] for c in doc["columns"]])
 
 
 def test_a_scenario_without_skipped_faults_is_untouched(docs):
@@ -50,11 +51,11 @@ def test_a_scenario_without_skipped_faults_is_untouched(docs):
 
 
 def test_exit_codes_with_skipped():
-    assert exit_code([SKIPPED, SKIPPED]) == 2  # nothing was shown: not a pass
-    assert exit_code([]) == 2
-    assert exit_code(["PASS", SKIPPED]) == 0
-    assert exit_code(["UNKNOWN", SKIPPED]) == 2
-    assert exit_code(["FAIL", SKIPPED]) == 1
+    assert of_verdicts([SKIPPED, SKIPPED]) == 2  # nothing was shown: not a pass
+    assert of_verdicts([]) == 2
+    assert of_verdicts(["PASS", SKIPPED]) == 0
+    assert of_verdicts(["UNKNOWN", SKIPPED]) == 2
+    assert of_verdicts(["FAIL", SKIPPED]) == 1
 
 
 def test_grid_junit_html_and_terminal_say_skipped(docs, tmp_path):
@@ -64,7 +65,7 @@ def test_grid_junit_html_and_terminal_say_skipped(docs, tmp_path):
     doc = _doc(docs, "broker-pause")
     skipped_cols = [c["name"] for c in doc["columns"] if c["verdict"] == SKIPPED]
     assert skipped_cols
-    grid = combine(docs)
+    grid = combined(docs)
     assert grid["grid"]["broker-pause"][skipped_cols[0]] == SKIPPED
     assert SKIPPED in render_grid(grid, docs)
     assert "cell SKIPPED" in matrix_html(grid, docs, tmp_path)
@@ -87,4 +88,4 @@ def test_a_matrix_where_everything_was_skipped_does_not_exit_0(docs):
             c["verdict"] = "PASS"
             c["forbidden"] = []
         mark_skipped(doc, WHY)
-    assert combine(docs)["exit_code"] == 2
+    assert combined(docs)["exit_code"] == 2

@@ -42,7 +42,7 @@ from verifier.judge.model import (
 
 KEY_FIELDS = ("kind", "isolation", "topic", "partition", "pid", "seq", "offset")
 #: the kinds the live path decides after the drain from its states, the followed
-#: histories and drain.json, besides lost and unseen (verifier.orchestration.follow)
+#: histories and drain.json, besides lost and unseen (verifier.assess.follow)
 REST_KINDS = (TORN, HANGING, INCONSISTENT)
 
 
@@ -91,7 +91,7 @@ def compare(run: RunData, d: Derived, live: pa.Table | list[dict], cap: int = 20
     """``verdict.json`` ``live_vs_batch``: counts of both sides and the rows only one
     side has (first ``cap``, each with its side and the column's mode). With the final
     live ``states`` per isolation level, lost and unseen are compared too; with ``full``
-    ``live`` is the whole live result (verifier.orchestration.follow: lost and unseen,
+    ``live`` is the whole live result (verifier.assess.follow: lost and unseen,
     torn, hanging and inconsistent offsets included) and every kind of it is compared."""
     if isinstance(live, pa.Table):
         live = live.select([*KEY_FIELDS, "ses", "txn"]).to_pylist()
@@ -140,5 +140,3 @@ def mark_disagreement(doc: dict, section: dict) -> None:
         if mine and c["verdict"] in (V.PASS, V.SKIPPED):
             c["verdict"] = V.UNKNOWN
             c["reasons"] = [*c.get("reasons", []), why]
-    if doc.get("exit_code") != V.EXIT_ANOMALY:
-        doc["exit_code"] = V.exit_code([c["verdict"] for c in doc["columns"]])

@@ -17,7 +17,7 @@ without having meant to abort (:class:`TxnReads`: a session killed inside its
 transaction, a failed commit; the stream alone knows only the abort intent).
 
 Pure (Arrow and plain rows, no Spark, no files, no clock), so that both users run one
-implementation: the follower of a chaos run (:mod:`verifier.orchestration.follow`, which
+implementation: the follower of a chaos run (:mod:`verifier.assess.follow`, which
 polls the run's files while it goes, ``verifier analyze`` in one go) and the self-test
 (:mod:`verifier.judge.selftest`, which feeds it a mutated copy of a run in one go).
 """

@@ -5,7 +5,7 @@ states of :class:`~verifier.judge.definitions.stream.LiveChecks`), hanging parti
 their rows arrive (:class:`OffsetComparator`); and the key that names one anomaly when
 the live rows are compared with the batch pass's (:func:`same_anomaly_key`).
 
-The follower (verifier.orchestration.follow) tails the histories and the observer's files
+The follower (verifier.assess.follow) tails the histories and the observer's files
 while the run goes; these apply the rules of :mod:`rules` to what is still open.
 """
 

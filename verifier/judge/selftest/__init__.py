@@ -175,7 +175,7 @@ def _differ_text(x: dict) -> str:
 def _live_against_batch(run, d, run_dir: Path) -> tuple[list[dict], Counter]:
     """The mutation through the whole live path (:func:`live_rows`), compared with the
     batch checks as a run's cross-check compares them
-    (``verifier.orchestration.crosscheck``: every kind the live path decides). Returns the
+    (``verifier.assess.batch``: every kind the live path decides). Returns the
     rows only one side has and the live rows per (kind, isolation)."""
     from verifier.judge.checks.crosscheck import compare
     from verifier.judge.definitions.stream import anomaly_table
