@@ -23,8 +23,6 @@ offset is past records no committed transaction copied is a loss for a restarted
 from __future__ import annotations
 
 import json
-import socket
-import struct
 import sys
 import time
 import uuid
@@ -36,7 +34,7 @@ from kafka.producer import transaction_manager as tm_mod
 from kafka.structs import OffsetAndMetadata
 
 from verifier.harness.faults.marker_probe import group_partition
-from verifier.harness.kafka_log import _Cursor, fetch_request, record_batches
+from verifier.harness.kafka_wire import WireError, ask, fetch_request, parse_fetch
 
 PARTITIONS = 3
 PER_PARTITION = 10
@@ -73,37 +71,15 @@ def _offsets_log(bootstrap: str, partition: int, pe) -> dict:
     open transaction holds it), and the batches of the copier's producer id in order
     (``txn`` a transactional offset commit, ``abort``/``commit`` a marker)."""
     host, port = bootstrap.rsplit(":", 1)
-    with socket.create_connection((host, int(port)), timeout=10) as sock:
-        payload = fetch_request(1, "kafka15449-probe", "__consumer_offsets", partition, 0, 100)
-        sock.sendall(struct.pack(">i", len(payload)) + payload)
-        size = struct.unpack(">i", _read(sock, 4))[0]
-        body = _read(sock, size)
-    c = _Cursor(body, 4)
-    c.take("i")  # throttle time
-    for _ in range(c.take("i")):
-        c.string()
-        for _ in range(c.take("i")):
-            index, error, high_watermark, lso = c.take("ihqq")
-            for _ in range(max(c.take("i"), 0)):
-                c.take("qq")
-            records = c.blob() or b""
-            if index != partition:
-                continue
-            ours = [f"{b.marker or 'txn'}@{b.base_offset} e{b.producer_epoch}"
-                    for b in record_batches(records) if b.producer_id == pe.producer_id]
-            return {"error": error, "high_watermark": high_watermark,
-                    "last_stable_offset": lso, "copier_batches": ours}
-    return {"error": "partition not in the answer"}
-
-
-def _read(sock: socket.socket, n: int) -> bytes:
-    buf = b""
-    while len(buf) < n:
-        chunk = sock.recv(n - len(buf))
-        if not chunk:
-            raise ConnectionError("closed")
-        buf += chunk
-    return buf
+    payload = fetch_request(1, "kafka15449-probe", "__consumer_offsets", partition, 0, 100)
+    try:
+        got = parse_fetch(ask(host, int(port), payload, 10), "__consumer_offsets", partition)
+    except WireError:
+        return {"error": "partition not in the answer"}
+    ours = [f"{b.marker or 'txn'}@{b.base_offset} e{b.producer_epoch}"
+            for b in got.batches if b.producer_id == pe.producer_id]
+    return {"error": got.error_code, "high_watermark": got.high_watermark,
+            "last_stable_offset": got.last_stable_offset, "copier_batches": ours}
 
 
 def _committed(bootstrap: str, group: str, tps: list, isolation: str):

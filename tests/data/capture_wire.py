@@ -1,12 +1,15 @@
-"""Re-record the captured Kafka frames the hold fault's unit tests read
-(tests/data/wire/txn-<client>-kafka-<version>.json).
+"""Re-record the captured Kafka frames the wire codec's and the hold fault's unit tests
+read (tests/data/wire/txn-<client>-kafka-<version>.json, log-kafka-<version>.json).
 
 A one-node cluster of each broker version advertises the port of a plain recording
 forwarder in front of its client listener, so every client connection passes it; each
 client runs the same transactional session (init, a committed transaction over two
 partitions, an aborted one); every request and response frame is written with its
-direction and connection, in order. Not a test: run it by hand when the wire code needs
-frames of a new client or broker version.
+direction and connection, in order. Then the codec's own requests to a broker go through
+the forwarder too (``log``): ApiVersions v0 (``not_kafka``), Metadata v1 (the brokers;
+the topic), and per partition ListOffsets v1 and Fetch v4 from offset 0, which show both
+sessions' batches and transaction markers. Not a test: run it by hand when the wire code
+needs frames of a new client or broker version (``--what log`` keeps the sessions' files).
 
     .venv/bin/python -m tests.data.capture_wire --versions 3.5.2,4.1.1 --base-port 21800
 """
@@ -19,6 +22,7 @@ import socket
 import threading
 from pathlib import Path
 
+from verifier.harness import kafka_wire
 from verifier.harness.cluster import ClusterSpec, up
 from verifier.harness.kafka_wire import FrameBuffer
 from verifier.harness.topics import create_topics
@@ -116,7 +120,37 @@ def session_librdkafka(bs: str) -> None:
 SESSIONS = {"kafka-python": session_kafka_python, "librdkafka": session_librdkafka}
 
 
-def capture(version: str, base_port: int, state: Path) -> None:
+def session_log_reader(port: int) -> None:
+    """The codec's own requests (the readiness checks', the marker probe's) to the
+    broker behind ``port``, one connection each."""
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.settimeout(10)
+        assert kafka_wire.not_kafka(sock) is None
+    kafka_wire.metadata_brokers("127.0.0.1", port)
+    kafka_wire.metadata_partitions("127.0.0.1", port, [TOPIC])
+    for partition in (0, 1):
+        payload = kafka_wire.list_offsets_request(1, "wire-log", TOPIC, partition)
+        kafka_wire.ask("127.0.0.1", port, payload, 10)
+        payload = kafka_wire.fetch_request(2, "wire-log", TOPIC, partition, 0, 100)
+        kafka_wire.ask("127.0.0.1", port, payload, 10)
+
+
+def _recorded(recorder: Recorder, run) -> list[dict]:
+    with recorder.lock:
+        recorder.frames.clear()
+    run()
+    with recorder.lock:
+        return list(recorder.frames)
+
+
+def _write(name: str, doc: dict) -> None:
+    OUT.mkdir(exist_ok=True)
+    path = OUT / name
+    path.write_text(json.dumps(doc, indent=0) + "\n")
+    print(f"{path}: {len(doc['frames'])} frames")
+
+
+def capture(version: str, base_port: int, state: Path, what: set[str]) -> None:
     listen = base_port + 301
     spec = ClusterSpec(nodes=1, base_port=base_port, kafka_version=version,
                        advertised_ports={1: listen})
@@ -125,16 +159,15 @@ def capture(version: str, base_port: int, state: Path) -> None:
     try:
         create_topics(spec.direct_bootstrap_servers(), {TOPIC: 2}, replication_factor=1)
         for client, session in SESSIONS.items():
-            with recorder.lock:
-                recorder.frames.clear()
-            session(spec.bootstrap_servers())
-            with recorder.lock:
-                frames = list(recorder.frames)
-            OUT.mkdir(exist_ok=True)
-            path = OUT / f"txn-{client}-kafka-{version}.json"
-            path.write_text(json.dumps({"client": client, "kafka_version": version,
-                                        "topic": TOPIC, "frames": frames}, indent=0) + "\n")
-            print(f"{path}: {len(frames)} frames")
+            frames = _recorded(recorder, lambda s=session: s(spec.bootstrap_servers()))
+            if "sessions" in what:
+                _write(f"txn-{client}-kafka-{version}.json", {
+                    "client": client, "kafka_version": version, "topic": TOPIC,
+                    "frames": frames})
+        if "log" in what:
+            frames = _recorded(recorder, lambda: session_log_reader(listen))
+            _write(f"log-kafka-{version}.json", {"kafka_version": version, "topic": TOPIC,
+                                                 "listen": listen, "frames": frames})
     finally:
         cluster.down()
         recorder.close()
@@ -145,9 +178,12 @@ def main() -> None:
     p.add_argument("--versions", default="3.5.2,4.1.1")
     p.add_argument("--base-port", type=int, default=21800)
     p.add_argument("--state-dir", type=Path, default=jvm.PROJECT_ROOT / ".state" / "capture")
+    p.add_argument("--what", default="sessions,log",
+                   help="the files to write: sessions (txn-*), log (log-*), or both")
     args = p.parse_args()
+    what = set(args.what.split(","))
     for i, version in enumerate(jvm.parse_kafka_versions(args.versions)):
-        capture(version, args.base_port + 10 * i, args.state_dir)
+        capture(version, args.base_port + 10 * i, args.state_dir, what)
 
 
 if __name__ == "__main__":

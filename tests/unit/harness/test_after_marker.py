@@ -21,10 +21,11 @@ from tests.unit.harness.test_kafka_log import batch, fetch_response, list_offset
 from tests.unit.harness.test_then_hold import RULE, _frame, _frames, _free_port
 from verifier.harness.faults.proxy import Proxy
 from verifier.harness.faults.rules import Rule, RuleError
-from verifier.harness.kafka_log import API_FETCH, API_LIST_OFFSETS
 from verifier.harness.kafka_wire import (
     API_ADD_PARTITIONS_TO_TXN,
     API_END_TXN,
+    API_FETCH,
+    API_LIST_OFFSETS,
     API_METADATA,
     API_PRODUCE,
     FrameBuffer,

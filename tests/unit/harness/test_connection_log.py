@@ -8,7 +8,7 @@ from __future__ import annotations
 import json
 
 from verifier.harness.environment import LocalEnvironment
-from verifier.harness.faults.proxy import ConnectionLog
+from verifier.harness.faults.connection_log import ConnectionLog
 from verifier.rundata.formats import FORMATS, read_jsonl
 
 

@@ -1,4 +1,4 @@
-"""Reading a partition's log over the wire (verifier.harness.kafka_log): the requests the
+"""Reading a partition's log over the wire (verifier.harness.kafka_wire.log): the requests the
 fault proxy's marker probe sends, and the batch headers it reads from the answers, on
 hand-built frames (a control batch as Kafka writes a transaction marker: attributes
 transactional + control, one record whose key is version 0 and the marker type)."""
@@ -9,14 +9,15 @@ import struct
 
 import pytest
 
-from verifier.harness.kafka_log import (
+from verifier.harness.kafka_wire import (
+    WireError,
+    decode_request_header,
     fetch_request,
     list_offsets_request,
     parse_fetch,
     parse_list_offsets,
     record_batches,
 )
-from verifier.harness.kafka_wire import WireError, decode_request_header
 
 _BATCH = struct.Struct(">qiibihiqqqhii")
 

@@ -22,10 +22,14 @@ from verifier.harness.kafka_wire import (
     PartitionInfo,
     RequestHeader,
     encode_request_header,
-    encode_string,
     request_identity,
     response_summary,
 )
+
+
+def encode_string(value: str) -> bytes:
+    """A (non-compact) string as requests before their flexible versions carry it."""
+    return struct.pack(">h", len(value.encode())) + value.encode()
 
 
 def txn_offset_commit(txn: str, group: str, metadata: str, pid: int = 7, epoch: int = 0,

@@ -8,24 +8,22 @@
     GET    /holds?since=N       hold / release / answer events after number N
     POST   /reset   {"broker"}  RST the open connections (of one broker, or all)
 
-Also the proxy process's ``main`` and :class:`ProxyClient`, the caller's side
-(standard library only, so a human can use ``curl`` just as well).
+The proxy process serves it (verifier.harness.faults.proxy's ``main``);
+:class:`ProxyClient` is the caller's side (standard library only, so a human can use
+``curl`` just as well).
 """
 
 from __future__ import annotations
 
-import argparse
 import asyncio
+import collections
 import json
 import logging
-import signal
 import urllib.error
 import urllib.request
-from pathlib import Path
+from typing import Protocol
 
-from verifier.harness.faults.proxy import Proxy
-from verifier.harness.faults.rules import RuleError
-from verifier.harness.kafka_wire import MAX_FRAME
+from verifier.harness.faults.rules import Rule, RuleError
 from verifier.rundata.errors import VerifierError
 
 log = logging.getLogger(__name__)
@@ -37,13 +35,33 @@ class ProxyControlError(VerifierError):
     """The proxy's control interface refused a call or cannot be reached."""
 
 
+class Controlled(Protocol):
+    """What the control interface calls on the proxy (verifier.harness.faults.proxy)."""
+
+    drops: collections.deque[dict]
+
+    def status(self) -> dict: ...
+
+    def add_rule(self, data: dict) -> Rule: ...
+
+    def remove_rule(self, rule_id: int) -> Rule | None: ...
+
+    def clear_rules(self) -> list[Rule]: ...
+
+    def events_since(self, seq: int) -> list[dict]: ...
+
+    def add_internal_routes(self, routes: dict[int, tuple[int, int]]) -> list[int]: ...
+
+    def reset_connections(self, broker: int | None) -> int: ...
+
+
 class _HttpError(Exception):
     def __init__(self, status: int, message: str) -> None:
         super().__init__(message)
         self.status = status
 
 
-def route(proxy: Proxy, method: str, path: str, body: dict | None) -> tuple[int, object]:
+def route(proxy: Controlled, method: str, path: str, body: dict | None) -> tuple[int, object]:
     """Dispatch one API call; returns (HTTP status, JSON body)."""
     parts = [p for p in path.split("?")[0].split("/") if p]
     if method == "GET" and parts == ["status"]:
@@ -84,8 +102,9 @@ def route(proxy: Proxy, method: str, path: str, body: dict | None) -> tuple[int,
     raise _HttpError(404, f"no route {method} {path}")
 
 
-async def _handle_http(proxy: Proxy, reader: asyncio.StreamReader,
-                       writer: asyncio.StreamWriter) -> None:
+async def handle_http(proxy: Controlled, reader: asyncio.StreamReader,
+                      writer: asyncio.StreamWriter) -> None:
+    """Answer one HTTP call on a connection to the control port, then close it."""
     status, payload = 500, {"error": "internal error"}
     try:
         request_line = (await reader.readline()).decode("latin-1").split()
@@ -117,51 +136,6 @@ async def _handle_http(proxy: Proxy, reader: asyncio.StreamReader,
         await writer.drain()
     finally:
         writer.close()
-
-
-async def serve(proxy: Proxy, control_port: int, host: str = "127.0.0.1") -> None:
-    """Run the proxy and its control interface until SIGTERM or SIGINT."""
-    await proxy.start()
-    server = await asyncio.start_server(lambda r, w: _handle_http(proxy, r, w), host,
-                                        control_port, reuse_address=True)
-    stop = asyncio.Event()
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    log.warning("proxy ready: control on %s:%s, routes %s", host, control_port, proxy.routes)
-    await stop.wait()
-    server.close()
-    await proxy.close()
-
-
-def _route_arg(text: str) -> tuple[int, tuple[int, int]]:
-    try:
-        broker, ports = text.split("=")
-        listen, upstream = ports.split(":")
-        return int(broker), (int(listen), int(upstream))
-    except ValueError as exc:
-        raise argparse.ArgumentTypeError(f"expected BROKER=LISTEN:UPSTREAM, got {text!r}") from exc
-
-
-def main(argv: list[str] | None = None) -> int:
-    """``python -m verifier.harness.faults.proxy --control-port P --route 1=LISTEN:UPSTREAM ...``"""
-    p = argparse.ArgumentParser(prog="python -m verifier.harness.faults.proxy",
-                                description="Kafka-aware fault proxy")
-    p.add_argument("--control-port", type=int, required=True)
-    p.add_argument("--route", type=_route_arg, action="append", required=True,
-                   help="BROKER=LISTEN_PORT:BROKER_PORT, once per broker")
-    p.add_argument("--internal-route", type=_route_arg, action="append", default=[],
-                   help="BROKER=LISTEN_PORT:BROKER_PORT of its replication listener "
-                        "(used when the cluster advertises it: WriteTxnMarkers pass)")
-    p.add_argument("--connection-log", type=Path, default=None)
-    p.add_argument("--max-frame", type=int, default=MAX_FRAME)
-    args = p.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING,
-                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
-    proxy = Proxy(dict(args.route), conn_log=args.connection_log, max_frame=args.max_frame,
-                  internal_routes=dict(args.internal_route))
-    asyncio.run(serve(proxy, args.control_port))
-    return 0
 
 
 class ProxyClient:

@@ -19,24 +19,22 @@ from __future__ import annotations
 import asyncio
 import itertools
 import logging
-import socket
 import struct
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from verifier.harness.kafka_log import (
-    BatchHeader,
-    fetch_request,
-    list_offsets_request,
-    parse_fetch,
-    parse_list_offsets,
-)
 from verifier.harness.kafka_wire import (
     MAX_FRAME,
+    BatchHeader,
     RequestIdentity,
     WireError,
+    ask,
+    fetch_request,
     frame,
+    list_offsets_request,
     metadata_partitions,
+    parse_fetch,
+    parse_list_offsets,
 )
 
 log = logging.getLogger(__name__)
@@ -57,16 +55,6 @@ OFFSETS_TOPIC = "__consumer_offsets"
 Upstream = Callable[[int], tuple[str, int]]
 
 
-def _receive(sock: socket.socket, n: int) -> bytes:
-    data = b""
-    while len(data) < n:
-        chunk = sock.recv(n - len(data))
-        if not chunk:
-            raise WireError(f"connection closed after {len(data)} of {n} bytes")
-        data += chunk
-    return data
-
-
 def group_partition(group: str, partitions: int) -> int:
     """A group's ``__consumer_offsets`` partition, as the group coordinator computes it:
     ``Utils.abs(groupId.hashCode()) % partitions`` (offsets.topic.num.partitions), where
@@ -79,8 +67,10 @@ def group_partition(group: str, partitions: int) -> int:
         h = (31 * h + unit) & 0xFFFFFFFF
     signed = h - (1 << 32) if h & 0x80000000 else h
     return (0 if signed == -(1 << 31) else abs(signed)) % partitions
+
+
 #: what a request to a broker can end in besides an answer (TimeoutError is an OSError)
-_PROBLEMS = (OSError, asyncio.IncompleteReadError, WireError, struct.error)
+_PROBLEMS = (OSError, asyncio.IncompleteReadError, WireError)
 
 
 @dataclass
@@ -117,7 +107,7 @@ class MarkerProbe:
             host, port = self.upstream(broker)
             try:
                 infos = metadata_partitions(host, port, [OFFSETS_TOPIC])
-            except (OSError, WireError, struct.error) as exc:
+            except (OSError, WireError) as exc:
                 log.warning("marker probe: %s partitions: %s", OFFSETS_TOPIC, exc)
                 return None
             self._offsets_partitions = len(infos) or None
@@ -204,14 +194,9 @@ class MarkerProbe:
         payload = list_offsets_request(next(self._corr), CLIENT_ID, watch.topic,
                                        watch.partition)
         try:
-            with socket.create_connection((host, port), timeout=REQUEST_TIMEOUT_S) as sock:
-                sock.sendall(frame(payload))
-                size = struct.unpack(">i", _receive(sock, 4))[0]
-                if not 4 <= size <= MAX_FRAME:
-                    raise WireError(f"response size {size}")
-                error, offset = parse_list_offsets(_receive(sock, size), watch.topic,
-                                                   watch.partition)
-        except (OSError, WireError, struct.error) as exc:
+            error, offset = parse_list_offsets(ask(host, port, payload, REQUEST_TIMEOUT_S),
+                                               watch.topic, watch.partition)
+        except (OSError, WireError) as exc:
             log.info("marker probe: ListOffsets %s-%s: %s", watch.topic, watch.partition, exc)
             return None
         return offset if error == 0 else None
@@ -222,7 +207,7 @@ class MarkerProbe:
             host, port = self.upstream(broker)
             try:
                 infos = await asyncio.to_thread(metadata_partitions, host, port, [watch.topic])
-            except (OSError, WireError, struct.error):
+            except (OSError, WireError):
                 continue
             for info in infos:
                 if info.partition == watch.partition and info.leader in self.brokers:
