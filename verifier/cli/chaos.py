@@ -480,7 +480,7 @@ def _prepare(args: argparse.Namespace):
                                kafka_version=(versions[0] if versions else args.kafka_version))
     pipelines: tuple = ()
     if args.pipeline is not None or args.pipeline_guarantee is not None:
-        from streaming.pipelines.contract import split_specs
+        from streaming.pipelines.loader import split_specs
         from verifier.orchestration.pipelines import plan_pipelines
 
         pipelines = tuple(plan_pipelines(split_specs(args.pipeline or ""),
