@@ -53,8 +53,9 @@ def backlog(bs: str, topic: str, run_id: str, partitions: int, n: int, size: int
 
 def bare(bs: str, topic: str, spec: str, folder: Path) -> float:
     """Seconds the query takes to process the backlog, in this process."""
-    from streaming.pipelines.contract import CONF_BOOTSTRAP, CONF_PATH, CONF_TOPIC, load_pipeline
+    from streaming.pipelines.contract import CONF_BOOTSTRAP, CONF_PATH, CONF_TOPIC
     from streaming.pipelines.driver import DELTA_CONF
+    from streaming.pipelines.loader import load_pipeline
     from streaming.session import spark_session
     from verifier.rundata import jvm
 

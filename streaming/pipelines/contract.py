@@ -1,4 +1,4 @@
-"""The contract of a pipeline under test, and the loader that checks it.
+"""The contract of a pipeline under test: what its module holds, and the checks of it.
 
 A pipeline is a Python module (a file anywhere, or an importable module) with::
 
@@ -19,22 +19,18 @@ output, the session says (so the run folder holds it and the tool can read it ba
     spark.conf.get("verifier.pipeline.kafka.bootstrap.servers")
 
 Named by ``--pipeline``: a preset name (streaming.pipelines.presets), ``path/to/file.py``
-(function ``build``), ``path/to/file.py:function`` or ``package.module:function``.
+(function ``build``), ``path/to/file.py:function`` or ``package.module:function``, and
+loaded by :mod:`streaming.pipelines.loader`.
 """
 
 from __future__ import annotations
 
-import importlib
-import importlib.util
-import re
-import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from verifier.rundata.errors import UsageError
-from verifier.rundata.pipeline_file import FileContract, read_contract
+from verifier.rundata.pipeline_file import FileContract
 
 #: what a pipeline may claim (its expectation-table row)
 GUARANTEES = ("exactly-once", "at-least-once")
@@ -55,9 +51,6 @@ CONF_HOLD_WHERE = "verifier.pipeline.hold_where"
 #: the task attempt (``<stage>.<partition>.<attempt>``) that wrote the record
 HEADER_BATCH, HEADER_TASK = "verifier.batch", "verifier.task"
 
-_NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
-
-
 class PipelineError(UsageError):
     """A pipeline that breaks its contract (unloadable, no build, value dropped)."""
 
@@ -74,82 +67,6 @@ class Pipeline:
     value_column: str = "value"  # the identity oracle's trace column
     #: the file's INPUT, make_record and oracle names (verifier.rundata.pipeline_file)
     file: FileContract = field(default_factory=lambda: FileContract({}))
-
-
-def split_specs(text: str) -> list[str]:
-    """``--pipeline a,b`` -> ``["a", "b"]`` (order kept, no repeats)."""
-    out = [s.strip() for s in text.split(",") if s.strip()]
-    if not out:
-        raise PipelineError(f"--pipeline {text!r}: expected a preset, FILE.py[:function] "
-                            "or module:function")
-    return list(dict.fromkeys(out))
-
-
-def load_pipeline(spec: str, guarantee: str | None = None) -> Pipeline:
-    """Load what ``spec`` names and check its parts (not the writer: that needs Spark,
-    see :func:`check_writer`). ``guarantee`` (``--pipeline-guarantee``) replaces the
-    module's ``GUARANTEE``."""
-    from streaming.pipelines import presets
-
-    if spec in presets.PRESETS:
-        module, func, name = presets.PRESETS[spec], "build", spec
-    else:
-        module, func, name = _import(spec)
-    build = getattr(module, func, None)
-    if not callable(build):
-        raise PipelineError(f"pipeline {spec}: no function {func}(spark, source)")
-    claimed = guarantee or getattr(module, "GUARANTEE", None)
-    if claimed is not None and claimed not in GUARANTEES:
-        raise PipelineError(f"pipeline {spec}: GUARANTEE {claimed!r} is not one of "
-                            f"{', '.join(GUARANTEES)}")
-    read_output = getattr(module, "read_output", None)
-    if read_output is not None and not callable(read_output):
-        raise PipelineError(f"pipeline {spec}: read_output is not a function")
-    contract = read_contract(module, f"pipeline {spec}")
-    return Pipeline(name=name, spec=spec, build=build, guarantee=claimed,
-                    read_output=read_output, value_column=contract.trace_column,
-                    file=contract)
-
-
-def _import(spec: str):
-    """A file (``x.py`` or ``x.py:f``) or a module (``pkg.mod:f``)."""
-    target, _, func = spec.partition(":")
-    func = func or "build"
-    if target.endswith(".py"):
-        path = Path(target).expanduser().resolve()
-        if not path.is_file():
-            raise PipelineError(f"pipeline {spec}: no such file {path}")
-        name = _column_name(path.stem)
-        mod_name = f"verifier_user_pipeline_{name.replace('-', '_')}"
-        loader_spec = importlib.util.spec_from_file_location(mod_name, path)
-        if loader_spec is None or loader_spec.loader is None:
-            raise PipelineError(f"pipeline {spec}: cannot load {path}")
-        module = importlib.util.module_from_spec(loader_spec)
-        sys.modules[mod_name] = module  # foreachBatch functions pickle by module
-        try:
-            loader_spec.loader.exec_module(module)
-        except Exception as exc:  # noqa: BLE001 - the user's code: say what broke
-            raise PipelineError(f"pipeline {spec}: importing {path} failed: "
-                                f"{type(exc).__name__}: {exc}") from None
-        return module, func, name
-    if not _is_dotted(target):
-        raise PipelineError(f"pipeline {spec!r}: not a preset, a .py file or "
-                            "module:function")
-    try:
-        module = importlib.import_module(target)
-    except Exception as exc:  # noqa: BLE001 - the user's code: say what broke
-        raise PipelineError(f"pipeline {spec}: importing {target} failed: "
-                            f"{type(exc).__name__}: {exc}") from None
-    return module, func, _column_name(target.rsplit(".", 1)[-1])
-
-
-def _is_dotted(text: str) -> bool:
-    return bool(text) and all(p.isidentifier() for p in text.split("."))
-
-
-def _column_name(stem: str) -> str:
-    name = re.sub(r"[^a-z0-9-]+", "-", stem.lower()).strip("-") or "pipeline"
-    return name if _NAME.match(name) else f"p-{name}"
 
 
 def output_columns(writer) -> list[str]:
@@ -180,5 +97,4 @@ def check_writer(pipeline: Pipeline, writer) -> None:
 
 __all__ = ["CONF_BOOTSTRAP", "CONF_HOLD_MARKER", "CONF_HOLD_MS", "CONF_HOLD_WHERE",
            "CONF_PATH", "CONF_TOPIC", "GUARANTEES", "HEADER_BATCH", "HEADER_TASK",
-           "Pipeline", "PipelineError", "check_writer", "load_pipeline", "output_columns",
-           "split_specs"]
+           "Pipeline", "PipelineError", "check_writer", "output_columns"]

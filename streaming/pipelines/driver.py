@@ -42,10 +42,10 @@ from streaming.pipelines.contract import (
     CONF_TOPIC,
     PipelineError,
     check_writer,
-    load_pipeline,
 )
 from streaming.pipelines.hold import build_with_hold, watch_source_hold
 from streaming.pipelines.jdbc import CONF_JDBC_TABLE, CONF_JDBC_URL
+from streaming.pipelines.loader import load_pipeline
 from streaming.pipelines.reference import pipeline_source, read_back_and_compare_runs
 from streaming.security import spark_kafka_options
 from streaming.session import driver_process

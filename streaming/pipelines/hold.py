@@ -17,7 +17,8 @@ the hold into every pipeline's query, a preset's or a user's own, in one of two 
   replayed it without one duplicate, on a loaded 2-core machine).
 
 While a batch holds, the marker file (``verifier.pipeline.hold_marker``,
-``RUN/pipelines/<name>/holding``) exists and says which batch (:func:`write_marker`):
+``RUN/pipelines/<name>/holding``) exists and says which batch
+(:func:`verifier.rundata.pipelines.write_marker`):
 the nemesis's ``mid-batch`` trigger (verifier.harness.faults.triggers) kills then. The
 hold is off (nothing wrapped, nothing added) unless the run kills a pipeline
 (``verifier.pipeline.hold_ms`` > 0). The marker of a source hold is written by the
@@ -27,10 +28,10 @@ the run starts beside it: verifier.harness.spark_standalone).
 A run that kills a pipeline's *executor* (``verifier.pipeline.hold_where`` = ``task``)
 holds partway through a task of the stage that writes the output instead (the frame
 handed to ``writeStream``: :func:`holding_what_is_written`; after a stateful operator, in
-the tasks that update its state): the first task of each stage to reach its row
-HOLD_AFTER_ROWS + 1 (101) (:func:`task_hold`) holds there, once the rows before it have reached
-the sink (a Kafka sink's producer has sent them), and its marker names the task (stage,
-partition, attempt) and the Python worker whose executor runs it. One hold per stage of a
+the tasks that update its state): the first task of each stage to reach its row 101
+(HOLD_AFTER_ROWS + 1, :func:`task_hold`) holds there, once the rows before it reached the
+sink (a Kafka sink's producer sent them); its marker names the task (stage, partition,
+attempt) and the Python worker whose executor runs it. One hold per stage of a
 query's run (:func:`claim_stage`, a file beside the marker the executors of this machine
 share): not "partition 0's first attempt", which on the loaded cluster often failed its
 first Kafka fetch (2-s poll) before its row 101, and its retry (attempt 1) never held: the
@@ -50,13 +51,13 @@ trigger waits for a larger batch.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
 from streaming.pipelines.contract import CONF_HOLD_MARKER, CONF_HOLD_MS, CONF_HOLD_WHERE
+from verifier.rundata.pipelines import read_marker, write_marker, write_written, written_path
 
 #: the Spark local property a micro-batch's jobs carry (StreamExecution.BATCH_ID_KEY)
 BATCH_ID_PROPERTY = "streaming.sql.batchId"
@@ -68,26 +69,9 @@ def hold_settings(spark) -> tuple[int, str | None]:
             spark.conf.get(CONF_HOLD_MARKER, None) or None)
 
 
-def write_marker(path: Path, batch: int | None, where: str, extra: dict | None = None) -> None:
-    """The marker: when the hold began, which batch, from where (``foreachBatch``,
-    ``source`` or ``task``), by which process, and ``extra`` (a task hold's task);
-    written whole (rename), so a reader never sees half."""
-    tmp = path.with_name(f".{path.name}.{os.getpid()}")
-    tmp.write_text(json.dumps({"t": round(time.time(), 3), "batch": batch, "where": where,
-                               "pid": os.getpid(), **(extra or {})}) + "\n")
-    tmp.replace(path)
-
-
 #: a source hold waits at most this long for the driver to say the batch's other tasks
-#: have written (:func:`written_path`); a batch whose tasks take longer is not held
+#: have written (``holding.written``); a batch whose tasks take longer is not held
 WRITTEN_WAIT_S = 60.0
-
-
-def written_path(marker: Path) -> Path:
-    """Beside the marker, written by the driver (streaming.pipelines.driver) once every
-    other task of the held batch's stage has completed: their output is written (a Kafka
-    sink's task flushes its producer when it commits), so a kill replays written rows."""
-    return marker.with_name(marker.name + ".written")
 
 
 #: a task hold waits this long before its marker says so: the rows it let through are in
@@ -153,24 +137,15 @@ def watch_source_hold(spark, marker: Path) -> None:
     """Driver side, called every half second while the query runs: while a source hold
     waits (its marker present, no written file yet), write the written file once the
     other tasks of its stage have completed."""
-    try:
-        text = marker.read_text()
-        data = json.loads(text)
-    except (OSError, ValueError):
-        return
-    if not isinstance(data, dict) or data.get("where") != "source" or \
-            written_path(marker).exists():
+    data = read_marker(marker)
+    if data is None or data.get("where") != "source" or written_path(marker).exists():
         return
     try:
         done = others_written(spark)
     except Exception:  # noqa: BLE001 - a JVM going away: the hold times out by itself
         return
     if done:
-        out = written_path(marker)
-        tmp = out.with_name(f".{out.name}")
-        tmp.write_text(json.dumps({"t": round(time.time(), 3),
-                                   "batch": data.get("batch")}) + "\n")
-        tmp.replace(out)
+        write_written(marker, data.get("batch"))
 
 
 #: a task hold lets this many rows of its task through to the sink before it holds: a
@@ -398,4 +373,4 @@ __all__ = ["HOLD_AFTER_ROWS", "JOB_GROUP_PROPERTY", "ROW_BY_ROW", "build_with_ho
            "claim_stage", "hold_open", "hold_settings", "holding_what_is_written",
            "others_written", "task_hold",
            "task_marker", "watch_source_hold", "with_hold", "with_task_hold",
-           "wrapping_foreach_batch", "write_marker", "written_path"]
+           "wrapping_foreach_batch"]

@@ -83,16 +83,12 @@ def test_packages_import_downward_only():
     assert "Roles import downward only KEPT" in proc.stdout
 
 
-@pytest.mark.xfail(strict=True, reason="cycles of the other house branches; lead removes the "
-                                       "mark at the end")
 def test_no_import_cycle_among_sibling_modules():
     proc = _lint_imports("acyclic")
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-2000:]
     assert "No import cycles among sibling modules KEPT" in proc.stdout
 
 
-@pytest.mark.xfail(strict=True, reason="cycles of the other house branches; lead removes the "
-                                       "mark at the end")
 def test_no_import_cycle_among_modules():
     # the contract above does not see a package importing its own module that imports it
     assert module_cycles() == []

@@ -205,7 +205,7 @@ def _spark_versions(text: str | None) -> list[str]:
 
 def _pipelines(request: ChaosRequest) -> tuple:
     if request.pipeline is not None or request.pipeline_guarantee is not None:
-        from streaming.pipelines.contract import split_specs
+        from streaming.pipelines.loader import split_specs
         from verifier.orchestration.pipelines import plan_pipelines
 
         return tuple(plan_pipelines(split_specs(request.pipeline or ""),

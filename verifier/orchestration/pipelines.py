@@ -83,7 +83,7 @@ def plan_pipelines(specs: tuple[str, ...], guarantee: str | None,
                    spark_versions=()) -> list[PlannedPipeline]:
     """Load and check every ``--pipeline`` (usage errors before anything starts); with
     ``spark_versions`` each runs once per version, side by side (``delta@spark-3.5.7``)."""
-    from streaming.pipelines.contract import load_pipeline
+    from streaming.pipelines.loader import load_pipeline
     from verifier.orchestration.user_input import check_shared
 
     out: list[PlannedPipeline] = []

@@ -6,7 +6,10 @@ what the tool read back from its output (docs/formats.md §8).
                                                took away (kept: its batches are evidence)
     RUN/pipelines/<name>/output/               its output folder (file and Delta sinks)
     RUN/pipelines/<name>/ready.json            written once its query started
-    RUN/pipelines/<name>/holding               present while a batch holds (fault window)
+    RUN/pipelines/<name>/holding               present while a batch holds (fault window):
+                                               the hold marker, JSON (write_marker)
+    RUN/pipelines/<name>/holding.written       the driver's word that the held batch's
+                                               other tasks have written (written_path)
     RUN/pipelines/<name>/output.parquet        the read-back output rows, decoded
     RUN/pipelines/<name>/readback.json         how they were read, and every batch's
                                                planned end offsets per checkpoint
@@ -17,6 +20,9 @@ isolation, output_topic, hold_ms}.
 
 from __future__ import annotations
 
+import json
+import os
+import time
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -91,6 +97,49 @@ class PipelineLayout:
         return f"pipeline-{self.name}"
 
 
+def write_marker(path: Path, batch: int | None, where: str, extra: dict | None = None) -> None:
+    """The hold marker (streaming.pipelines.hold): when the hold began (``t``, s), which
+    batch, from where (``foreachBatch``, ``source`` or ``task``), by which process, and
+    ``extra`` (a task hold's task); written whole (rename), so a reader never sees half."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}")
+    tmp.write_text(json.dumps({"t": round(time.time(), 3), "batch": batch, "where": where,
+                               "pid": os.getpid(), **(extra or {})}) + "\n")
+    tmp.replace(path)
+
+
+def written_path(marker: Path) -> Path:
+    """Beside the marker, written by the driver (streaming.pipelines.driver) once every
+    other task of the held batch's stage has completed: their output is written (a Kafka
+    sink's task flushes its producer when it commits), so a kill replays written rows."""
+    return marker.with_name(marker.name + ".written")
+
+
+def write_written(marker: Path, batch: int | None) -> None:
+    """The driver's word that the held batch's other tasks have written (whole, renamed)."""
+    out = written_path(marker)
+    tmp = out.with_name(f".{out.name}")
+    tmp.write_text(json.dumps({"t": round(time.time(), 3), "batch": batch}) + "\n")
+    tmp.replace(out)
+
+
+def parse_marker(text: str) -> dict | None:
+    """A hold marker's (or its written file's) content, or None when it is not one
+    (empty: being written, or an older plain timestamp)."""
+    try:
+        data = json.loads(text)
+    except ValueError:
+        return None
+    return data if isinstance(data, dict) and "t" in data else None
+
+
+def read_marker(path: Path) -> dict | None:
+    """The marker at ``path`` (:func:`parse_marker`); None when there is none."""
+    try:
+        return parse_marker(Path(path).read_text())
+    except OSError:
+        return None
+
+
 def write_readback(where: PipelineLayout, rows: pa.Table, info: dict) -> None:
     """The read-back rows, then the document that says they are complete."""
     where.root.mkdir(parents=True, exist_ok=True)
@@ -118,5 +167,6 @@ def read_readback(where: PipelineLayout) -> tuple[pa.Table, dict]:
     return rows, info
 
 
-__all__ = ["OUTPUT_SCHEMA", "READBACK_FORMAT", "PipelineLayout", "read_readback",
-           "write_readback"]
+__all__ = ["OUTPUT_SCHEMA", "READBACK_FORMAT", "PipelineLayout", "parse_marker",
+           "read_marker", "read_readback", "write_marker", "write_readback", "write_written",
+           "written_path"]

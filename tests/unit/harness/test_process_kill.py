@@ -11,9 +11,9 @@ import time
 
 import pytest
 
-from streaming.pipelines.hold import write_marker
 from verifier.harness.faults.kinds import FaultEnv, NotApplied, ScheduledFault
 from verifier.harness.faults.kinds.process import start_process_kill
+from verifier.rundata.pipelines import write_marker
 
 
 class FakeDriver:

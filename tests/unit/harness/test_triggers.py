@@ -263,7 +263,7 @@ def lines(path) -> list[dict]:
 def test_a_waiting_trigger_does_not_hold_back_the_next_fault(tmp_path, drivers):
     """a waits for a batch of its own; b, planned later without a trigger, is killed on
     time meanwhile; a's kill comes when its batch holds, its heal as long after."""
-    from streaming.pipelines.hold import write_marker
+    from verifier.rundata.pipelines import write_marker
 
     specs = [parse_spec({"kind": "process-kill", "target": {"process": "pipeline/a"},
                          "start": 0, "duration": 0.3,
@@ -311,7 +311,7 @@ def test_kills_waiting_for_the_same_held_batch_take_it_in_turn(tmp_path, drivers
     run of 2026-11-28 09:41 gave a pipeline's first hold to the later kill and the earlier
     one's limit ran out (not applied). Without the turn the later one takes batch 9 about
     every other time: run with --count, or see the gate's own test below."""
-    from streaming.pipelines.hold import write_marker
+    from verifier.rundata.pipelines import write_marker
     from verifier.rundata.waiting import wait_until
 
     specs = [parse_spec({"kind": "process-kill", "target": {"process": "pipeline/a"},

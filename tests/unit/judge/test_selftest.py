@@ -17,7 +17,8 @@ import pytest
 from verifier.cli import EXIT_INCOMPLETE, main
 from verifier.judge.checks.load import read_run_files
 from verifier.judge.definitions.stream import LIVE_KINDS
-from verifier.judge.selftest import Analysis, _judge, live_rows
+from verifier.judge.selftest import _judge
+from verifier.judge.selftest.analysis import Analysis, live_rows
 from verifier.judge.selftest.image import RunImage
 from verifier.judge.selftest.mutations import (
     MUTATIONS,

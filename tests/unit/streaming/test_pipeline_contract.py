@@ -8,12 +8,8 @@ from types import SimpleNamespace
 
 import pytest
 
-from streaming.pipelines.contract import (
-    PipelineError,
-    check_writer,
-    load_pipeline,
-    split_specs,
-)
+from streaming.pipelines.contract import PipelineError, check_writer
+from streaming.pipelines.loader import load_pipeline, split_specs
 from streaming.pipelines.presets import PRESETS
 
 

@@ -20,7 +20,7 @@ HISTORY_TAIL_BYTES = 256 * 1024
 
 
 def parse_marker(text: str) -> dict | None:
-    """A hold marker's content (streaming.pipelines.hold.write_marker), or None when it
+    """A hold marker's content (verifier.rundata.pipelines.write_marker), or None when it
     is not one (empty: being written, or an older plain timestamp)."""
     try:
         data = json.loads(text)
@@ -118,7 +118,7 @@ def probe_mid_batch(proc) -> tuple[dict | None, str]:
         marker = parse_marker(Path(marker_path).read_text())
     except OSError:
         marker = None
-    try:  # streaming.pipelines.hold.written_path
+    try:  # verifier.rundata.pipelines.written_path
         written = parse_marker(Path(f"{marker_path}.written").read_text())
     except OSError:
         written = None

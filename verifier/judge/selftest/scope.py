@@ -5,7 +5,7 @@ the partitions of one transaction. So a copy differs from its run only in the
 **scope** of the mutation: the partitions whose observations, acknowledged offsets, sends
 or end offsets it changed, closed over transactions (every partition of a transaction
 with a send there). The copy's analysis is the run's (its every anomaly row, counted and
-kept by :func:`verifier.judge.selftest.analyse`) with the scope's part replaced: the
+kept by :func:`verifier.judge.selftest.analysis.analyse`) with the scope's part replaced: the
 scope is judged before and after the mutation by the same definitions without Spark
 (:mod:`verifier.judge.selftest.local`), the difference is added to the run's counts, and
 the verdict table is built from the merged counts with the copy's config and drain. The
@@ -227,14 +227,15 @@ def counted(rows: list[dict], run: RunData) -> Counter:
 
 
 def analyse_scoped(base, before: RunImage, after: RunImage, scope: Scope, meta):
-    """The :class:`~verifier.judge.selftest.Analysis` of the copy ``after`` from the run's
+    """The :class:`~verifier.judge.selftest.analysis.Analysis` of the copy ``after`` from the run's
     (``base``, of ``before``): the scope judged again on both sides without Spark, the
     difference applied to the run's rows and counts, the verdicts built from the merged
     counts with the copy's config and whole drain."""
     from verifier.judge import verdict as V
     from verifier.judge.checks.runner import CHECKS
     from verifier.judge.model import CheckOutcome, Group
-    from verifier.judge.selftest import Analysis, _differ_text, local
+    from verifier.judge.selftest import local
+    from verifier.judge.selftest.analysis import Analysis, differ_text
 
     sides = [restrict(img, scope, meta) for img in (before, after)]
     crashed = list(base.crashed)
@@ -280,7 +281,7 @@ def analyse_scoped(base, before: RunImage, after: RunImage, scope: Scope, meta):
             live_counts[(r["kind"], r["isolation"])] += sign
     return Analysis(rows, counts, {c["name"]: c["verdict"] for c in doc["columns"]},
                     {c.name: c for c in V.columns_of(whole)}, crashed, run.config.sink,
-                    V.fault_kinds(run.nemesis), [_differ_text(x) for x in differ_rows],
+                    V.fault_kinds(run.nemesis), [differ_text(x) for x in differ_rows],
                     live_counts, differ_rows)  # fmt: skip
 
 
@@ -290,10 +291,10 @@ def _differ_key(x: dict) -> tuple:
 
 
 def live_rows(side: ScopedRun) -> tuple[list[dict], bool]:
-    """:func:`verifier.judge.selftest.live_rows` on a scope: the live checks replayed over
+    """:func:`verifier.judge.selftest.analysis.live_rows` on a scope: the live checks replayed over
     the observer's rows there, then the remainder after the drain (both levels needed)."""
     from verifier.judge.definitions.stream import replay
-    from verifier.judge.selftest import remainder_of
+    from verifier.judge.selftest.analysis import remainder_of
 
     cfg = side.run.config
     topics = {pid: p.topic for pid, p in cfg.producers.items()}
