@@ -5,10 +5,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from verifier.rundata.formats import RunFormatError, read_json
+from verifier.rundata.formats import RunFormatError
 from verifier.rundata.history import HistoryError, history_path, read_history
 from verifier.rundata.layout import RunLayout
 from verifier.rundata.nemesis import read_nemesis
+from verifier.rundata.plan import plan_of
 
 
 def fault_summary(run_dir: Path) -> list[str]:
@@ -127,12 +128,11 @@ def target_text(target) -> str:
 def producer_identities(run_dir: Path) -> dict[str, str]:
     """Process name -> "producer id P epoch E (session 1) -> ..." for each generator whose
     history records a broker-assigned identity in more than one session."""
-    try:
-        producers = read_json(RunLayout(run_dir).config, "run-config")["producers"]
-    except (RunFormatError, KeyError, TypeError):
+    plan = plan_of(run_dir)
+    if plan is None:
         return {}
     out = {}
-    for pid, plan in producers.items():
+    for pid, producer in plan.producers.items():
         try:
             events = read_history(history_path(run_dir, pid)).events
         except HistoryError:
@@ -140,6 +140,6 @@ def producer_identities(run_dir: Path) -> dict[str, str]:
         seen = [(e.get("ses"), e.get("producer_id"), e.get("epoch")) for e in events
                 if e.get("type") == "producer-id"]
         if len({s for s, _, _ in seen}) > 1:
-            out[f"producer:{plan.get('mode')}"] = " -> ".join(
+            out[f"producer:{producer.mode}"] = " -> ".join(
                 f"producer id {p} epoch {e} (session {s})" for s, p, e in seen)
     return out

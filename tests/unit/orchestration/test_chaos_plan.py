@@ -86,11 +86,13 @@ def test_fault_targets_read_as_words():
 
 def test_fault_summary_shows_the_killed_producers_epoch_bump(tmp_path):
     from verifier.report.faults import fault_summary
+    from verifier.rundata.plan import PlannedProducer, RunPlan
 
-    (tmp_path / "config.json").write_text(
-        '{"format": "run-config", "version": 1,'
-        ' "producers": {"transactional-0": {"mode": "transactional"},'
-        ' "idempotent-0": {"mode": "idempotent"}}}')
+    RunPlan(run="r", scenario="s", seed=1, sink="exactly-once", bootstrap_servers="b:1",
+            producers={pid: PlannedProducer(pid, mode, mode, f"r.{mode}")
+                       for pid, mode in (("transactional-0", "transactional"),
+                                         ("idempotent-0", "idempotent"))}
+            ).write(tmp_path / "config.json")
     (tmp_path / "histories").mkdir()
     (tmp_path / "histories" / "transactional-0.jsonl").write_text("\n".join([
         '{"type":"header","format":"producer-history","version":1}',
