@@ -11,8 +11,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import pytest
-
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGES = ("verifier", "producers", "streaming")
 #: a module is one idea: past this many lines it is usually two (docs/STYLE, DESIGN)
