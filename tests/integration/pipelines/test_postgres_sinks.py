@@ -11,7 +11,7 @@ import pytest
 
 from tests.integration.pipelines.test_pipelines import chaos, column, count
 
-pytestmark = [pytest.mark.integration, pytest.mark.chaos]
+pytestmark = [pytest.mark.integration, pytest.mark.chaos, pytest.mark.timeout(1500)]
 
 RESTART = """
 description = "pipeline-restart, short, database sinks"

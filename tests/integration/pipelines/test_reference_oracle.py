@@ -16,7 +16,7 @@ import pytest
 from tests.integration.pipelines.test_pipelines import chaos, column
 from verifier.rundata.jvm import PROJECT_ROOT
 
-pytestmark = [pytest.mark.integration, pytest.mark.chaos]
+pytestmark = [pytest.mark.integration, pytest.mark.chaos, pytest.mark.timeout(1500)]
 
 DATA = PROJECT_ROOT / "tests" / "integration" / "pipelines" / "data"
 EXAMPLES = PROJECT_ROOT / "examples" / "pipelines"
