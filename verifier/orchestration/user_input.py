@@ -66,14 +66,19 @@ def check_shared(loaded) -> None:
 
 
 def _mode(scenario) -> str:
+    """The mode of the declared topics' producers: the scenario's idempotent one if it runs
+    one, else its first; idempotent when it runs none (a run of the user's producer file
+    or pipeline alone, whose input still needs writing without duplicates)."""
     modes = [m for m in scenario.workload.modes if m != COPIER]
-    return "idempotent" if "idempotent" in modes else modes[0]
+    return "idempotent" if "idempotent" in modes or not modes else modes[0]
 
 
 def input_producers(declared: list[DeclaredTopic], scenario) -> list[PlannedProducer]:
     """One producer per declared topic (its pid ``in-<topic>-0``)."""
     from producers.clients import client_version
 
+    if not declared:
+        return []
     mode = _mode(scenario)
     return [PlannedProducer(f"in-{_slug(d.topic)}-0", COLUMN_PREFIX + d.topic, mode,
                             d.cluster_topic, dict(scenario.clients), client=CLIENT,

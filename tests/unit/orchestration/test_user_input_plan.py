@@ -70,3 +70,13 @@ def test_database_presets_get_a_table_under_the_runs_prefix():
     assert table == table_name("pipeline-restart-20261129T070000Z-s0", "postgres-upsert")
     assert table.startswith("v_") and table.endswith("_postgres_upsert") and len(table) <= 50
     assert "jdbc_url" not in entries["delta"]
+
+
+def test_a_run_without_modes_plans_its_input_producers_too():
+    """The pytest plugin's and a producer file's runs name no preset mode (modes = []):
+    no declared topic gives no producer, and a declared one is written idempotently,
+    never an IndexError before the run starts."""
+    empty = parse_scenario("[workload]\nmodes = []\n", "s")
+    assert UI.input_producers([], empty) == []
+    declared = UI.declared_topics(plan_pipelines((ORDERS,), None), "r1")
+    assert [p.expect for p in UI.input_producers(declared, empty)] == ["idempotent"]
