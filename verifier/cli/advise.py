@@ -12,6 +12,7 @@ from pathlib import Path
 
 from verifier.cli.advise_targets import read_pairs, targets
 from verifier.cli.helptext import HelpFormatter, examples
+from verifier.rundata.columns import pipeline_column
 from verifier.rundata.errors import UsageError
 from verifier.rundata.vocab import EXIT_ANOMALY as EXIT_FINDING  # advise's 1: a finding
 from verifier.rundata.vocab import EXIT_INCOMPLETE, EXIT_OK
@@ -265,7 +266,7 @@ def column_configs(opts, scenarios) -> dict[str, tuple[str, str, list, str]]:
                          read_pairs(Path(opts.user_config)), clients[0])
     for p in opts.pipelines:
         name, kind, pairs, _ = targets([p.spec])[0]
-        out[f"pipeline:{p.name}"] = (p.name, kind, pairs, "spark")
+        out[pipeline_column(p.name)] = (p.name, kind, pairs, "spark")
     return out
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from verifier.judge.model import DUP_DELIVERY, FOREIGN, LOST, UNSEEN, CheckOutcome, Group
 from verifier.judge.reference import DIFFERENT, EXTRA, MISSING, compare
+from verifier.rundata.columns import pipeline_column
 from verifier.rundata.pipelines import PipelineLayout
 from verifier.rundata.reference_runs import RUNS, ReferenceLayout, read_info, read_rows
 
@@ -36,7 +37,7 @@ def judge_reference(run_dir, spec, cap: int = 20) -> tuple[CheckOutcome, dict]:
     """The column's outcome (its ``detail``: the comparison without samples) and counts
     (``observed``: output rows; ``reference``: the fault-free run's rows)."""
     layout = ReferenceLayout(PipelineLayout(run_dir, spec.name))
-    outcome = CheckOutcome(f"pipeline:{spec.name}", KINDS)
+    outcome = CheckOutcome(pipeline_column(spec.name), KINDS)
     info = read_info(layout)
     outcome.stopped = info.get("query_error")  # the faulted query ended with an error
     if not layout.rows.exists():

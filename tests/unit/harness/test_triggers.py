@@ -19,6 +19,7 @@ from verifier.harness.faults.rules import Rule, answers_append
 from verifier.harness.faults.spec import build_schedule, parse_spec
 from verifier.harness.procs import ManagedProcess
 from verifier.rundata.errors import UsageError
+from verifier.rundata.pipelines import parse_marker
 
 # ----- the spec ----------------------------------------------------------------------
 
@@ -81,12 +82,12 @@ def never(batch: int) -> bool:
 
 
 def test_mid_batch_needs_a_fresh_marker_of_an_uncommitted_batch():
-    marker = P.parse_marker(json.dumps({"t": 100.0, "batch": 4, "where": "foreachBatch"}))
+    marker = parse_marker(json.dumps({"t": 100.0, "batch": 4, "where": "foreachBatch"}))
     assert P.mid_batch(marker, 99.0, never) is True
     assert P.mid_batch(None, 99.0, never) is False  # no hold now
     assert P.mid_batch(marker, 101.0, never) is False  # left by the killed predecessor
     assert P.mid_batch(marker, 99.0, lambda b: b == 4) is False  # its batch committed
-    unnamed = P.parse_marker(json.dumps({"t": 100.0, "batch": None}))
+    unnamed = parse_marker(json.dumps({"t": 100.0, "batch": None}))
     assert P.mid_batch(unnamed, 99.0, lambda b: True) is True  # a source hold: no id
     # a fresh query's batch 0 on empty ranges holds too, but its replay writes nothing
     assert P.mid_batch(marker, 99.0, never, planned=lambda b: 0) is False
@@ -97,7 +98,7 @@ def test_mid_batch_needs_a_fresh_marker_of_an_uncommitted_batch():
 def test_a_source_hold_is_mid_batch_only_once_the_other_tasks_have_written():
     """A Kafka, file or Delta sink holds one task while the others run: killed before
     they have written, the replay writes nothing twice (seen on a loaded machine)."""
-    marker = P.parse_marker(json.dumps({"t": 100.0, "batch": 7, "where": "source"}))
+    marker = parse_marker(json.dumps({"t": 100.0, "batch": 7, "where": "source"}))
     assert P.mid_batch(marker, 99.0, never) is False  # the others still writing
     assert P.mid_batch(marker, 99.0, never, {"t": 101.0, "batch": 7}) is True
     # the written word of an earlier hold does not count for this one
@@ -105,9 +106,9 @@ def test_a_source_hold_is_mid_batch_only_once_the_other_tasks_have_written():
 
 
 def test_a_marker_being_written_or_of_the_old_format_is_none():
-    assert P.parse_marker("") is None
-    assert P.parse_marker("1795314893.123\n") is None
-    assert P.parse_marker('{"batch": 1}') is None
+    assert parse_marker("") is None
+    assert parse_marker("1795314893.123\n") is None
+    assert parse_marker('{"batch": 1}') is None
 
 
 # ----- in-transaction ----------------------------------------------------------------

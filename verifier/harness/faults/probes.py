@@ -14,19 +14,10 @@ from pathlib import Path
 
 from verifier.harness.faults.triggers import NotTriggered
 from verifier.rundata.checkpoint import is_committed, planned_times
+from verifier.rundata.pipelines import parse_marker
 
 #: the tail of a producer history read for its latest transaction
 HISTORY_TAIL_BYTES = 256 * 1024
-
-
-def parse_marker(text: str) -> dict | None:
-    """A hold marker's content (verifier.rundata.pipelines.write_marker), or None when it
-    is not one (empty: being written, or an older plain timestamp)."""
-    try:
-        data = json.loads(text)
-    except ValueError:
-        return None
-    return data if isinstance(data, dict) and "t" in data else None
 
 
 def mid_batch(marker: dict | None, started_at_s: float | None,
@@ -208,5 +199,5 @@ def probe_batch_planned(proc) -> tuple[dict | None, str]:
             "batch_in_flight": True}, ""
 
 
-__all__ = ["batch_planned", "mid_batch", "open_transaction", "parse_marker",
+__all__ = ["batch_planned", "mid_batch", "open_transaction",
            "probe_batch_planned", "probe_in_transaction", "probe_mid_batch", "tail_events"]

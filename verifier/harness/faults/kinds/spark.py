@@ -32,10 +32,11 @@ from pathlib import Path
 
 from verifier.harness.faults.kinds.base import Kind, NotApplied, ScheduledFault, process_target
 from verifier.harness.faults.kinds.process import batch_state, heal_process_kill, not_serving
-from verifier.harness.faults.probes import parse_marker, probe_mid_batch
+from verifier.harness.faults.probes import probe_mid_batch
 from verifier.harness.faults.triggers import Gate, NotTriggered
 from verifier.harness.spark_standalone import WORKER_PREFIX, Executor, executor_of, executors
 from verifier.judge.faults.spark import FAMILY
+from verifier.rundata.pipelines import parse_marker
 
 #: (application, task attempt id) of every held task whose executor a kill took: its
 #: marker stays behind (the hold never ended), and a second kill must wait for a new hold
