@@ -41,7 +41,7 @@ DOCKER_STATE  ?= .state/docker
 BIN := $(VENV)/bin
 export KAFKA_VERSION KAFKA_CLIENTS_VERSION
 
-.PHONY: setup system-deps jars test unit integration test-chaos test-runs test-pipelines chaos chaos-quick cluster-up cluster-down lint clean distclean \
+.PHONY: setup system-deps jars test unit integration test-chaos test-runs test-reference test-pipelines chaos chaos-quick cluster-up cluster-down lint clean distclean \
 	docker-engine docker-engine-down docker-image test-containers
 
 setup: $(VENV)/.installed jars system-deps ## Python packages in .venv, JVM jars in .jars
@@ -108,7 +108,7 @@ test-runs: SHELL := /bin/bash
 test-runs: .SHELLFLAGS := -o pipefail -c
 test-runs: setup
 	@(VERIFIER_TEST_BASE_PORT=$(TEST_BASE_PORT) VERIFIER_TEST_STATE_DIR=$(TEST_STATE_DIR) \
-	  $(BIN)/pytest tests/integration/pipelines -m chaos $(PYTEST_ARGS) 2>&1 \
+	  $(BIN)/pytest tests/integration/pipelines -m chaos $(NOT_YET_IN_CI) $(PYTEST_ARGS) 2>&1 \
 	  | sed -u 's/^/[pipelines] /') & pipes=$$!; \
 	(VERIFIER_TEST_BASE_PORT=$(RUNS_BASE_PORT) VERIFIER_TEST_STATE_DIR=$(RUNS_STATE_DIR) \
 	  $(BIN)/pytest tests/integration -m chaos --ignore=tests/integration/pipelines \
@@ -117,6 +117,18 @@ test-runs: setup
 	$(CLUSTERS_DOWN); $(call clusters_down,$(RUNS_STATE_DIR)); \
 	echo "make test-runs: pipelines exit $$pipes, the other runs exit $$runs"; \
 	[ $$pipes = 0 ] && [ $$runs = 0 ]
+
+# Issue 46's whole runs (a pipeline's own input judged against its fault-free reference
+# runs; PostgreSQL sinks): not in CI until they have passed once on this machine. Written on
+# 2026-11-29 while the machine was busy with issue 44's proofs, they have never run; their
+# first run is `make test-reference`, then they join test-runs (and so CI).
+REFERENCE_RUNS := tests/integration/pipelines/test_reference_oracle.py \
+	tests/integration/pipelines/test_postgres_sinks.py
+NOT_YET_IN_CI  := $(foreach f,$(REFERENCE_RUNS),--ignore=$(f))
+test-reference: setup
+	VERIFIER_TEST_BASE_PORT=$(TEST_BASE_PORT) VERIFIER_TEST_STATE_DIR=$(TEST_STATE_DIR) \
+	  $(BIN)/pytest $(REFERENCE_RUNS) -m chaos $(PYTEST_ARGS); \
+	  rc=$$?; $(CLUSTERS_DOWN); exit $$rc
 
 # The pipelines' scenario runs alone (16 min on 2 cores, 2026-11-28).
 test-pipelines: setup
