@@ -36,6 +36,7 @@ from verifier.orchestration.planning import (  # noqa: F401 - RunOptions, valida
     RunOptions,
     _resolve_faults,
     plan_producers,
+    transactional_ids,
     validate_scenario,
 )
 from verifier.orchestration.progress import HistoryTail, ProgressDisplay, snapshot
@@ -242,6 +243,7 @@ class ScenarioRun:
         wait_generators_producing(self)
         fault_env = self.env.fault_env(self.processes)
         fault_env.topics = tuple(sorted({p.topic for p in self.plans}))
+        fault_env.transactional_ids = transactional_ids(self.plans, self.run_id)
         self.nemesis = Nemesis(schedule, fault_env, self.layout.nemesis,
                                self.run_id)
         with self.nemesis:

@@ -93,6 +93,14 @@ def plan_producers(scenario: Scenario, run_id: str, opts: RunOptions) -> list[Pr
     return plans
 
 
+def transactional_ids(plans: list[ProducerPlan], run_id: str) -> dict[str, str]:
+    """The run's transactional ids, each with its producer (transactional id -> pid): a
+    transactional producer's own setting, else the generators' default ``<run id>.<pid>``
+    (producers/cli.py)."""
+    return {str(p.overrides.get("transactional_id") or f"{run_id}.{p.pid}"): p.pid
+            for p in plans if p.expect == "transactional"}
+
+
 def _named(ref: str, plan: ProducerPlan) -> bool:
     """Whether ``"@<mode>"`` names this producer: its mode (without the client a column
     side by side adds) or its preset; the copier only as ``@copier``, although its

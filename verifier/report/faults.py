@@ -45,6 +45,8 @@ def fault_summary(run_dir: Path) -> list[str]:
             extra = ""
         if ev["type"] == "ok" and detail.get("trigger"):
             extra = trigger_text(detail) + extra
+        if ev["type"] != "fail":
+            extra += coordinator_text(detail)
         if ev["type"] == "ok" and isinstance(target, str) and target in idents:
             extra += f"; {idents[target]}"
         lines.append(f"{ev['fault']} on {target_text(target)}: {what}{extra}")
@@ -68,6 +70,30 @@ def trigger_text(detail: dict) -> str:
                                   else "held request")
     return f" {name}" + (f" ({', '.join(found)})" if found else "") + \
         f" after {detail.get('waited_s')} s"
+
+
+def coordinator_text(detail: dict) -> str:
+    """Whether a broker fault's target was the transaction coordinator of one of the
+    run's transactional ids (start detail ``coordinators``, ``coordinator_of``) and, for a
+    leader that avoids them, which partition's leader was taken: "; partition 1's leader,
+    chosen to avoid the transaction coordinators; not a transaction coordinator (r.tx-0
+    on broker 1)". Empty for a run without transactional ids or another fault."""
+    coords = detail.get("coordinators")
+    if not coords:
+        return ""
+    text = ""
+    if detail.get("avoided") is True:
+        text = (f"; partition {detail.get('partition')}'s leader, chosen to avoid the "
+                "transaction coordinators")
+    elif detail.get("avoided") is False:
+        text = f"; could not avoid the transaction coordinators: {detail.get('why')}"
+    mine = detail.get("coordinator_of") or []
+    if mine:
+        return text + f"; the transaction coordinator of {', '.join(mine)}"
+    where = ", ".join(f"{t} on " + ("an unknown broker" if c.get("node") is None
+                                    else f"broker {c['node']}")
+                      for t, c in sorted(coords.items()))
+    return text + f"; not a transaction coordinator ({where})"
 
 
 def hold_text(events: list[dict]) -> str:

@@ -18,6 +18,8 @@ from verifier.harness.faults import triggers
 from verifier.harness.faults.targets import (
     ProcessTarget,
     TargetError,
+    avoids_coordinators,
+    choose_broker,
     resolve_broker,
     validate_broker_target,
 )
@@ -91,6 +93,10 @@ class FaultEnv:
     #: the run's producer topics: a broker fault records the partitions its target led
     #: (start detail ``leads``, the exposure of each column: verifier.judge.faults.broker)
     topics: tuple[str, ...] = ()
+    #: the run's transactional ids, each with its producer (transactional id -> pid): a
+    #: broker fault records their coordinators (start detail ``coordinators``), a leader
+    #: target may avoid them
+    transactional_ids: dict[str, str] = field(default_factory=dict)
 
     def require(self, part: str, kind: str):
         value = getattr(self, part)
@@ -101,8 +107,21 @@ class FaultEnv:
 
 def broker_of(fault: ScheduledFault, env: FaultEnv) -> int | None:
     """The node the fault's broker target names now (None: every broker)."""
+    if avoids_coordinators(fault.target):
+        return broker_choice(fault, env)[0]
     try:
         return resolve_broker(fault.target, env.bootstrap_servers, **env.client_config)
+    except TargetError as exc:
+        raise NotApplied(str(exc)) from exc
+
+
+def broker_choice(fault: ScheduledFault, env: FaultEnv) -> tuple[int | None, dict]:
+    """The node the fault's broker target names now, and what its start records of the
+    choice: the run's transaction coordinators then, whether the node is one of them,
+    and for a leader that avoids them the partition taken (targets.choose_broker)."""
+    try:
+        return choose_broker(fault.target, env.bootstrap_servers, env.transactional_ids,
+                             **env.client_config)
     except TargetError as exc:
         raise NotApplied(str(exc)) from exc
 

@@ -8,7 +8,11 @@
 
 The target is a broker selector resolved when the fault starts (verifier.harness.faults
 .targets). The start records the run's partitions the broker led (``leads``): the
-exposure counts the sends to those (verifier.judge.faults.broker).
+exposure counts the sends to those (verifier.judge.faults.broker), and the transaction
+coordinator of each of the run's transactional ids then (``coordinators``), with those the
+target coordinates (``coordinator_of``): a client whose coordinator died may stall, which
+the verdict reports as a liveness finding (verifier.judge.liveness). A leader target with
+``avoid = "coordinators"`` takes a partition whose leader coordinates none of them.
 """
 
 from __future__ import annotations
@@ -21,7 +25,7 @@ from verifier.harness.faults.kinds.base import (
     NotApplied,
     ScheduledFault,
     Settling,
-    broker_of,
+    broker_choice,
     broker_target,
 )
 from verifier.judge.faults.broker import FAMILY
@@ -49,13 +53,13 @@ def leads(env: FaultEnv, node: int | None) -> dict:
 
 
 def start_broker_kill(fault: ScheduledFault, env: FaultEnv, state: dict) -> dict:
-    node = broker_of(fault, env)
+    node, chosen = broker_choice(fault, env)
     cluster = _running(env, node, fault.kind)
     pid = cluster.pids[node]
     state["node"] = node
     led = leads(env, node)
     cluster.kill_node(node)
-    return {"node": node, "pid": pid, "signal": "SIGKILL", **led}
+    return {"node": node, "pid": pid, "signal": "SIGKILL", **led, **chosen}
 
 
 def heal_broker_kill(fault: ScheduledFault, env: FaultEnv, state: dict) -> Settling:
@@ -74,12 +78,12 @@ def heal_broker_kill(fault: ScheduledFault, env: FaultEnv, state: dict) -> Settl
 
 
 def start_broker_pause(fault: ScheduledFault, env: FaultEnv, state: dict) -> dict:
-    node = broker_of(fault, env)
+    node, chosen = broker_choice(fault, env)
     cluster = _running(env, node, fault.kind)
     state["node"] = node
     led = leads(env, node)
     cluster.pause_node(node)
-    return {"node": node, "pid": cluster.pids[node], "signal": "SIGSTOP", **led}
+    return {"node": node, "pid": cluster.pids[node], "signal": "SIGSTOP", **led, **chosen}
 
 
 def heal_broker_pause(fault: ScheduledFault, env: FaultEnv, state: dict) -> dict:
@@ -91,10 +95,10 @@ def heal_broker_pause(fault: ScheduledFault, env: FaultEnv, state: dict) -> dict
 
 def start_partition(fault: ScheduledFault, env: FaultEnv, state: dict) -> dict:
     partition = env.require("partition", fault.kind)
-    node = broker_of(fault, env)
+    node, chosen = broker_choice(fault, env)
     state["node"] = node
     led = leads(env, node)
-    return {"node": node, **led, **partition.cut(node)}
+    return {"node": node, **led, **chosen, **partition.cut(node)}
 
 
 def heal_partition(fault: ScheduledFault, env: FaultEnv, state: dict) -> dict:
