@@ -27,7 +27,9 @@ from verifier.orchestration.scenario import SCENARIO_DIR, BrokerSettings, Scenar
 from verifier.rundata.errors import UsageError
 
 KNOWN_BUGS = SCENARIO_DIR / "_known_bugs.toml"
-STATUSES = ("affected", "fixed")
+#: ``fenced``: the bug's window is forced on the client's own retry path, which the broker
+#: refuses (kafka-python re-initialises after an EndTxn timeout): read as ``fixed``
+STATUSES = ("affected", "fixed", "fenced")
 #: a combination's runs against its documented status
 MATCH, MISMATCH, OPEN = "yes", "NO", "open"
 
@@ -188,30 +190,54 @@ def plan_known_bugs(bugs: list[KnownBug], scenarios: dict[str, Scenario],
     return sorted(plans.values(), key=lambda p: (order[p.kafka], p.features))
 
 
-def run_outcome(doc: dict, bug: KnownBug, client: str) -> str:
-    """One run's outcome for a bug and client: FAIL when one of the bug's columns of that
-    client failed, PASS when they all passed, else the worst of them (UNKNOWN, NOT
-    EXERCISED, SKIPPED: the run says nothing about the bug)."""
+def row_columns(doc: dict, bug: KnownBug, client: str) -> list[dict]:
+    """The bug's columns of ``client`` in one run's document."""
     from producers.clients import label_of
     from verifier.report.versions import _client_of
 
     cols = [(_client_of(doc, col), col) for col in doc.get("columns") or []]
     wanted = label_of([label for (label, _), _ in cols], client)  # java:3.9.1 -> java 3.9.1
-    verdicts = [col["verdict"] for (label, name), col in cols
-                if label == wanted and name in bug.columns]
+    return [col for (label, name), col in cols if label == wanted and name in bug.columns]
+
+
+def run_outcome(doc: dict, bug: KnownBug, client: str) -> str:
+    """One run's outcome for a bug and client: FAIL when one of the bug's columns of that
+    client failed, PASS when they all passed, else the worst of them (UNKNOWN, NOT
+    EXERCISED, SKIPPED: the run says nothing about the bug)."""
+    verdicts = [col["verdict"] for col in row_columns(doc, bug, client)]
     if FAIL in verdicts:
         return FAIL
     return worst_of(verdicts) if verdicts else "UNKNOWN"
 
 
-def status_match(status: str, outcomes: list[str]) -> str:
-    """``yes`` when every run reproduced the documented status (affected: FAIL, fixed:
-    PASS), ``NO`` when one contradicts it (a FAIL on fixed, a PASS on affected), else
-    ``open``."""
+def forbidden_anomalies(columns: list[dict]) -> list[dict]:
+    """The forbidden anomalies the columns found (their verdict's samples)."""
+    return [a for col in columns for g in (col.get("anomalies") or {}).values()
+            if isinstance(g, dict) and g.get("expectation") == "forbidden" and g.get("count")
+            for a in g.get("sample") or []]
+
+
+def run_reading(status: str, outcome: str, evidence: dict) -> str:
+    """One run against the documented status, on its own evidence
+    (:mod:`verifier.report.forced_evidence`): ``yes`` when an affected run's FAIL is tied
+    to the forced request, or a fixed (fenced) run's PASS shows the forced request refused
+    inside its window; ``NO`` when it contradicts the status (a FAIL on a fixed row, a PASS
+    on an affected row whose forced request went into its window); else ``open``."""
     wanted, contrary = (FAIL, PASS) if status == "affected" else (PASS, FAIL)
-    if contrary in outcomes:
+    if outcome == contrary and (status != "affected" or evidence.get("in_window")):
         return MISMATCH
-    return MATCH if outcomes and all(o == wanted for o in outcomes) else OPEN
+    if outcome == wanted and not evidence.get("open"):
+        return MATCH
+    return OPEN
+
+
+def status_match(status: str, outcomes: list[str], evidence: list[dict]) -> str:
+    """``yes`` when every run reproduced the documented status on its own evidence,
+    ``NO`` when one contradicts it, else ``open`` (:func:`run_reading`)."""
+    readings = [run_reading(status, o, e) for o, e in zip(outcomes, evidence, strict=True)]
+    if MISMATCH in readings:
+        return MISMATCH
+    return MATCH if readings and all(r == MATCH for r in readings) else OPEN
 
 
 def known_bug_grid(plans: list[VersionPlan], docs: dict[str, list[dict]]) -> dict:
@@ -220,6 +246,7 @@ def known_bug_grid(plans: list[VersionPlan], docs: dict[str, list[dict]]) -> dic
     documented status, the held requests' answers and the runs' wall time;
     ``exit_code`` 1 on a mismatch, 2 on an open row, else 0."""
     from producers.clients import client_slug, column_suffix, label_of
+    from verifier.report.forced_evidence import forced_by, load_run_evidence
     from verifier.report.versions import held_answers
 
     rows = []
@@ -232,13 +259,18 @@ def known_bug_grid(plans: list[VersionPlan], docs: dict[str, list[dict]]) -> dic
             answers = [held_answers(d.get("run_dir")) for d in runs]
             key = client_slug(column_suffix(combo.client, plan.clients)) \
                 if len(plan.clients) > 1 else ""
+            evidence = [{"run": d.get("run_dir"), "outcome": o, **load_run_evidence(
+                d.get("run_dir"), combo.status, o, key,
+                forbidden_anomalies(row_columns(d, bug, combo.client)), str(d.get("run") or ""))}
+                for d, o in zip(runs, outcomes, strict=True)]
             rows.append({
                 "bug": bug.id, "kafka": combo.kafka, "client": label,
                 "setting": combo.setting_text(), "status": combo.status,
                 "outcomes": outcomes,
                 "text": " · ".join(f"{v} {n}/{len(outcomes)}" for v, n in tally(outcomes))
                 or "not run",
-                "match": status_match(combo.status, outcomes),
+                "match": status_match(combo.status, outcomes, evidence),
+                "forced": forced_by(evidence), "evidence": evidence,
                 "held": " | ".join(a.get(key) or a.get("") or "-" for a in answers) or "-",
                 "wall_s": [round(float((d.get("phases") or {}).get("total_s", 0)), 1)
                            for d in runs],

@@ -9,23 +9,33 @@ from pathlib import Path
 from verifier.rundata.formats import read_json, write_json
 
 KNOWN_BUGS_FORMAT = "known-bugs-grid"
-LEGEND = ("matches: yes = every run reproduced the documented status (affected: FAIL, "
-          "fixed: PASS); NO = a run contradicts it (a finding, exit 1); open = a run said "
-          "nothing (UNKNOWN, NOT EXERCISED, SKIPPED; exit 2)")
+LEGEND = ("matches: yes = every run reproduced the documented status on its own evidence "
+          "(affected: a FAIL with a forbidden anomaly tied to the forced request; fixed, "
+          "fenced: a PASS with the forced request refused inside its window); NO = a run "
+          "contradicts it (a finding, exit 1); open = a run said nothing about the bug "
+          "(UNKNOWN, NOT EXERCISED, SKIPPED, a FAIL not tied to the forced request, a "
+          "request released at its bound, not into its window; exit 2). forced: copy = a "
+          "replayed copy the client never sent, own = the client's own request held")
 
 
 def render_known_bug_grid(grid: dict) -> str:
-    head = ["bug", "kafka", "client", "broker setting", "documented", "outcomes", "matches",
-            "s/run", "held request, broker answered"]
+    from verifier.report.forced_evidence import evidence_text
+
+    head = ["bug", "kafka", "client", "broker setting", "documented", "forced", "outcomes",
+            "matches", "s/run", "held request, broker answered"]
     rows = [head]
     for r in grid["rows"]:
         walls = r.get("wall_s") or []
-        rows.append([r["bug"], r["kafka"], r["client"], r["setting"], r["status"], r["text"],
-                     r["match"], f"{sum(walls) / len(walls):.0f}" if walls else "-",
-                     r.get("held") or "-"])
+        rows.append([r["bug"], r["kafka"], r["client"], r["setting"], r["status"],
+                     r.get("forced") or "-", r["text"], r["match"],
+                     f"{sum(walls) / len(walls):.0f}" if walls else "-", r.get("held") or "-"])
     widths = [max(len(row[i]) for row in rows) for i in range(len(head))]
-    text = "\n".join("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip()
-                     for row in rows)
+    lines = []
+    for i, row in enumerate(rows):
+        lines.append("  ".join(v.ljust(w) for v, w in zip(row, widths, strict=True)).rstrip())
+        for n, ev in enumerate(grid["rows"][i - 1].get("evidence") or [] if i else [], 1):
+            lines.append(f"    run {n} {ev.get('outcome', '?')}: {evidence_text(ev)}")
+    text = "\n".join(lines)
     clusters = grid.get("clusters") or []
     if clusters:
         text += "\n" + "\n".join(

@@ -23,7 +23,9 @@ def test_every_bug_names_a_scenario_columns_and_both_statuses():
         assert bug.scenario in profile.scenarios
         scenario = load_scenario(bug.scenario)
         assert all("@" in c and c.split("@")[0] in scenario.workload.modes for c in bug.columns)
-        assert {c.status for c in bug.combinations} == {"affected", "fixed"}, bug.id
+        # an own-retry row documents what the client's own path does: fenced
+        want = {"fenced"} if bug.id.endswith("(own EndTxn)") else {"affected", "fixed"}
+        assert {c.status for c in bug.combinations} == want, bug.id
         assert bug.mechanism and bug.schedule
 
 
@@ -94,26 +96,74 @@ def test_plan_one_cluster_per_version_variants_after_the_defaults():
     assert kb.plan_known_bugs(_bugs(), {}) == []
 
 
-@pytest.mark.parametrize("status, outcomes, match", [
-    ("affected", ["FAIL", "FAIL", "FAIL"], "yes"),
-    ("affected", ["FAIL", "PASS", "FAIL"], "NO"),
-    ("affected", ["FAIL", "UNKNOWN", "FAIL"], "open"),
-    ("affected", [], "open"),
-    ("fixed", ["PASS", "PASS", "PASS"], "yes"),
-    ("fixed", ["PASS", "FAIL"], "NO"),
-    ("fixed", ["PASS", "NOT EXERCISED"], "open"),
+#: a run whose forced request went into its window, and its evidence held (issue 45)
+SHOWN = {"in_window": True, "open": None}
+#: a run whose forced request went at its bound: it says nothing about the bug
+STALE = {"in_window": False, "open": "copy released at its bound"}
+
+
+@pytest.mark.parametrize("status, outcomes, evidence, match", [
+    ("affected", ["FAIL", "FAIL", "FAIL"], [SHOWN] * 3, "yes"),
+    ("affected", ["FAIL", "PASS", "FAIL"], [SHOWN] * 3, "NO"),
+    ("affected", ["FAIL", "UNKNOWN", "FAIL"], [SHOWN] * 3, "open"),
+    ("affected", [], [], "open"),
+    ("fixed", ["PASS", "PASS", "PASS"], [SHOWN] * 3, "yes"),
+    ("fixed", ["PASS", "FAIL"], [SHOWN] * 2, "NO"),
+    ("fixed", ["PASS", "NOT EXERCISED"], [SHOWN] * 2, "open"),
+    # on its own evidence: a FAIL not tied, a PASS at the bound say nothing
+    ("affected", ["FAIL", "FAIL"], [SHOWN, {"in_window": True, "open": "not tied"}], "open"),
+    ("affected", ["FAIL", "PASS"], [SHOWN, STALE], "open"),
+    ("fixed", ["PASS", "PASS"], [SHOWN, STALE], "open"),
+    ("fenced", ["PASS", "PASS"], [SHOWN] * 2, "yes"),
+    ("fixed", ["FAIL"], [STALE], "NO"),  # a FAIL on a fixed row is a finding whatever forced it
 ])
-def test_status_match(status, outcomes, match):
-    assert kb.status_match(status, outcomes) == match
+def test_status_match(status, outcomes, evidence, match):
+    assert kb.status_match(status, outcomes, evidence) == match
 
 
-def _doc(scenario, verdicts, clients=("kafka-python 3.0.12",), run_dir=None, total=100.0):
+RUN = "r1"
+LATE = {"api": "Produce", "transactional_id": f"{RUN}.transactional-0", "producer_id": 0,
+        "producer_epoch": 0, "partitions": [{"topic": "t", "partition": 0, "records": 1}]}
+
+
+def _late_produce_run(root, error: int):
+    """A run folder whose nemesis history has KAFKA-14402's late Produce, released by the
+    abort marker and answered with ``error`` (0: written at offset 40)."""
+    import orjson
+
+    root.mkdir(parents=True, exist_ok=True)
+    run_dir = root / f"run-{error}"
+    ev = {"type": "event", "fault": "hold", "target": {"all": True}, "id": 1}
+    lines = [{"type": "header", "format": "nemesis-history", "version": 1, "run": RUN},
+             {**ev, "f": "hold", "t": 1, "detail": {"hold": 1, "request": LATE,
+                                                    "client_view": "timeout"}},
+             {**ev, "f": "release", "t": 2, "detail": {
+                 "hold": 1, "request": LATE, "reason": "abort marker at offset 39",
+                 "delivered": True, "trigger": {"api": "EndTxn"}}},
+             {**ev, "f": "answer", "t": 3, "detail": {
+                 "hold": 1, "request": LATE,
+                 "response": {"partitions": [["t", 0, error, 40 if not error else -1]]}}}]
+    run_dir.mkdir(exist_ok=True)
+    (run_dir / "nemesis.jsonl").write_bytes(b"".join(orjson.dumps(x) + b"\n" for x in lines))
+    return str(run_dir)
+
+
+#: the late batch's record, read twice at read_committed (tied to the late Produce)
+DUP = {"kind": "duplicate-cross-session", "partition": 0, "offset": 12, "offsets": [12, 40],
+       "pid": "transactional-0"}
+
+
+def _doc(scenario, verdicts, clients=("kafka-python 3.0.12",), run_dir=None, total=100.0,
+         anomalies=None):
     cols = []
     for client, (rc, ru) in verdicts.items():
         mode = "transactional" if len(clients) == 1 else f"transactional/{client}"
         for iso, v in (("read_committed", rc), ("read_uncommitted", ru)):
-            cols.append({"name": f"{mode}@{iso}", "mode": mode, "verdict": v})
-    return {"scenario": scenario, "clients": list(clients), "columns": cols,
+            sample = (anomalies if anomalies is not None else [DUP]) if v == "FAIL" else []
+            cols.append({"name": f"{mode}@{iso}", "mode": mode, "verdict": v, "anomalies": {
+                "duplicate-cross-session": {"count": len(sample), "expectation": "forbidden",
+                                            "sample": sample}}})
+    return {"scenario": scenario, "clients": list(clients), "columns": cols, "run": RUN,
             "run_dir": run_dir, "phases": {"total_s": total}}
 
 
@@ -122,12 +172,13 @@ def _plans():
                               clients=["kafka-python"])
 
 
-def test_grid_reproduced_everywhere_exits_0():
+def test_grid_reproduced_everywhere_exits_0(tmp_path):
     fail = {"kafka-python": ("FAIL", "PASS")}
     ok = {"kafka-python": ("PASS", "PASS")}
-    docs = {"3.5.2": [_doc("kafka-14402", fail)] * 3,
-            "4.1.1": [_doc("kafka-14402", ok)] * 3 +
-                     [_doc("kafka-14402-verification-off", fail, total=90)] * 3}
+    took, refused = _late_produce_run(tmp_path, 0), _late_produce_run(tmp_path, 53)
+    docs = {"3.5.2": [_doc("kafka-14402", fail, run_dir=took)] * 3,
+            "4.1.1": [_doc("kafka-14402", ok, run_dir=refused)] * 3 +
+                     [_doc("kafka-14402-verification-off", fail, total=90, run_dir=took)] * 3}
     grid = kb.known_bug_grid(_plans(), docs)
     rows = {(r["kafka"], r["setting"]): r for r in grid["rows"]}
     assert rows[("3.5.2", "defaults")]["text"] == "FAIL 3/3"
@@ -150,21 +201,25 @@ def test_each_clusters_set_up_is_its_wall_time_less_its_runs():
     assert [r["cluster"] for r in kb.cluster_times(_plans(), docs, {"4.1.1": 9.0})] == ["4.1.1"]
 
 
-def test_a_mismatch_either_way_exits_1_and_an_open_row_2():
+def test_a_mismatch_either_way_exits_1_and_an_open_row_2(tmp_path):
     fail = {"kafka-python": ("FAIL", "PASS")}
     ok = {"kafka-python": ("PASS", "PASS")}
     # the read_uncommitted column is not the bug's: its FAIL does not count
     ru_only = {"kafka-python": ("PASS", "FAIL")}
-    docs = {"3.5.2": [_doc("kafka-14402", fail), _doc("kafka-14402", ru_only)],
-            "4.1.1": [_doc("kafka-14402", ok), _doc("kafka-14402-verification-off", fail)]}
+    took, refused = _late_produce_run(tmp_path, 0), _late_produce_run(tmp_path, 53)
+    docs = {"3.5.2": [_doc("kafka-14402", fail, run_dir=took),
+                      _doc("kafka-14402", ru_only, run_dir=took)],
+            "4.1.1": [_doc("kafka-14402", ok, run_dir=refused),
+                      _doc("kafka-14402-verification-off", fail, run_dir=took)]}
     grid = kb.known_bug_grid(_plans(), docs)
     assert [r["match"] for r in grid["rows"]] == ["NO", "yes", "yes"]
     assert grid["rows"][0]["text"] == "FAIL 1/2 · PASS 1/2"
     assert grid["exit_code"] == 1
-    docs["3.5.2"] = [_doc("kafka-14402", fail)]
-    docs["4.1.1"][0] = _doc("kafka-14402", {"kafka-python": ("FAIL", "PASS")})
+    docs["3.5.2"] = [_doc("kafka-14402", fail, run_dir=took)]
+    docs["4.1.1"][0] = _doc("kafka-14402", {"kafka-python": ("FAIL", "PASS")}, run_dir=took)
     assert kb.known_bug_grid(_plans(), docs)["exit_code"] == 1  # FAIL on fixed
-    docs["4.1.1"][0] = _doc("kafka-14402", {"kafka-python": ("UNKNOWN", "PASS")})
+    docs["4.1.1"][0] = _doc("kafka-14402", {"kafka-python": ("UNKNOWN", "PASS")},
+                            run_dir=refused)
     assert kb.known_bug_grid(_plans(), docs)["exit_code"] == 2
     del docs["3.5.2"]  # a version whose cluster never ran: its rows say not run
     grid = kb.known_bug_grid(_plans(), docs)

@@ -53,12 +53,13 @@ def test_a_gated_request_is_a_step_of_the_schedule_not_a_late_answer(tmp_path):
 def test_the_grid_names_the_combination_its_status_and_the_match():
     grid = {"rows": [{"bug": "KAFKA-14402", "kafka": "3.5.2", "client": "kafka-python 3.0.12",
                       "setting": "defaults", "status": "affected", "text": "FAIL 3/3",
-                      "match": "yes", "wall_s": [200.0, 220.0, 210.0],
+                      "match": "yes", "wall_s": [200.0, 220.0, 210.0], "forced": "own",
                       "held": "accepted at 171 (x3)"}], "exit_code": 0}
     head, row, *_ = render_known_bug_grid(grid).splitlines()
     assert head.split()[:5] == ["bug", "kafka", "client", "broker", "setting"]
     assert row.split() == ["KAFKA-14402", "3.5.2", "kafka-python", "3.0.12", "defaults",
-                           "affected", "FAIL", "3/3", "yes", "210", "accepted", "at", "171",
+                           "affected", "own", "FAIL", "3/3", "yes", "210", "accepted", "at",
+                           "171",
                            "(x3)"]
 
 

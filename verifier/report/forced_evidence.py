@@ -1,0 +1,260 @@
+"""A known-bug row's own evidence (issue 45): does a run's verdict come from the request
+the schedule forced?
+
+A known bug's schedule forces one protocol event: a late request (a Produce held until its
+transaction ended) or a replayed copy (an EndTxn, a coordinator's WriteTxnMarkers, a
+TxnOffsetCommit, whose original went on) released into the window the bug needs. A run
+*shows* the bug only when a forbidden anomaly of the bug's column is tied to that forced
+request, and is *clean* only when the forced request reached the broker inside its window
+and the broker refused it (the fix at work). Anything else says nothing about the bug.
+
+The ties (pure functions of the nemesis history, the verdict's anomaly samples and the
+producers' histories):
+
+- a late **Produce** accepted at offset ``o`` with ``n`` records: the anomalies at
+  offsets ``o .. o+n-1`` of that partition (the late batch's records);
+- a copy of an **EndTxn** or a **WriteTxnMarkers** that the broker took: the anomalies of
+  the transaction of the same producer that was open when the broker answered the copy
+  (the transaction the stale request ended), on the marker's partitions for a marker;
+- a copy of a **TxnOffsetCommit**: the lost input records the copier's transaction that
+  sent the original had planned (its offsets, committed late, skip them).
+
+A request is *in its window* when an event released it (a protocol event, or the marker
+it waited for), not its time bound or the end of the fault: a copy released at its bound
+is counted as what it is, stale, and proves nothing about the window.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from verifier.report.versions import _client_key, _error_name
+from verifier.rundata.formats import RunFormatError, read_jsonl
+from verifier.rundata.layout import RunLayout
+from verifier.rundata.nemesis import read_nemesis
+
+#: the hold's client views that force a request (``delay``: then_hold's gate, not forced)
+FORCING_VIEWS = ("copy", "timeout", "reset", "drop")
+#: a release reason that is not the window's event
+_NOT_AN_EVENT = ("no partition or producer to watch",)
+
+
+def forced_requests(ops: list[dict], client_key: str | None = None) -> list[dict]:
+    """Each request a hold forced, from the nemesis history ``ops``: its hold number,
+    request, whether it is a copy, how it was released (``released``: the reason,
+    ``in_window``: by the event it waited for), the broker's answer (``answer``: the
+    response summary, ``answered_t``) and its error codes. ``client_key``: only the
+    requests of that client's transactional id (``""`` or None: every one)."""
+    out: dict[int, dict] = {}
+    for op in ops:
+        if op.get("type") != "event" or op.get("fault") not in (None, "hold"):
+            continue
+        d = op.get("detail") or {}
+        n = d.get("hold")
+        if op.get("f") == "hold" and d.get("client_view") in FORCING_VIEWS:
+            request = d.get("request") or {}
+            if client_key and _client_key(str(request.get("transactional_id") or "")) != \
+                    client_key:
+                continue
+            out[n] = {"hold": n, "request": request, "copy": d["client_view"] == "copy",
+                      "held_t": op.get("t"), "released": None, "in_window": False,
+                      "trigger": None, "answer": None, "answered_t": None, "errors": []}
+        elif n in out and op.get("f") == "release":
+            trigger = d.get("trigger")
+            reason = str(d.get("reason") or "")
+            out[n].update(released=reason, trigger=trigger,
+                          in_window=bool(trigger) and bool(d.get("delivered", True))
+                          and reason not in _NOT_AN_EVENT)
+        elif n in out and op.get("f") == "answer" and not d.get("gated"):
+            response = d.get("response") or {}
+            out[n].update(answer=response, answered_t=op.get("t"),
+                          errors=answer_errors(response))
+    return list(out.values())
+
+
+def answer_errors(response: dict) -> list[int]:
+    """The error codes of a response summary: a Produce's per partition, a
+    WriteTxnMarkers' per marker, else its one code."""
+    if "partitions" in response:
+        return [int(p[2]) for p in response["partitions"]]
+    if "markers" in response:
+        return [int(m[2]) for m in response["markers"]]
+    return [int(response["error_code"])] if "error_code" in response else []
+
+
+def answer_text(forced: dict) -> str:
+    """``accepted`` or ``refused: InvalidProducerEpoch`` (the first refusal), or
+    ``not answered``."""
+    if forced["answer"] is None:
+        return "not answered"
+    refusals = [e for e in forced["errors"] if e]
+    return f"refused: {_error_name(refusals[0])}" if refusals else "accepted"
+
+
+def transactions(history: list[dict]) -> list[dict]:
+    """A producer history's transactions: ``ses``, ``txn``, ``begin`` and ``end`` times
+    (None while open at the end of the run), ``recs`` (the planned ``[partition, seq]``)."""
+    out: dict[tuple, dict] = {}
+    for line in history:
+        f, txn = line.get("f"), line.get("txn")
+        if txn is None:
+            continue
+        key = (line.get("ses"), txn)
+        if line.get("type") == "invoke" and f == "begin":
+            out[key] = {"ses": key[0], "txn": txn, "begin": line.get("t"), "end": None,
+                        "recs": [tuple(r) for r in line.get("recs") or []]}
+        elif f in ("commit", "abort") and line.get("type") in ("ok", "fail", "info") \
+                and key in out:
+            out[key]["end"] = line.get("t")
+    return list(out.values())
+
+
+def open_at(txns: list[dict], t: int | None) -> dict | None:
+    """The transaction open at time ``t`` (begun at or before it, not ended before it)."""
+    if t is None:
+        return None
+    found = [x for x in txns if x["begin"] is not None and x["begin"] <= t
+             and (x["end"] is None or t <= x["end"])]
+    return max(found, key=lambda x: x["begin"]) if found else None
+
+
+def _offsets(anomaly: dict) -> list[int]:
+    return [int(o) for o in anomaly.get("offsets") or [anomaly.get("offset")] if o is not None]
+
+
+def tie(forced: dict, anomalies: list[dict], pid: str, txns: list[dict]) -> tuple[list, str]:
+    """The anomalies tied to one forced request, and how (see the module's text)."""
+    request, api = forced["request"], forced["request"].get("api")
+    if api == "Produce":
+        sizes = {p.get("partition"): int(p.get("records") or 1)
+                 for p in request.get("partitions") or []}
+        spans = [(p, off, off + sizes.get(p, 1) - 1) for _, p, err, off in
+                 (forced["answer"] or {}).get("partitions") or [] if err == 0 and off >= 0]
+        tied = [a for a in anomalies for p, lo, hi in spans
+                if a.get("partition") == p and any(lo <= o <= hi for o in _offsets(a))]
+        how = ", ".join(f"the late batch's records at {p}@{lo}-{hi}" for p, lo, hi in spans)
+        return tied, how or "the late batch was not written"
+    if api == "TxnOffsetCommit":
+        txn = open_at(txns, forced["held_t"])
+        if txn is None:
+            return [], "no transaction of the copier open when the original went"
+        planned = set(txn["recs"])
+        tied = [a for a in anomalies if (a.get("partition"), a.get("offset")) in planned]
+        return tied, (f"input of the copier's transaction {txn['txn']} (session {txn['ses']}),"
+                      " whose offsets the copy carried")
+    if api in ("EndTxn", "WriteTxnMarkers"):
+        if forced["answer"] is None or any(forced["errors"]):
+            return [], f"the broker did not take the {api} ({answer_text(forced)})"
+        txn = open_at(txns, forced["answered_t"])
+        if txn is None:
+            return [], f"no transaction of {pid} open when the {api} was answered"
+        parts = {p.get("partition") for p in request.get("partitions") or []}
+        tied = [a for a in anomalies if a.get("pid") == pid and a.get("ses") == txn["ses"]
+                and a.get("txn") == txn["txn"]
+                and (api == "EndTxn" or a.get("partition") in parts)]
+        where = "" if api == "EndTxn" else f" on partition {sorted(parts)}"
+        return tied, f"transaction {txn['txn']} of {pid}{where}, open when the {api} was answered"
+    return [], f"no tie known for a forced {api}"
+
+
+def forced_text(forced: dict) -> str:
+    """``copy of EndTxn (producer 0, epoch 3) released by Produce response: accepted``."""
+    r = forced["request"]
+    what = f"{'copy of ' if forced['copy'] else 'late '}{r.get('api', '?')}"
+    who = f" (producer {r.get('producer_id')}, epoch {r.get('producer_epoch')})" \
+        if r.get("producer_id") is not None else ""
+    how = f"released by {forced['released']}" if forced["in_window"] else \
+        f"released at its bound ({forced['released']}), not into the event" \
+        if forced["released"] else "never released"
+    return f"{what}{who} {how}: {answer_text(forced)}"
+
+
+def run_evidence(status: str, outcome: str, forced: list[dict], anomalies: list[dict],
+                 pid_of, txns_of) -> dict:
+    """One run's evidence for a row: ``shows`` (the run shows the bug: a forbidden
+    anomaly tied to a forced request in its window), ``clean`` (the forced request went
+    into its window and the broker refused it), the forced requests, the tied anomalies,
+    and ``open``: why the run says nothing about the bug (None when it does).
+    ``pid_of(transactional id)`` names a producer's history, ``txns_of(pid)`` its
+    transactions; ``anomalies``: the forbidden anomalies of the row's columns."""
+    in_window = [f for f in forced if f["in_window"]]
+    tied: list[dict] = []
+    hows: list[str] = []
+    for f in in_window:
+        pid = pid_of(str(f["request"].get("transactional_id") or ""))
+        these, how = tie(f, anomalies, pid, txns_of(pid) if pid else [])
+        hows.append(how)
+        tied += [{**_short(a), "hold": f["hold"], "by": how} for a in these]
+    refused = [f for f in in_window if f["answer"] is not None and any(f["errors"])]
+    ev = {"forced": [{"hold": f["hold"], "api": f["request"].get("api"), "copy": f["copy"],
+                      "producer_id": f["request"].get("producer_id"),
+                      "producer_epoch": f["request"].get("producer_epoch"),
+                      "released": f["released"], "in_window": f["in_window"],
+                      "answer": answer_text(f), "error_codes": f["errors"],
+                      "text": forced_text(f)} for f in forced],
+          "anomalies": tied, "shows": bool(tied), "clean": bool(refused) and not tied,
+          "in_window": bool(in_window), "open": None}
+    if not forced:
+        ev["open"] = "no request was forced (nothing held for this client)"
+    elif not in_window:
+        ev["open"] = "; ".join(forced_text(f) for f in forced)
+    elif outcome == "FAIL" and status == "affected" and not tied:
+        ev["open"] = ("FAIL, but no forbidden anomaly is tied to the forced request ("
+                      + "; ".join(hows) + ")")
+    elif outcome == "PASS" and status != "affected" and not refused:
+        ev["open"] = ("PASS, but the broker refused no forced request in its window ("
+                      + "; ".join(forced_text(f) for f in in_window) + ")")
+    return ev
+
+
+def forced_by(evidence: list[dict]) -> str:
+    """How a row's runs forced the bug: ``copy`` (a replayed copy of a request, which the
+    client never sent twice), ``own`` (the client's own request, held), both, or ``-``."""
+    kinds = {"copy" if f["copy"] else "own" for ev in evidence for f in ev.get("forced") or []}
+    return "+".join(k for k in ("copy", "own") if k in kinds) or "-"
+
+
+def _short(a: dict) -> dict:
+    return {k: a.get(k) for k in ("kind", "topic", "partition", "offset", "pid", "ses", "txn")}
+
+
+def evidence_text(ev: dict) -> str:
+    """One run's evidence in a few words, for the grid."""
+    if ev.get("open"):
+        return f"open: {ev['open']}"
+    window = [f for f in ev["forced"] if f["in_window"]]
+    head = "; ".join(f["text"] for f in window[:2]) + (f" (+{len(window) - 2})"
+                                                        if len(window) > 2 else "")
+    if ev["anomalies"]:
+        kinds = sorted({a["kind"] for a in ev["anomalies"]})
+        return f"{head}; tied: {len(ev['anomalies'])} {'/'.join(kinds)} ({ev['anomalies'][0]['by']})"
+    return head
+
+
+def load_run_evidence(run_dir, status: str, outcome: str, client_key: str,
+                      anomalies: list[dict], run: str = "") -> dict:
+    """:func:`run_evidence` from a run's folder (its nemesis history and producers'
+    histories); ``run``: the run id, the prefix of its transactional ids."""
+    if not run_dir:
+        return {"forced": [], "anomalies": [], "shows": False, "clean": False,
+                "in_window": False, "open": "no run folder"}
+    layout = RunLayout(Path(run_dir))
+    try:
+        ops = read_nemesis(layout.nemesis)
+    except RunFormatError as exc:
+        return {"forced": [], "anomalies": [], "shows": False, "clean": False,
+                "in_window": False, "open": f"no nemesis history: {exc}"}
+
+    def pid_of(tid: str) -> str:
+        return tid[len(run) + 1:] if run and tid.startswith(run + ".") else \
+            tid.rpartition(".")[2]
+
+    def txns_of(pid: str) -> list[dict]:
+        try:
+            _, lines = read_jsonl(layout.history(pid), "producer-history")
+        except (RunFormatError, OSError):
+            return []
+        return transactions(lines)
+
+    return run_evidence(status, outcome, forced_requests(ops, client_key), anomalies,
+                        pid_of, txns_of)
