@@ -225,18 +225,78 @@ def assert_marker_copy_into_the_next_transaction(run_dir: Path, accepted: bool,
     return answer
 
 
-ALL_BUGS = {"KAFKA-14402", "KAFKA-17754", "KAFKA-17754 (b)", "KAFKA-15449", "KAFKA-19446"}
+def assert_late_batch_after_the_marker(run_dir: Path, accepted: bool,
+                                       client: str = "") -> list[dict]:
+    """KAFKA-14402's order (``client``'s generator when several ran side by side): each
+    late Produce released by the abort marker of its own producer id and epoch, written
+    after it where affected, refused where fixed (:func:`assert_forced_schedule`)."""
+    return assert_forced_schedule(run_dir, accepted, lambda r: _of_client(r, client))
+
+
+def assert_own_end_txn_fenced(run_dir: Path, accepted: bool, client: str = "") -> dict:
+    """The own-EndTxn row's order: the client's own EndTxn held (a timeout, not a copy);
+    released by the next AddPartitionsToTxn response without error of its transactional id
+    (not a timer); refused by the coordinator (the client re-initialised: an old epoch)."""
+    events = hold_events(run_dir)
+    where = {(op["f"], op["detail"]["hold"]): i for i, op in enumerate(events)}
+    held = [op["detail"] for op in events if op["f"] == "hold"
+            and op["detail"].get("client_view") == "timeout"
+            and _of_client(op["detail"]["request"], client)]
+    assert len(held) == 1, f"one EndTxn held: {events}"
+    n, request = held[0]["hold"], held[0]["request"]
+    assert request["api"] == "EndTxn", request
+    assert where[("hold", n)] < where[("release", n)] < where[("answer", n)], events
+    release = events[where[("release", n)]]["detail"]
+    assert release["reason"] == "AddPartitionsToTxn response", release
+    assert (release["trigger"]["transactional_id"], release["trigger"].get("error_code")) == \
+        (request["transactional_id"], 0), release
+    answer = events[where[("answer", n)]]["detail"]["response"]
+    assert (answer["error_code"] == 0) == accepted, answer
+    return answer
+
+
+#: every bug's order check (issue 45: every row of the grid has one)
+ORDER_CHECKS = {"KAFKA-14402": assert_late_batch_after_the_marker,
+                "KAFKA-17754 (b)": assert_next_transaction_release,
+                "KAFKA-17754": assert_copy_released_into_an_abort,
+                "KAFKA-17754 (own EndTxn)": assert_own_end_txn_fenced,
+                "KAFKA-15449": assert_late_offset_commit,
+                "KAFKA-19446": assert_marker_copy_into_the_next_transaction}
+
+
+def assert_row_evidence(row: dict) -> None:
+    """A row's own evidence, per run (``evidence``, issue 45): an affected run's FAIL
+    names at least one forbidden anomaly tied to a forced request released into its
+    window; a fixed (fenced) run's PASS names a forced request released into its window
+    and the broker's refusal (its error code); copies are said to be copies."""
+    assert len(row["evidence"]) == len(row["runs"]), row
+    for run, ev in zip(row["runs"], row["evidence"], strict=True):
+        assert ev["run"] == run and ev["open"] is None, (row["bug"], ev)
+        window = [f for f in ev["forced"] if f["in_window"]]
+        assert window, ev
+        if row["status"] == "affected":
+            assert ev["shows"] and ev["anomalies"], ev
+            holds = {f["hold"] for f in window}
+            assert all(a["hold"] in holds for a in ev["anomalies"]), ev
+        else:
+            assert ev["clean"] and any(f["error_codes"] and any(f["error_codes"])
+                                       for f in window), ev
+    if any(f["copy"] for ev in row["evidence"] for f in ev["forced"]):
+        assert "copy" in row["forced"], row
+
+
+ALL_BUGS = {"KAFKA-14402", "KAFKA-17754", "KAFKA-17754 (own EndTxn)", "KAFKA-17754 (b)",
+            "KAFKA-15449", "KAFKA-19446"}
 ALL_CLUSTERS = {"3.5.2", "3.6.2", "4.1.1", "4.1.1+transaction.version=0", "4.2.0"}
 
 
 def check_whole_grid(grid: dict, said: str = "", bugs: set = ALL_BUGS,
                      clusters: set = ALL_CLUSTERS) -> None:
-    """The done-when of issue 33: every row of every bug reproduced its documented status
-    in each of the REPEAT runs (exit 0); each cluster's set-up is reported apart; the
-    KAFKA-17754 (b) runs were released by the next transaction's AddPartitionsToTxn of
-    partition 0 (accepted where affected), KAFKA-17754's copies by a Produce of a
-    transaction meant to abort (accepted where affected). ``bugs`` and ``clusters``: what
-    the grid must hold (a run of some bugs only: ``--scenario``)."""
+    """The done-when of issues 33 and 45: every row of every bug reproduced its documented
+    status in each of the REPEAT runs on its own evidence (exit 0); each cluster's set-up
+    is reported apart; every row's runs in its bug's order (:data:`ORDER_CHECKS`, one per
+    bug) and with its evidence (:func:`assert_row_evidence`). ``bugs`` and ``clusters``:
+    what the grid must hold (a run of some bugs only: ``--scenario``)."""
     assert {r["bug"] for r in grid["rows"]} == bugs, grid["rows"]
     for row in grid["rows"]:
         want = "FAIL" if row["status"] == "affected" else "PASS"
@@ -246,13 +306,10 @@ def check_whole_grid(grid: dict, said: str = "", bugs: set = ALL_BUGS,
     assert set(ran) == clusters, ran
     assert all(c["setup_s"] > 0 and c["runs_s"] > 0 for c in ran.values()), ran
     for row in grid["rows"]:
-        client = row["client"]
-        check = {"KAFKA-17754 (b)": assert_next_transaction_release,
-                 "KAFKA-17754": assert_copy_released_into_an_abort,
-                 "KAFKA-15449": assert_late_offset_commit,
-                 "KAFKA-19446": assert_marker_copy_into_the_next_transaction}.get(row["bug"])
-        for run in row["runs"] if check else ():
-            check(Path(run), row["status"] == "affected", client)
+        check = ORDER_CHECKS[row["bug"]]  # every row has its order check
+        for run in row["runs"]:
+            check(Path(run), row["status"] == "affected", row["client"])
+        assert_row_evidence(row)
 
 
 @pytest.mark.timeout(4 * 3600)

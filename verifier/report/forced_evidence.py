@@ -226,8 +226,8 @@ def evidence_text(ev: dict) -> str:
     head = "; ".join(f["text"] for f in window[:2]) + (f" (+{len(window) - 2})"
                                                         if len(window) > 2 else "")
     if ev["anomalies"]:
-        kinds = sorted({a["kind"] for a in ev["anomalies"]})
-        return f"{head}; tied: {len(ev['anomalies'])} {'/'.join(kinds)} ({ev['anomalies'][0]['by']})"
+        kinds = "/".join(sorted({a["kind"] for a in ev["anomalies"]}))
+        return f"{head}; tied: {len(ev['anomalies'])} {kinds} ({ev['anomalies'][0]['by']})"
     return head
 
 

@@ -51,17 +51,19 @@ def hold_events(run_dir: Path) -> list[dict]:
             if op.get("type") == "event" and op.get("fault") == "hold"]
 
 
-def assert_forced_schedule(run_dir: Path, accepted: bool) -> list[dict]:
+def assert_forced_schedule(run_dir: Path, accepted: bool, mine=None) -> list[dict]:
     """The schedule's order, from the run's nemesis history: each late Produce held; the
     EndTxn(abort) response of its transactional id passed (``trigger``); the abort marker
     of its producer id and epoch seen in partition 0's log (``marker``); released by that
     marker, not by a timer or the heal; answered (``accepted``: written after the marker,
     else refused); and any next request of the producer held back from the trigger on
-    went on only after every late answer. Returns the late Produces' answers."""
+    went on only after every late answer. ``mine(request)``: only that client's requests
+    (several clients side by side). Returns the late Produces' answers."""
     events = hold_events(run_dir)
     where = {(op["f"], op["detail"]["hold"]): i for i, op in enumerate(events)}
     late = [op["detail"] for op in events if op["f"] == "hold"
-            and op["detail"].get("client_view") == "timeout"]
+            and op["detail"].get("client_view") == "timeout"
+            and (mine is None or mine(op["detail"]["request"]))]
     assert late, f"nothing held: {events}"
     txn = late[0]["request"]["transactional_id"]
     answers, answered_at, triggered_at = [], [], []
@@ -99,7 +101,8 @@ def assert_forced_schedule(run_dir: Path, accepted: bool) -> list[dict]:
         triggered_at.append(where[("trigger", n)])
     for op in events:  # the next requests then_hold kept: let through after every answer
         d = op["detail"]
-        if op["f"] != "hold" or d.get("client_view") != "delay":
+        if op["f"] != "hold" or d.get("client_view") != "delay" or \
+                (mine is not None and not mine(d["request"])):
             continue
         assert d["request"]["transactional_id"] == txn
         assert d["request"]["api"] in ("AddPartitionsToTxn", "Produce", "InitProducerId")
