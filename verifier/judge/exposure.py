@@ -62,7 +62,8 @@ def column_exposure(col: ColumnSpec, facts: RunFacts, wins: list[Window],
         if w.outcome == "info":
             e["exercised"] = None  # may not have been applied: UNKNOWN says so
         elif n is None and not reasons:
-            e["exercised"] = None
+            e["exercised"] = None  # not measured: never PASS (verdict.apply_exposure)
+            reasons.append(f"{_name(w)}: what it acted on was not measured ({what})")
         else:
             e["exercised"] = not reasons
         if reasons:
@@ -71,7 +72,8 @@ def column_exposure(col: ColumnSpec, facts: RunFacts, wins: list[Window],
     verdicts = [e["exercised"] for e in entries]
     exercised = (False if False in verdicts else None if None in verdicts else True)
     return {"exercised": exercised, "faults": entries,
-            "reasons": [e["why"] for e in entries if e.get("why")],
+            "reasons": [e["why"] for e in entries if e["exercised"] is False],
+            "unknown": [e["why"] for e in entries if e["exercised"] is None and e.get("why")],
             "rate": None if rate_out is None else round(rate_out, 2)}
 
 

@@ -96,13 +96,17 @@ def facts_of(run_dir: Path, doc: dict, run, history=None) -> RunFacts:
 
     config = run.config
     label_to_name = {p.label: name for name, p in config.pipelines.items()}
+    client_pid, txn_pid = _own_ids(Path(run_dir), config)
     columns = []
     for c in doc["columns"]:
-        pipeline = label_to_name.get(c["mode"]) if not c.get("pids") else None
+        pids = tuple(c.get("pids") or ())
+        pipeline = label_to_name.get(c["mode"]) if not pids else None
         columns.append(ColumnSpec(
-            name=c["name"], mode=c["mode"], pids=tuple(c.get("pids") or ()),
+            name=c["name"], mode=c["mode"], pids=pids,
             topics=tuple(c.get("topics") or ()), transactional=c["expect"] == "transactional",
-            pipeline=pipeline, isolations=tuple(c.get("isolations") or ISOLATIONS)))
+            pipeline=pipeline, isolations=tuple(c.get("isolations") or ISOLATIONS),
+            transactional_ids=tuple(t for t, pid in txn_pid.items() if pid in pids),
+            client_ids=tuple(i for i, pid in client_pid.items() if pid in pids)))
     if history is None:
         try:
             history, _ = read_histories(RunLayout(run_dir).histories, config.run,
@@ -110,7 +114,6 @@ def facts_of(run_dir: Path, doc: dict, run, history=None) -> RunFacts:
         except Exception:  # noqa: BLE001 - no histories: exposure from the rest
             history = None
     sends, txns = _sends_and_txns(history) if history is not None else ({}, {})
-    client_pid = _user_client_ids(Path(run_dir))
     return RunFacts(nemesis=run.nemesis, columns=columns, sends=sends, txns=txns,
                       batches=_batches(Path(run_dir), config),
                       topic_of={pid: s.topic for pid, s in config.producers.items()},
@@ -119,12 +122,17 @@ def facts_of(run_dir: Path, doc: dict, run, history=None) -> RunFacts:
                                  (getattr(run.drain, "log_start", None) or {}).items()})
 
 
-def _user_client_ids(run_dir: Path) -> dict[str, str]:
-    """client id -> pid for producers whose configuration names its own client id (a
-    user's ``client.id``, the plan's ``client_ids()``); the others are
-    ``verifier.generator.<pid>`` (verifier.judge.faults.family)."""
+def _own_ids(run_dir: Path, config) -> tuple[dict[str, str], dict[str, str]]:
+    """(client id -> pid, transactional id -> pid): the client ids the producers' own
+    settings name (a user's ``client.id`` from ``--producer-config``: the plan's
+    ``client_ids()``; the others are ``verifier.generator.<pid>``,
+    verifier.judge.faults.family), and the transactional producers' ids (the plan's
+    ``transactional_ids()``; without a plan the generators' ``<run>.<pid>``)."""
     plan = plan_of(run_dir)
-    return {} if plan is None else plan.client_ids()
+    if plan is None:
+        return {}, {f"{config.run}.{pid}": pid for pid, p in config.producers.items()
+                    if p.expect == "transactional"}
+    return plan.client_ids(), plan.transactional_ids()
 
 
 def add_exposure(doc: dict, run_dir: Path | str, run, history=None) -> None:

@@ -159,17 +159,25 @@ def column_verdict(col, run, outcomes, counts, faults, cap) -> dict:
 def apply_exposure(doc: dict, exposure: dict[str, dict]) -> None:
     """Each column's ``exposure`` (verifier.judge.exposure) into ``doc``; a column that
     would PASS though a fault concerning it was not applied, acted on none of its
-    operations, or met its load stalled, is NOT EXERCISED with the reasons. A FAIL stays
-    (the forbidden anomaly was seen), an UNKNOWN stays (it says more: the run could not
-    establish the verdict)."""
+    operations, or met its load stalled, is NOT EXERCISED with the reasons. One whose
+    exposure was not measured (the run did not record what a fault acted on) is UNKNOWN
+    with the reason: "not measured" is never PASS. A FAIL stays (the forbidden anomaly
+    was seen), an UNKNOWN stays (it says more: the run could not establish the verdict)."""
     for c in doc["columns"]:
         entry = exposure.get(c["name"])
         if entry is None:
             continue
         c["exposure"] = entry
-        if c["verdict"] == PASS and entry.get("exercised") is False:
+        if c["verdict"] != PASS:
+            continue
+        if entry.get("exercised") is False:
             c["verdict"] = NOT_EXERCISED
             c["not_exercised"] = list(entry.get("reasons") or [])
+        elif entry.get("exercised") is None:
+            c["verdict"] = UNKNOWN
+            why = entry.get("unknown") or ["a fault that concerns it may not have been applied"]
+            c["reasons"] = [*c.get("reasons", []),
+                            *(f"exposure not measured: {r}" for r in why)]
 
 
 def build(

@@ -221,6 +221,18 @@ class RunPlan:
                 out[cid] = pid
         return out
 
+    def transactional_ids(self) -> dict[str, str]:
+        """transactional id -> pid, for the transactional producers (the copier too): the
+        one their own settings name, else the generators' default ``<run>.<pid>``
+        (producers.config.resolve)."""
+        out = {}
+        for pid, p in self.producers.items():
+            if p.expect != "transactional":
+                continue
+            tid = p.overrides.get("transactional_id") or p.overrides.get("transactional.id")
+            out[tid if isinstance(tid, str) and tid else f"{self.run}.{pid}"] = pid
+        return out
+
     def to_json(self) -> dict:
         return {
             **self.extra,

@@ -199,9 +199,9 @@ def test_apply_exposure_turns_only_a_pass_into_not_exercised():
     doc = _doc({"a": V.PASS, "b": V.PASS})
     V.apply_exposure(doc, {"a": missed, "b": {"exercised": True, "faults": [], "reasons": []}})
     assert _code(doc) == EXIT_NOT_EXERCISED
-    doc = _doc({"a": V.PASS})
-    V.apply_exposure(doc, {"a": {"exercised": None, "faults": [], "reasons": []}})
-    assert doc["columns"][0]["verdict"] == V.PASS and _code(doc) == EXIT_OK
+    doc = _doc({"a": V.PASS, "b": V.PASS})
+    V.apply_exposure(doc, {"a": {"exercised": True, "faults": [], "reasons": []}})
+    assert [c["verdict"] for c in doc["columns"]] == [V.PASS] * 2 and _code(doc) == EXIT_OK
 
 
 def test_a_proxy_rule_counts_what_it_met_and_did_per_client():

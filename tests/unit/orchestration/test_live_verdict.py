@@ -25,6 +25,10 @@ from verifier.rundata.formats import read_json
 from verifier.rundata.layout import layout
 
 DATA = Path(__file__).parents[2] / "data" / "runs"
+#: why the recorded combined run's columns are UNKNOWN: its ack-loss rule's heal detail
+#: has no per-client counts (recorded before them)
+NOT_MEASURED = ("exposure not measured: fault ack-loss #1: what it acted on was not "
+                "measured (per-client counts not recorded)")
 ISOS = ("read_committed", "read_uncommitted")
 
 
@@ -87,7 +91,12 @@ def test_followed_in_steps_equals_read_in_one_go(tmp_path):
     assert stepped["verdict_from"]["follow"]["polls"] > 2
     assert _kinds(stepped) == _kinds(once)
     assert [c["counts"] for c in stepped["columns"]] == [c["counts"] for c in once["columns"]]
-    assert [c["verdict"] for c in stepped["columns"]] == ["PASS"] * 5
+    # nothing forbidden; the recorded ack loss predates the per-client counts, so what it
+    # did to each column was not measured: never PASS (verifier.judge.verdict.apply_exposure)
+    assert [c["verdict"] for c in stepped["columns"]] == ["UNKNOWN"] * 5
+    # (and the recording keeps no observer checkpoint: the observer kill's neither)
+    assert all(not c["forbidden"] and c["reasons"][0] == NOT_MEASURED
+               for c in stepped["columns"])
     # while followed, what stays open is the lag and what a level never sees
     assert stepped["verdict_from"]["follow"]["open"] == once["verdict_from"]["follow"]["open"]
 
@@ -186,8 +195,8 @@ def test_torn_and_inconsistent_found_live(mutated):
     assert kinds["transactional@read_committed"].get("lost") == 1
     assert kinds["idempotent"].get("inconsistent-offset") == 1
     assert {c["name"]: c["verdict"] for c in doc["columns"]} == {
-        "at-most-once": "PASS", "at-least-once": "PASS", "idempotent": "FAIL",
-        "transactional@read_committed": "FAIL", "transactional@read_uncommitted": "PASS"}
+        "at-most-once": "UNKNOWN", "at-least-once": "UNKNOWN", "idempotent": "FAIL",
+        "transactional@read_committed": "FAIL", "transactional@read_uncommitted": "UNKNOWN"}
 
 
 def test_a_batch_pass_that_judged_otherwise_or_crashed_leaves_the_column_open(tmp_path):
@@ -204,9 +213,11 @@ def test_a_batch_pass_that_judged_otherwise_or_crashed_leaves_the_column_open(tm
     batch = {**built, "columns": cols}  # as the batch pass would have built it
     doc = finish(Judged(built, facts, CrossCheck(agree, batch=batch, seconds=3.0)))
     got = {c["name"]: c["verdict"] for c in doc["columns"]}
-    assert got["idempotent"] == "UNKNOWN" and got["at-least-once"] == "PASS"
-    idem = next(c for c in doc["columns"] if c["name"] == "idempotent")
-    assert idem["reasons"] == ["the batch cross-check judged it FAIL (forbidden lost)"]
+    assert got["idempotent"] == "UNKNOWN" and got["at-least-once"] == "UNKNOWN"
+    reasons = {c["name"]: c["reasons"] for c in doc["columns"]}
+    # the cross-check's reason on its column alone (the others: the ack loss not measured)
+    assert reasons["idempotent"] == ["the batch cross-check judged it FAIL (forbidden lost)"]
+    assert reasons["at-least-once"][0] == NOT_MEASURED
     assert doc["exit_code"] == 2 and not doc["batch"]["agree"]
     assert doc["batch"]["exit_code"] == 1 and doc["batch"]["verdicts"]["idempotent"] == "FAIL"
     assert built["columns"][0]["verdict"] == "PASS"  # the built document stays as it was

@@ -54,11 +54,14 @@ def on_load_path(kind: str) -> bool:
 
 def column_of(config, mode: str) -> ColumnSpec:
     """The exposure's view of the column of ``mode`` (a producer mode, or a pipeline's
-    label) in a run's configuration (verifier.judge.model.RunConfig)."""
+    label) in a run's configuration (verifier.judge.model.RunConfig); its transactional
+    ids are the generators' defaults (``<run>.<pid>``)."""
     pids = tuple(sorted(p for p, s in config.producers.items() if s.mode == mode))
     labels = {p.label: name for name, p in config.pipelines.items()}
+    tids = tuple(f"{config.run}.{p}" for p in pids
+                 if getattr(config.producers[p], "expect", None) == "transactional")
     return ColumnSpec(name=mode, mode=mode, pids=pids, topics=(),
-                      pipeline=None if pids else labels.get(mode))
+                      pipeline=None if pids else labels.get(mode), transactional_ids=tids)
 
 
 def unknown_outcomes(nemesis: list[dict], config, mode: str) -> list[str]:

@@ -49,6 +49,12 @@ class ColumnSpec:
     transactional: bool = False
     pipeline: str | None = None  # the pipeline's name for a pipeline column
     isolations: tuple[str, ...] = ()
+    #: the transactional ids its producers use: a proxy rule or a copy that carries one
+    #: (the coordinator's WriteTxnMarkers included) concerns this column
+    transactional_ids: tuple[str, ...] = ()
+    #: the client ids its producers' own settings name (a user's ``client.id``); the
+    #: others are the generators' ``verifier.generator.<pid>``
+    client_ids: tuple[str, ...] = ()
 
 
 @dataclass

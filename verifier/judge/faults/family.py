@@ -59,13 +59,29 @@ def pid_of_client(client_id: str, extra: dict[str, str]) -> str | None:
     return None
 
 
+def owns(col: ColumnSpec, client_id: str | None, transactional_id: str | None = None,
+         extra: dict[str, str] | None = None) -> bool:
+    """Whether a request of ``client_id`` carrying ``transactional_id`` is the column's:
+    its transactional id is one of the column's (whoever sent it: the coordinator's
+    WriteTxnMarkers for its producer too), or its client is one of the column's
+    producers (a user-set ``client.id`` of the column, ``extra``'s, or a generator's)."""
+    if transactional_id is not None and transactional_id in col.transactional_ids:
+        return True
+    if not client_id:
+        return False
+    return client_id in col.client_ids or pid_of_client(client_id, extra or {}) in col.pids
+
+
 def client_counts(w: Window, col: ColumnSpec, facts: RunFacts | None) -> tuple[int, int]:
-    """(matched, hits) of a proxy rule for the column's clients (heal detail ``clients``)."""
-    clients = w.heal_detail.get("clients") or {}
+    """(matched, hits) of a proxy rule for the column's clients (heal detail ``clients``,
+    else, for a rule removed when its trigger never came, the start detail's rule's)."""
+    clients = w.heal_detail.get("clients")
+    if clients is None:
+        clients = (w.start_detail.get("rule") or {}).get("clients") or {}
+    extra = facts.client_pid if facts else {}
     matched = hits = 0
     for client_id, counts in clients.items():
-        pid = pid_of_client(client_id, facts.client_pid if facts else {})
-        if pid in col.pids:
+        if owns(col, client_id, None, extra):
             matched += int(counts[0])
             hits += int(counts[1])
     return matched, hits
