@@ -182,7 +182,8 @@ def test_the_released_copy_gates_the_producer_of_its_releasing_write():
         rule = rules.add(RULE)
         holds = Holds(rules, lambda b: ("127.0.0.1", 1), [1, 2, 3])
         inter_broker, producer = _Conn(1), _Conn(2)
-        held = holds.hold(rule, inter_broker, b"copy", _marker(8))
+        holds.attribute(_produce(7))  # the producer's own requests name its id's txn
+        held = holds.hold(rule, inter_broker, b"copy", holds.attribute(_marker(8)))
         holds.passed(_produce(8, abort=False), "response", b"")  # N+1 commits: not it
         assert not held.released and rule.gate_txn is None
         ok = struct.pack(">i", 5) + b"\x00" + _uv(2) + _cstr("t") + _uv(2) + \
@@ -191,13 +192,18 @@ def test_the_released_copy_gates_the_producer_of_its_releasing_write():
         holds.passed(_produce(8), "response", ok)
         assert held.released and inter_broker.sent == [held]
         assert rule.gate_txn == TXN
-        assert rule.clients["producer"] == [1, 1]  # the column it acted on (exposure)
+        # the copy counts for its transactional id's column (exposure), once answered
+        (tally,) = rule.to_json()["holds"]
+        assert (tally["client_id"], tally["transactional_id"]) == ("broker-2", TXN)
+        assert (tally["held"], tally["on_event"], tally["awaiting"]) == (1, 1, 1)
         assert rules.hold_for(1, _marker(9)) is None  # it happened: no further copies
         end = RequestIdentity(API_END_TXN, 4, 6, "producer", transactional_id=TXN)
         assert rules.gate_for(2, end) is rule
         holds.gate(rule, producer, b"endtxn", end, None)
         holds.answered(held, markers_response(4001, {"t": [(0, 0)]}), to_client=False)
         assert rules.gate_for(2, end) is None and producer.deferred is None
+        (tally,) = rule.to_json()["holds"]
+        assert (tally["answered"], tally["awaiting"], tally["errors"]) == (1, 0, {"0": 1})
         events = [e["event"] for e in holds.events]
         assert events == ["hold", "release", "hold", "answer", "release"]
         holds.close()

@@ -69,12 +69,12 @@ def _frame(payload: bytes) -> bytes:
     return struct.pack(">i", len(payload)) + payload
 
 
-async def _scenario(rule: dict, add_first: bool = False
+async def _scenario(rule: dict, add_first: bool = False, rules: list | None = None
                     ) -> tuple[list[tuple[str, int, float]], list[dict]]:
     """Produce held; EndTxn passes (releases it); AddPartitionsToTxn right after
     (``add_first``: one before the EndTxn too, as the held transaction adding another
     partition). Returns the stand-in broker's log ((arrived|answered, api key, time)) and
-    the hold events."""
+    the hold events; ``rules`` gets the rule as the proxy keeps it."""
     requests, answers = _frames()
     log: list[tuple[str, int, float]] = []
 
@@ -95,7 +95,9 @@ async def _scenario(rule: dict, add_first: bool = False
     listen = _free_port()
     proxy = Proxy({1: (listen, upstream)})
     await proxy.start()
-    proxy.add_rule(rule)
+    added = proxy.add_rule(rule)
+    if rules is not None:
+        rules.append(added)
     try:
         _, producer = await asyncio.open_connection("127.0.0.1", listen)
         producer.write(_frame(requests[API_PRODUCE]))  # held: the client sees a stall
@@ -211,10 +213,11 @@ def test_bad_then_hold(then_hold, fragment):
         Rule.from_json({**RULE, "then_hold": then_hold}, 1)
 
 
-async def _copy_scenario(rule: dict) -> tuple[list[int], list[dict], bytes]:
+async def _copy_scenario(rule: dict, rules: list | None = None
+                         ) -> tuple[list[int], list[dict], bytes]:
     """EndTxn (a commit) through a copy hold, then AddPartitionsToTxn on the same
     connection. Returns the api keys the broker received, the hold events and whatever
-    reached the client after the two answers it expects."""
+    reached the client after the two answers it expects; ``rules`` gets the rule."""
     requests, answers = _frames()
     arrived: list[int] = []
 
@@ -231,7 +234,9 @@ async def _copy_scenario(rule: dict) -> tuple[list[int], list[dict], bytes]:
     listen = _free_port()
     proxy = Proxy({1: (listen, server.sockets[0].getsockname()[1])})
     await proxy.start()
-    proxy.add_rule(rule)
+    added = proxy.add_rule(rule)
+    if rules is not None:
+        rules.append(added)
     try:
         r, w = await asyncio.open_connection("127.0.0.1", listen)
         for api in (API_END_TXN, API_ADD_PARTITIONS_TO_TXN):

@@ -80,6 +80,8 @@ class Held:
         self.gate_counted = False
         #: release_on.after: its event passed since the hold (release_on counts now)
         self.armed = False
+        #: released by the event the rule waits for (not at its time bound or removal)
+        self.on_event = False
 
 
 class Holds:
@@ -134,6 +136,7 @@ class Holds:
         self._held[held.id] = held
         conn.held_open += 1
         conn.counters["requests_held"] += 1
+        rule.tallies.held(request)
         self._event("hold", held, client_view=rule.client_view,
                     release_on=rule.release_on, release_after_ms=rule.release_after_ms,
                     **({"after_marker": rule.after_marker} if rule.after_marker else {}))
@@ -164,6 +167,9 @@ class Holds:
             held.timer.cancel()
         delivered = held.conn.send_released(held)
         held.conn.counters["requests_released"] += 1
+        held.on_event = trigger is not None  # its event came (a bound or removal: none)
+        held.rule.tallies.released(held.request, held.on_event,
+                                   delivered and held.request.acks != 0)
         self._event("release", held, reason=reason, held_ms=now_ms() - held.t,
                     delivered=delivered, **({"trigger": trigger} if trigger else {}))
         rule = held.rule
@@ -287,8 +293,6 @@ class Holds:
                 else:
                     if held.copy:  # the duplicate arrived where it does harm: no more
                         rule.stopped_holding = True
-                    if held.request.api_key == API_WRITE_TXN_MARKERS:  # it acts on
-                        rule.note(event.client_id, True)  # the releasing client's column
                     self.release(held, f"{event.api_name} {direction}", trigger,
                                  event.transactional_id)
 
@@ -299,6 +303,9 @@ class Holds:
             summary = {"unparsed": str(exc)}
         self._event("answer", held, response=summary, to_client=to_client,
                     **({"gated": True} if held.gated else {}))
+        if held.on_event and not held.gated:
+            held.rule.tallies.answered(held.request, response_error(summary)
+                                       if "unparsed" not in summary else None)
         held.conn.held_answered()
         rule = held.rule
         if rule.then_hold and not held.gated and held.gate_counted and \

@@ -239,7 +239,8 @@ class Nemesis:
         try:
             detail = fn()
         except NotApplied as exc:
-            self.history.write({"type": "fail", **base, "t": now_ms(), "error": str(exc)})
+            self.history.write({"type": "fail", **base, "t": now_ms(), "error": str(exc),
+                                **({"detail": exc.detail} if exc.detail else {})})
             return "fail"
         except Exception as exc:  # noqa: BLE001 - recorded; the run goes on and heals
             log.exception("nemesis: %s %s failed", f, base["fault"])

@@ -14,6 +14,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
+from verifier.harness.faults.hold_tally import HoldTallies
 from verifier.harness.faults.rule_params import RuleError, check, fields_of
 from verifier.harness.kafka_wire import (
     API_PRODUCE,
@@ -69,6 +70,9 @@ class Rule:
     #: client id -> [matched, hits]: what the rule met and did per client (the exposure
     #: of each column, verifier.judge.exposure); "" for a connection with no request yet
     clients: dict = field(default_factory=dict)
+    #: hold: per client and transactional id, what became of the requests it kept
+    #: (held, released into its event or at its bound, answered: the exposure)
+    tallies: HoldTallies = field(default_factory=HoldTallies, repr=False, compare=False)
     _rng: random.Random = field(default_factory=random.Random, repr=False, compare=False)
 
     @classmethod
@@ -108,6 +112,7 @@ class Rule:
                 out["after_marker"] = self.after_marker
             if self.records is not None:
                 out["records"] = self.records
+            out["holds"] = self.tallies.to_json()
         return out
 
     # ----- hold: pure decisions on parsed requests -------------------------------------

@@ -58,7 +58,13 @@ class ScheduledFault:
 
 
 class NotApplied(VerifierError):
-    """The fault was not applied at all (its target did not exist or was not running)."""
+    """The fault was not applied at all (its target did not exist or was not running).
+    ``detail``: what the start set up and undid (a proxy rule removed when its trigger
+    never came): the history's ``fail`` line keeps it, so the verdict knows whose it was."""
+
+    def __init__(self, message: str, detail: dict | None = None) -> None:
+        super().__init__(message)
+        self.detail = detail
 
 
 @dataclass

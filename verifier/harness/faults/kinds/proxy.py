@@ -28,7 +28,8 @@ from verifier.harness.faults.kinds.base import (
 from verifier.harness.faults.rules import Rule, RuleError
 from verifier.harness.faults.triggers import Gate, NotTriggered
 from verifier.judge.faults.proxy import FAMILY
-from verifier.rundata.errors import UsageError
+from verifier.rundata.errors import UsageError, WaitTimeout
+from verifier.rundata.waiting import wait_until
 
 
 def probe_rule_hit(proxy, rule_id: int) -> tuple[dict | None, str]:
@@ -67,16 +68,45 @@ def start_proxy_rule(fault: ScheduledFault, env: FaultEnv, state: dict,
         with gate.lock:
             removed = proxy.remove_rule(rule["id"])
         state.clear()
-        raise NotApplied(f"{exc}; the rule was removed (it matched {removed['matched']})") \
-            from None
+        # the removed rule stays in the history: its transactional id names the one
+        # column its missed trigger concerns (verifier.judge.faults.proxy)
+        raise NotApplied(f"{exc}; the rule was removed (it matched {removed['matched']})",
+                         detail={"node": broker, "rule": removed}) from None
     return {"node": broker, "rule": rule, **hit}
 
 
+#: how long a hold's heal waits for the broker's answers to what the rule released into
+#: its event (a released request is answered within a request's round trip)
+ANSWERS_WAIT_S = 5.0
+
+
 def heal_proxy_rule(fault: ScheduledFault, env: FaultEnv, state: dict) -> dict:
+    if fault.kind == "hold":
+        _await_answers(env.proxy, state["rule"])
     rule = env.proxy.remove_rule(state["rule"])
     # the rule's final counters: how many responses it dropped, frames it delayed, ...
-    return {"rule": rule["id"], "matched": rule["matched"], "hits": rule["hits"],
-            "clients": rule.get("clients", {})}  # per client id: [matched, hits]
+    out = {"rule": rule["id"], "matched": rule["matched"], "hits": rule["hits"],
+           "clients": rule.get("clients", {})}  # per client id: [matched, hits]
+    if "holds" in rule:  # per client and transactional id: held, released, answered
+        out["holds"] = rule["holds"]
+    return out
+
+
+def _await_answers(proxy, rule_id: int) -> None:
+    """Before a hold rule is removed: the broker's answers to the requests it released
+    into its event (the exposure counts only answered ones), at most ANSWERS_WAIT_S."""
+    def answered() -> tuple[bool, int]:
+        rule = next((r for r in proxy.status().get("rules", []) if r.get("id") == rule_id),
+                    None)
+        due = 0 if rule is None else sum(h.get("awaiting", 0) for h in rule.get("holds", []))
+        return due == 0, due
+
+    try:
+        wait_until(answered, timeout=ANSWERS_WAIT_S, what="the broker's answers to what "
+                   "the hold released into its event", expected="none due", interval=0.1,
+                   max_interval=0.2)
+    except WaitTimeout:
+        pass  # unanswered: not counted as acted on
 
 
 def _rule_params(rule_kind: str):
