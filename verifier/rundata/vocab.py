@@ -79,8 +79,9 @@ VERDICTS: tuple[Verdict, ...] = (
             "not act on it (never applied, touched none of its operations, or met its load "
             "stalled): never PASS", EXIT_NOT_EXERCISED, "failure"),
     Verdict(UNKNOWN, "the run could not establish it (the drain stopped progressing, a "
-            "check crashed, a process never started, a fault's start of unknown outcome); "
-            "the reason is printed", EXIT_INCOMPLETE, "error"),
+            "check crashed, a process never started, a fault's start of unknown outcome, "
+            "what a fault did to the column not measured); the reason is printed",
+            EXIT_INCOMPLETE, "error"),
     Verdict(FAIL, "a forbidden anomaly was observed: the column broke its promise",
             EXIT_ANOMALY, "failure"),
 )
