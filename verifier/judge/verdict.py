@@ -162,12 +162,18 @@ def apply_exposure(doc: dict, exposure: dict[str, dict]) -> None:
     operations, or met its load stalled, is NOT EXERCISED with the reasons. One whose
     exposure was not measured (the run did not record what a fault acted on) is UNKNOWN
     with the reason: "not measured" is never PASS. A FAIL stays (the forbidden anomaly
-    was seen), an UNKNOWN stays (it says more: the run could not establish the verdict)."""
+    was seen), an UNKNOWN stays (it says more: the run could not establish the verdict).
+    A stall the fault itself caused is no reason for either: a client that made no
+    progress long after its coordinator or leader died is a liveness finding
+    (``liveness``: verifier.judge.liveness), shown beside any verdict, which leaves the
+    verdict and the exit code as they are (the delivery promise was tested)."""
     for c in doc["columns"]:
         entry = exposure.get(c["name"])
         if entry is None:
             continue
         c["exposure"] = entry
+        if entry.get("liveness"):
+            c["liveness"] = list(entry["liveness"])
         if c["verdict"] != PASS:
             continue
         if entry.get("exercised") is False:

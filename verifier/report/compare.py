@@ -46,7 +46,9 @@ CELL_LEGEND = (
     "transaction read, torn = committed transaction partly read; "
     "x forbidden (fails the mode), ~ tolerated, + expected, ? leaves the verdict open; "
     "exp N = the column's operations its faults acted on (✗ some fault missed it: NOT "
-    "EXERCISED; ? not measured), no fault = none concerned it"
+    "EXERCISED; ? not measured), no fault = none concerned it; liveness = the client "
+    "made no progress long after a fault that took its coordinator or leader (a finding "
+    "beside the verdict, which it does not change)"
 )
 
 #: shown under a grid in which a scenario ran more than once (``chaos --repeat N``)
@@ -254,6 +256,9 @@ def exposure_text(entries: list[dict | None]) -> str:
         text += "?"
     if any(e.get("exercised") is False for e in known):
         text += " ✗"
+    stuck = sum(1 for e in known if e.get("liveness"))
+    if stuck:  # a finding about the client beside the verdict (verifier.judge.liveness)
+        text += " · liveness" + (f" {stuck}/{len(known)}" if len(known) > 1 else "")
     return text
 
 

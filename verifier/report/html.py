@@ -144,6 +144,9 @@ def _samples(doc: dict) -> str:
         for r in c.get("not_exercised") or []:
             out.append(f"<p><b>{escape(c['name'])}</b>: NOT EXERCISED because "
                        f"{escape(r)}</p>")
+        for r in c.get("liveness") or []:
+            out.append(f"<p><b>{escape(c['name'])}</b>: LIVENESS (a finding about the "
+                       f"client, not a verdict): {escape(r)}</p>")
         for k, a in c["anomalies"].items():
             if a["count"]:
                 shown = a["sample"][:SAMPLE_ROWS]

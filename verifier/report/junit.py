@@ -70,6 +70,7 @@ def _run_suite(root: ET.Element, doc: dict) -> None:
             from verifier.judge.exposure import summary
 
             out.append(f"exposure: {summary(c['exposure'])}")
+        out += [f"liveness: {x}" for x in c.get("liveness") or []]
         if out:
             ET.SubElement(case, "system-out").text = "\n".join(out)
     _extra_cases(suite, doc)

@@ -12,7 +12,9 @@ LEGEND = (
     "? leaves the verdict open, - cannot occur in this mode\n"
     "exposed: what each fault acted on in the column (responses dropped or held, sends in "
     "flight, open transaction records, records of batches in flight); "
-    "✗ = none, so the fault did not test it; · = does not concern it; ? = not measured"
+    "✗ = none, so the fault did not test it; · = does not concern it; ? = not measured; "
+    "liveness = the client made no progress long after the fault (a finding, not a "
+    "verdict); masked = the fault came while the client was stuck"
 )
 MARK = {"forbidden": "x", "tolerated": "~", "expected": "+", "inconclusive": "?", "n/a": "-"}
 
@@ -43,10 +45,14 @@ def exposure_cell(e: dict | None) -> str:
     (nothing: not exercised), ``stalled ✗``; ``·`` where the fault does not concern it."""
     if e is None:
         return "·"
+    if e.get("masked_by") is not None:  # tried while the client was stuck: no miss
+        return f"masked by #{e['masked_by']}"
     if e.get("applied") is False:
         return "not applied ✗"
     n = "?" if e.get("acted") is None else str(e["acted"])
-    if e.get("stalled"):
+    if e.get("liveness"):
+        return f"{n} stalled: liveness"
+    if e.get("stalled") and e.get("caused_stall") is None:
         return f"{n} stalled ✗"
     return f"{n} ✗" if e.get("exercised") is False else n
 
@@ -114,6 +120,13 @@ def render_terminal(doc: dict) -> str:
             missed.setdefault(r, []).append(c["name"])
     for r, names in missed.items():
         lines.append(f"{', '.join(names)}: NOT EXERCISED because {r}")
+    stuck: dict[str, list[str]] = {}
+    for c in doc["columns"]:
+        for r in c.get("liveness") or []:
+            stuck.setdefault(r, []).append(c["name"])
+    for r, names in stuck.items():
+        lines.append(f"{', '.join(names)}: LIVENESS (a finding about the client, not a "
+                     f"verdict): {r}")
     for c in doc["columns"]:
         if c.get("skipped"):
             lines.append(f"{c['name']}: SKIPPED because {c['skipped']}")
