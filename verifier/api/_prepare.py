@@ -61,7 +61,8 @@ def prepare(request: ChaosRequest, check: Callable[[Profile], None] | None = Non
     versions = _versions(request, profile)
     plans: tuple = ()
     if profile.known_bugs:  # the bugs' combinations name the versions and clients
-        plans, scenarios, versions, names = _known_bug_runs(scenarios, versions, clients)
+        plans, scenarios, versions, names = _known_bug_runs(scenarios, versions, clients,
+                                                            _loader(request, profile))
         clients = names if len(names) > 1 else ()
         if len(names) == 1:
             client = names[0]
@@ -96,11 +97,18 @@ def _scenarios(request: ChaosRequest) -> tuple[Profile, list[Scenario]]:
         raise UsageError(f"unknown profile {request.profile!r}; known: {sorted(profiles)}")
     profile = profiles[request.profile]
     names = list(request.scenarios) or list(profile.scenarios)
-    scenarios = [scaled(load_scenario(n), profile) for n in names]
+    return profile, [_loader(request, profile)(n) for n in names]
+
+
+def _loader(request: ChaosRequest, profile: Profile):
+    """A scenario by name, scaled and stretched as the profile and ``--duration`` say."""
     duration = parse_duration(request.duration) if request.duration else profile.duration_s
-    if duration is not None:
-        scenarios = [stretched(s, duration, profile.period_s) for s in scenarios]
-    return profile, scenarios
+
+    def load(name: str) -> Scenario:
+        scenario = scaled(load_scenario(name), profile)
+        return scenario if duration is None else \
+            stretched(scenario, duration, profile.period_s)
+    return load
 
 
 def _export_spark_conf(items: tuple[str, ...]) -> None:
@@ -146,15 +154,16 @@ def _versions(request: ChaosRequest, profile: Profile) -> list[str]:
 
 
 def _known_bug_runs(scenarios: list[Scenario], versions: list[str],
-                    clients: tuple[str, ...]):
+                    clients: tuple[str, ...], load=load_scenario):
     """The known-bugs profile's runs: the combinations of the bugs whose scenario is
-    selected, on ``--kafka-versions`` and ``--clients`` if given. Returns the plans, every
-    scenario variant (for the checks), the versions and every client the plans name."""
+    selected, on ``--kafka-versions`` and ``--clients`` if given (``load``: a
+    combination's own schedule, by name). Returns the plans, every scenario variant (for
+    the checks), the versions and every client the plans name."""
     from producers.clients import check_client
     from verifier.orchestration.known_bugs import load_known_bugs, plan_known_bugs
 
     plans = plan_known_bugs(load_known_bugs(), {s.name: s for s in scenarios},
-                            versions or None, list(clients) or None)
+                            versions or None, list(clients) or None, load)
     if not plans:
         raise UsageError("known-bugs: no combination of the selected bugs is left on those "
                          "--kafka-versions and --clients")

@@ -23,7 +23,12 @@ from pathlib import Path
 
 from verifier.assess import exitcodes as X
 from verifier.judge.verdict import FAIL, PASS, tally, worst_of
-from verifier.orchestration.scenario import SCENARIO_DIR, BrokerSettings, Scenario
+from verifier.orchestration.scenario import (
+    SCENARIO_DIR,
+    BrokerSettings,
+    Scenario,
+    load_scenario,
+)
 from verifier.rundata.errors import UsageError
 
 KNOWN_BUGS = SCENARIO_DIR / "_known_bugs.toml"
@@ -50,6 +55,9 @@ class Combination:
     #: names the scenario variant that carries the settings (``kafka-14402-verification-off``)
     variant: str = ""
     note: str = ""
+    #: a schedule of its own (a scenario file), where the bug's cannot reach its window on
+    #: this combination (``kafka-17754b-tv2``: no AddPartitionsToTxn at transaction version 2)
+    scenario: str = ""
 
     def setting_text(self) -> str:
         return ", ".join([f"{k}={v}" for k, v in self.broker] +
@@ -70,13 +78,16 @@ class KnownBug:
     sources: tuple[str, ...] = ()
 
     def run_name(self, combo: Combination) -> str:
-        """The scenario a combination runs: the bug's, or its variant with the settings."""
-        return f"{self.scenario}-{combo.variant}" if combo.variant else self.scenario
+        """The scenario a combination runs: the bug's (or the combination's own schedule),
+        or its variant with the settings."""
+        base = combo.scenario or self.scenario
+        return f"{base}-{combo.variant}" if combo.variant else base
 
 
 _BUG_KEYS = {"id", "also", "title", "mechanism", "schedule", "scenario", "columns", "sources",
              "combination"}
-_COMBO_KEYS = {"kafka", "client", "status", "broker", "apply", "variant", "note", "features"}
+_COMBO_KEYS = {"kafka", "client", "status", "broker", "apply", "variant", "note", "features",
+               "scenario"}
 _VARIANT = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")
 
 
@@ -123,7 +134,7 @@ def parse_known_bugs(text: str, source: str = "<string>") -> list[KnownBug]:
             combos.append(Combination(kafka=str(c["kafka"]), client=str(c["client"]),
                                       status=c["status"], broker=broker,
                                       apply=c.get("apply", "dynamic"), variant=variant,
-                                      features=features,
+                                      features=features, scenario=str(c.get("scenario", "")),
                                       note=str(c.get("note", ""))))
         bugs.append(KnownBug(id=str(b["id"]), title=str(b.get("title", "")),
                              mechanism=str(b.get("mechanism", "")),
@@ -156,12 +167,13 @@ class VersionPlan:
 
 def plan_known_bugs(bugs: list[KnownBug], scenarios: dict[str, Scenario],
                     versions: list[str] | None = None,
-                    clients: list[str] | None = None) -> list[VersionPlan]:
+                    clients: list[str] | None = None, load=None) -> list[VersionPlan]:
     """The runs of the known-bugs grid, per broker version in the order first named:
     ``scenarios`` are the bugs' scenarios as the profile scales them (a bug whose scenario
     is not there is left out: ``--scenario`` picks bugs); ``versions`` and ``clients``
-    keep only those combinations. Variants run after the scenario without settings, so
-    a dynamic setting never outlives its run into another one."""
+    keep only those combinations; ``load``: a combination's own schedule by name
+    (default: the scenario file as it is). Variants run after the scenario without
+    settings, so a dynamic setting never outlives its run into another one."""
     from producers.clients import same_client, selects
 
     plans: dict[tuple, VersionPlan] = {}
@@ -173,14 +185,16 @@ def plan_known_bugs(bugs: list[KnownBug], scenarios: dict[str, Scenario],
             if (versions and combo.kafka not in versions) or \
                     (clients and not selects(clients, combo.client)):
                 continue
+            own = base if not combo.scenario else \
+                scenarios.get(combo.scenario) or (load or load_scenario)(combo.scenario)
             key = (combo.kafka, combo.features)
             plan = plans.setdefault(key, VersionPlan(combo.kafka, combo.features))
             if not any(same_client(combo.client, c) for c in plan.clients):
                 plan.clients.append(combo.client)
             name = bug.run_name(combo)
             if name not in [s.name for s in plan.scenarios]:
-                scenario = base if not combo.broker else replace(
-                    base, name=name, broker=BrokerSettings(dict(combo.broker), combo.apply))
+                scenario = own if not combo.broker else replace(
+                    own, name=name, broker=BrokerSettings(dict(combo.broker), combo.apply))
                 plan.scenarios.append(scenario)
             plan.cells.append((bug, combo))
     for plan in plans.values():

@@ -263,3 +263,21 @@ def test_the_cli_plans_from_the_bugs_and_refuses_an_empty_selection():
     # without --clients every client a combination names runs, side by side
     _, _, _, clients = _known_bug_runs(scenarios, [], ())
     assert set(clients) == {"kafka-python", "java"}
+
+
+def test_a_combination_at_transaction_version_2_runs_a_schedule_of_its_own():
+    """Issue 45: at transaction version 2 the Java client sends no AddPartitionsToTxn, so
+    KAFKA-14402's and (b)'s schedules could release their late batch only at its bound;
+    the fixed Java rows name schedules that reach the window, run with their bug."""
+    bugs = {b.id: b for b in _bugs()}
+    for bug_id, own in (("KAFKA-14402", "kafka-14402-tv2"),
+                        ("KAFKA-17754 (b)", "kafka-17754b-tv2")):
+        bug = bugs[bug_id]
+        (fixed,) = [c for c in bug.combinations if c.status == "fixed" and
+                    c.client.startswith("java")]
+        assert bug.run_name(fixed) == own
+        plans = kb.plan_known_bugs(_bugs(), {bug.scenario: load_scenario(bug.scenario)},
+                                   versions=["4.1.1"], clients=["java"])
+        assert own in [s.name for p in plans for s in p.scenarios]
+        release_on = load_scenario(own).faults[0]["params"]["release_on"]
+        assert release_on["api_key"] != 24  # not an AddPartitionsToTxn: none comes
