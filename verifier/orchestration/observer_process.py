@@ -7,6 +7,9 @@ import time
 from pathlib import Path
 
 from verifier.harness.procs import ManagedProcess
+from verifier.rundata.columns import run_columns
+from verifier.rundata.layout import RunLayout
+from verifier.rundata.plan import read_plan
 from verifier.rundata.vocab import ISOLATIONS
 
 
@@ -17,7 +20,10 @@ class ObserverProcess(ManagedProcess):
     progress file's time is later than the start); the run's load waits for it after the
     first start (verifier.orchestration.orchestrator). :meth:`served_for_s`: how long
     either level has been writing batches since the latest start; an observer kill waits
-    for it (verifier.harness.faults.kinds.process.not_serving)."""
+    for it (verifier.harness.faults.kinds.process.not_serving). :attr:`checkpoints` and
+    :meth:`column_needs`: what its batches read and what each producer column needs of
+    them; an observer kill's ``every-column`` trigger reads both
+    (verifier.harness.faults.probes.probe_every_column)."""
 
     def __init__(self, run_dir: Path, config: Path, log_path: Path, env: dict,
                  python: list[str] | None = None) -> None:
@@ -27,6 +33,26 @@ class ObserverProcess(ManagedProcess):
         super().__init__("observer", argv, log_path, env=env)
         #: (start it belongs to, wall-clock ms of the first batch seen since that start)
         self._first_seen: tuple[int, int] | None = None
+        self._config = Path(config)
+        self._needs: list[tuple[str, tuple[str, ...], tuple[str, ...]]] | None = None
+
+    @property
+    def checkpoints(self) -> dict[str, Path]:
+        """Each isolation level's query checkpoint."""
+        where = RunLayout(self.run_dir)
+        return {iso: where.checkpoint(iso) for iso in ISOLATIONS}
+
+    def column_needs(self) -> list[tuple[str, tuple[str, ...], tuple[str, ...]]]:
+        """(name, topics, isolation levels) of every producer column of the run (the
+        report's columns, verifier.rundata.columns), from its plan (written before the
+        observer starts)."""
+        if self._needs is None:
+            plan = read_plan(self._config)
+            producers = list(plan.producers.values())
+            self._needs = [(c.name, tuple(sorted({p.topic for p in producers
+                                                  if p.mode == c.mode})), c.isolations)
+                           for c in run_columns(producers)]
+        return self._needs
 
     def serving(self) -> bool:
         from streaming.progress import read_progress

@@ -65,6 +65,11 @@ def trigger_text(detail: dict) -> str:
     elif name == "in-transaction":
         name = f"inside transaction {detail.get('txn')}"
         found.append(f"{detail.get('txn_sends')} sent, {detail.get('txn_acked')} acked")
+        if detail.get("txn_ending"):
+            found.append(f"its {detail['txn_ending']} unanswered")
+    elif name == "every-column":
+        name = "with batches of every column in flight"
+        found += [f"{iso} batch {b}" for iso, b in sorted((detail.get("batches") or {}).items())]
     elif name in ("appended", "held"):
         name = "at its first " + ("dropped answer to an append" if name == "appended"
                                   else "held request")

@@ -40,7 +40,7 @@ def test_each_trigger_is_taken_by_the_kinds_that_declare_it():
         "mid-batch": ("process-kill", "checkpoint-lost", "executor-kill", "worker-kill"),
         "in-transaction": ("producer-kill", "process-kill"),
         "appended": ("ack-loss",), "held": ("hold",), "pipelines-down": ("retention",),
-        "batch-planned": ("process-kill",)}
+        "batch-planned": ("process-kill",), "every-column": ("observer-kill",)}
     with pytest.raises(UsageError, match="trigger 'mid-batch' applies to process-kill, "
                                          "checkpoint-lost, executor-kill, worker-kill, "
                                          "not observer-kill"):

@@ -138,7 +138,14 @@ COMMITTED_6 = [*[inv("begin", 6), ok("begin", 6)], *send(6, 0, "ok"), inv("commi
     ([*COMMITTED_6, *BEGIN_7, *send(7, 1, "ok"), *send(7, 2)],
      {"txn": 7, "sends": 2, "acked": 1}),
     ([*COMMITTED_6, *BEGIN_7], None),  # begun, nothing sent yet
-    ([*COMMITTED_6, *BEGIN_7, *send(7, 1, "ok"), inv("commit", 7)], None),  # committing
+    # committing: its EndTxn in flight, the outcome unknown: still open (as the exposure
+    # counts it, until the commit is answered); a short transaction is mostly its commit
+    ([*COMMITTED_6, *BEGIN_7, *send(7, 1, "ok"), inv("commit", 7)],
+     {"txn": 7, "sends": 1, "acked": 1, "ending": "commit"}),
+    ([*COMMITTED_6, *BEGIN_7, *send(7, 1, "ok"), inv("commit", 7), ok("commit", 7)], None),
+    ([*COMMITTED_6, *BEGIN_7, *send(7, 1, "ok"), inv("commit", 7),
+      {"type": "info", "f": "commit", "ses": 1, "txn": 7}], None),  # unanswered: replaced
+    ([*COMMITTED_6, *BEGIN_7, inv("abort", 7)], None),  # aborting one that sent nothing
     ([*COMMITTED_6, *BEGIN_7, *send(7, 1), inv("abort", 7), ok("abort", 7)], None),
     (COMMITTED_6, None),
     ([*BEGIN_7, *send(7, 1), {"type": "session", "ses": 2}], None),  # a new session
@@ -172,7 +179,19 @@ def test_the_probe_reads_a_producer_history(tmp_path):
     assert found == {"in_transaction": True, "txn": 7, "txn_sends": 1, "txn_acked": 1}
     with open(Gen.history, "a") as f:
         f.write(json.dumps(inv("commit", 7)) + "\n")
+    found, _ = P.probe_in_transaction(Gen())
+    assert found == {"in_transaction": True, "txn": 7, "txn_sends": 1, "txn_acked": 1,
+                     "txn_ending": "commit"}
+    with open(Gen.history, "a") as f:
+        f.write(json.dumps(ok("commit", 7)) + "\n")
     assert P.probe_in_transaction(Gen())[0] is None
+
+
+def test_an_open_transaction_is_looked_for_often():
+    """A transaction of a few tens of ms is missed by a look every 0.1 s; the probe reads
+    only the history's latest lines, so it can look every 10 ms."""
+    assert T.trigger_of("producer-kill", {"trigger": "in-transaction"}, 2).poll_s <= 0.02
+    assert T.trigger_of("process-kill", {"trigger": "mid-batch"}, 2).poll_s == T.POLL_S
 
 
 # ----- appended ----------------------------------------------------------------------

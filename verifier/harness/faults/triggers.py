@@ -19,6 +19,11 @@ trigger                       kinds                the state
                                                    that let rows through: faults.kinds.spark)
 ``in-transaction``            producer-kill,       the generator's history ends inside an
                               process-kill         open transaction with at least one send
+                                                   (its commit or abort not answered yet)
+``every-column``              observer-kill        the observer's batches in flight (planned,
+                                                   not committed) hold records of every
+                                                   producer column, each at one of its
+                                                   isolation levels
 ``appended``                  ack-loss             a Produce response the rule dropped
                                                    answered an append (some partition without
                                                    error): the rule drops only those
@@ -54,7 +59,8 @@ from dataclasses import dataclass
 from verifier.rundata.errors import UsageError, VerifierError
 
 #: every trigger a fault may wait for (which kinds take it: their ``Kind.triggers``)
-NAMES = ("mid-batch", "in-transaction", "appended", "held", "pipelines-down", "batch-planned")
+NAMES = ("mid-batch", "in-transaction", "appended", "held", "pipelines-down", "batch-planned",
+         "every-column")
 #: triggers of a fault that acts over a window (a proxy rule): the rule is set at the
 #: start and the trigger is its first hit; the limit is at most the window, by default it
 #: all, and the heal keeps its time
@@ -62,14 +68,18 @@ WINDOW_TRIGGERS = ("appended", "held")
 #: a kill's default limit. mid-batch: a restarted driver needs its Spark JVM again and
 #: then the backlog's first batch, 20-60 s on a loaded 2-core machine and up to ~2
 #: minutes with several pipelines; in-transaction: the generator is inside one most of
-#: the time, a few seconds unless it is stalled
+#: the time, a few seconds unless it is stalled; every-column: the observer's two queries
+#: plan a batch every 0.5 s while records arrive, a restarted one within a minute
 DEFAULT_WITHIN_S = {"mid-batch": 120.0, "in-transaction": 30.0, "pipelines-down": 120.0,
-                    "batch-planned": 120.0}
+                    "batch-planned": 120.0, "every-column": 60.0}
 #: the longest limit a scenario may ask for (the load's end waits for a pending trigger)
 MAX_WITHIN_S = 600.0
 PARAMS = ("trigger", "within")
 #: how often a waiting trigger looks (a hold lasts 2 s: 20 looks)
 POLL_S = 0.1
+#: triggers that look more often: an open transaction can last a few tens of ms on a
+#: machine where transactions are short, and a look reads only its history's latest lines
+POLL_S_OF = {"in-transaction": 0.01}
 #: triggers whose state the fault that takes it uses up (a held batch ends with its
 #: kill): faults waiting for one on the same target take it in turn (Gate.first_in_line)
 IN_TURN = frozenset({"mid-batch"})
@@ -87,6 +97,10 @@ class Trigger:
     @property
     def window(self) -> bool:
         return self.name in WINDOW_TRIGGERS
+
+    @property
+    def poll_s(self) -> float:
+        return POLL_S_OF.get(self.name, POLL_S)
 
     def to_json(self) -> dict:
         return {"trigger": self.name, "within": self.within_s}
@@ -163,10 +177,10 @@ class Gate:
 
     def until(self, trigger: Trigger, probe: Callable[[], tuple[dict | None, str]],
               act: Callable[[dict], dict] | None = None) -> dict:
-        """Look every POLL_S until ``probe`` finds its state, at most ``trigger.within_s``;
-        then, under the lock and only if the state still holds, ``act(state)`` (state
-        plus ``trigger`` and ``waited_s``). NotTriggered at the limit, with the last
-        reason."""
+        """Look every ``trigger.poll_s`` until ``probe`` finds its state, at most
+        ``trigger.within_s``; then, under the lock and only if the state still holds,
+        ``act(state)`` (state plus ``trigger`` and ``waited_s``). NotTriggered at the
+        limit, with the last reason."""
         t0 = time.monotonic()
         why = "not looked yet"
         while True:
@@ -185,7 +199,7 @@ class Gate:
             if left <= 0:
                 raise NotTriggered(f"trigger {trigger.name} did not come within "
                                    f"{trigger.within_s:g} s ({why})")
-            if self.stop.wait(min(POLL_S, left)):
+            if self.stop.wait(min(trigger.poll_s, left)):
                 raise NotTriggered(f"the fault schedule stopped before trigger "
                                    f"{trigger.name} came ({why})")
 

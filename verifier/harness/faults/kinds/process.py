@@ -10,8 +10,8 @@
 
 The target is ``{"process": NAME}``. A kill of a process that is not serving yet is held
 back (:func:`not_serving`); with a trigger (``mid-batch``, ``in-transaction``,
-``batch-planned``) it waits for the state that makes it bite (verifier.harness.faults
-.triggers, the probes in verifier.harness.faults.probes).
+``batch-planned``, ``every-column``) it waits for the state that makes it bite
+(verifier.harness.faults.triggers, the probes in verifier.harness.faults.probes).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ from verifier.harness.faults.kinds.base import (
 )
 from verifier.harness.faults.probes import (
     probe_batch_planned,
+    probe_every_column,
     probe_in_transaction,
     probe_mid_batch,
 )
@@ -42,7 +43,7 @@ SERVING_RECHECK_S = 0.5
 SERVING_MIN_S = 20.0
 
 PROBES = {"mid-batch": probe_mid_batch, "in-transaction": probe_in_transaction,
-          "batch-planned": probe_batch_planned}
+          "batch-planned": probe_batch_planned, "every-column": probe_every_column}
 
 
 def not_serving(fault: ScheduledFault, env: FaultEnv) -> str | None:
@@ -171,7 +172,7 @@ def _kind(name: str, start, heal, triggers: tuple[str, ...] = ()) -> Kind:
 
 KINDS = (
     _kind("producer-kill", start_process_kill, heal_process_kill, ("in-transaction",)),
-    _kind("observer-kill", start_process_kill, heal_process_kill),
+    _kind("observer-kill", start_process_kill, heal_process_kill, ("every-column",)),
     _kind("process-kill", start_process_kill, heal_process_kill,
           ("mid-batch", "in-transaction", "batch-planned")),
     _kind("checkpoint-lost", start_process_kill, heal_checkpoint_lost, ("mid-batch",)),
