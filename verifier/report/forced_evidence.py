@@ -12,7 +12,9 @@ The ties (pure functions of the nemesis history, the verdict's anomaly samples a
 producers' histories):
 
 - a late **Produce** accepted at offset ``o`` with ``n`` records: the anomalies at
-  offsets ``o .. o+n-1`` of that partition (the late batch's records);
+  offsets ``o .. o+n-1`` of that partition, or with the identity of one of those records
+  (the late batch's records: its transaction's records to that partition, one batch per
+  partition; a duplicate names its other copy's offset);
 - a copy of an **EndTxn** or a **WriteTxnMarkers** that the broker took: the anomalies of
   the transaction of the same producer that was open when the broker answered the copy
   (the transaction the stale request ended), on the marker's partitions for a marker;
@@ -92,21 +94,24 @@ def answer_text(forced: dict) -> str:
 
 
 def transactions(history: list[dict]) -> list[dict]:
-    """A producer history's transactions: ``ses``, ``txn``, ``begin`` and ``end`` times
-    (None while open at the end of the run), ``recs`` (the planned ``[partition, seq]``)."""
-    out: dict[tuple, dict] = {}
+    """A producer history's transactions, each attempt apart (an aborted transaction
+    redone keeps its number): ``ses``, ``txn``, ``begin`` and ``end`` times (None while
+    open at the end of the run), ``recs`` (the planned ``[partition, seq]``)."""
+    out: list[dict] = []
+    last: dict[tuple, dict] = {}
     for line in history:
         f, txn = line.get("f"), line.get("txn")
         if txn is None:
             continue
         key = (line.get("ses"), txn)
         if line.get("type") == "invoke" and f == "begin":
-            out[key] = {"ses": key[0], "txn": txn, "begin": line.get("t"), "end": None,
-                        "recs": [tuple(r) for r in line.get("recs") or []]}
+            last[key] = {"ses": key[0], "txn": txn, "begin": line.get("t"), "end": None,
+                         "recs": [tuple(r) for r in line.get("recs") or []]}
+            out.append(last[key])
         elif f in ("commit", "abort") and line.get("type") in ("ok", "fail", "info") \
-                and key in out:
-            out[key]["end"] = line.get("t")
-    return list(out.values())
+                and key in last:
+            last[key]["end"] = line.get("t")
+    return out
 
 
 def open_at(txns: list[dict], t: int | None) -> dict | None:
@@ -130,9 +135,16 @@ def tie(forced: dict, anomalies: list[dict], pid: str, txns: list[dict]) -> tupl
                  for p in request.get("partitions") or []}
         spans = [(p, off, off + sizes.get(p, 1) - 1) for _, p, err, off in
                  (forced["answer"] or {}).get("partitions") or [] if err == 0 and off >= 0]
-        tied = [a for a in anomalies for p, lo, hi in spans
-                if a.get("partition") == p and any(lo <= o <= hi for o in _offsets(a))]
+        # its records by identity too: a duplicate names the other copy's offset
+        txn = open_at(txns, forced["held_t"]) if spans else None
+        ids = {(p, q) for p, q in txn["recs"] if p in sizes} if txn else set()
+        tied = [a for a in anomalies
+                if any(a.get("partition") == p and any(lo <= o <= hi for o in _offsets(a))
+                       for p, lo, hi in spans)
+                or (a.get("pid") == pid and (a.get("partition"), a.get("seq")) in ids)]
         how = ", ".join(f"the late batch's records at {p}@{lo}-{hi}" for p, lo, hi in spans)
+        if txn:
+            how += f" (transaction {txn['txn']} of {pid}, whose records they are)"
         return tied, how or "the late batch was not written"
     if api == "TxnOffsetCommit":
         txn = open_at(txns, forced["held_t"])
@@ -184,7 +196,11 @@ def run_evidence(status: str, outcome: str, forced: list[dict], anomalies: list[
         pid = pid_of(str(f["request"].get("transactional_id") or ""))
         these, how = tie(f, anomalies, pid, txns_of(pid) if pid else [])
         hows.append(how)
-        tied += [{**_short(a), "hold": f["hold"], "by": how} for a in these]
+        seen = {(a["kind"], a["partition"], a["offset"], a["pid"], a.get("seq"))
+                for a in tied}
+        tied += [{**_short(a), "hold": f["hold"], "by": how} for a in these
+                 if (a.get("kind"), a.get("partition"), a.get("offset"), a.get("pid"),
+                     a.get("seq")) not in seen]
     refused = [f for f in in_window if f["answer"] is not None and any(f["errors"])]
     ev = {"forced": [{"hold": f["hold"], "api": f["request"].get("api"), "copy": f["copy"],
                       "producer_id": f["request"].get("producer_id"),
@@ -200,7 +216,7 @@ def run_evidence(status: str, outcome: str, forced: list[dict], anomalies: list[
         ev["open"] = "; ".join(forced_text(f) for f in forced)
     elif outcome == "FAIL" and status == "affected" and not tied:
         ev["open"] = ("FAIL, but no forbidden anomaly is tied to the forced request ("
-                      + "; ".join(hows) + ")")
+                      + "; ".join(dict.fromkeys(hows)) + ")")
     elif outcome == "PASS" and status != "affected" and not refused:
         ev["open"] = ("PASS, but the broker refused no forced request in its window ("
                       + "; ".join(forced_text(f) for f in in_window) + ")")
@@ -215,7 +231,8 @@ def forced_by(evidence: list[dict]) -> str:
 
 
 def _short(a: dict) -> dict:
-    return {k: a.get(k) for k in ("kind", "topic", "partition", "offset", "pid", "ses", "txn")}
+    return {k: a.get(k) for k in ("kind", "topic", "partition", "offset", "pid", "ses", "seq",
+                                  "txn")}
 
 
 def evidence_text(ev: dict) -> str:

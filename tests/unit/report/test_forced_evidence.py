@@ -223,3 +223,41 @@ def test_an_end_txn_copy_ties_the_transaction_it_ended(status, outcome, open_):
                       lambda t: "transactional-0", lambda pid: transactions(history))
     assert [a["txn"] for a in ev["anomalies"]] == [21]
     assert (ev["open"] is not None) == open_, ev["open"]
+
+
+def test_a_late_produce_ties_its_records_by_identity_in_a_redone_transaction():
+    """Seen on 4.1.1 at transaction version 0 with the verification off (2026-11-29): the
+    late batch (held at 1500 in transaction 15, seq 150-159 of partition 0) was written at
+    166-175 and its transaction redone under the same number; the duplicate anomalies name
+    the redone copies' offsets (176..), so only the records' identity ties them. Its two
+    retries, released with it, tie the same anomalies once."""
+    produce = {"api": "Produce", "transactional_id": TID, "producer_id": 0,
+               "producer_epoch": 0,
+               "partitions": [{"topic": "t", "partition": 0, "base_sequence": 150,
+                               "records": 10}]}
+    ops = []
+    for hold in (1, 2):
+        ops += [_event("hold", 1500 + hold, hold, produce, client_view="timeout"),
+                _event("release", 9000, hold, produce, reason="abort marker at offset 165",
+                       delivered=True, trigger={"api": "EndTxn"}),
+                _event("answer", 9010, hold, produce, to_client=True,
+                       response={"partitions": [["t", 0, 0, 166]]})]
+    history = [
+        {"type": "invoke", "f": "begin", "ses": 1, "txn": 14, "t": 1100,
+         "recs": [[0, q] for q in range(140, 150)]},
+        {"type": "ok", "f": "commit", "ses": 1, "txn": 14, "t": 1400},
+        {"type": "invoke", "f": "begin", "ses": 1, "txn": 15, "t": 1430,
+         "recs": [[0, q] for q in range(150, 160)]},
+        {"type": "ok", "f": "abort", "ses": 1, "txn": 15, "t": 8500},
+        {"type": "invoke", "f": "begin", "ses": 1, "txn": 15, "t": 8600,
+         "recs": [[0, q] for q in range(150, 160)]},
+        {"type": "ok", "f": "commit", "ses": 1, "txn": 15, "t": 12000}]
+    dups = [{"kind": "duplicate-same-session", "partition": 0, "offset": 176 + i,
+             "offsets": [176 + i], "pid": "transactional-0", "seq": 150 + i, "txn": 15}
+            for i in range(10)]
+    other = {**dups[0], "offset": 150, "offsets": [150], "seq": 140}  # transaction 14's
+    ev = run_evidence("affected", "FAIL", forced_requests(ops), [*dups, other],
+                      lambda t: "transactional-0", lambda pid: transactions(history))
+    assert [a["seq"] for a in ev["anomalies"]] == list(range(150, 160)), ev["anomalies"]
+    assert ev["open"] is None
+    assert "transaction 15 of transactional-0" in ev["anomalies"][0]["by"]
