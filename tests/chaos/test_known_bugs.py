@@ -58,6 +58,7 @@ def check_kafka_14402_grid(grid: dict, said: str = "") -> None:
         assert len(row["runs"]) == REPEAT, row
         for run in row["runs"]:
             assert_forced_schedule(Path(run), accepted=outcome == "FAIL")
+        assert_row_evidence(row)
     assert "refused" in rows[("4.1.1", "defaults")]["held"]
     for key in (("3.5.2", "defaults"), OFF):
         assert "after the abort marker at" in rows[key]["held"], rows[key]
