@@ -62,7 +62,10 @@ def trigger_text(detail: dict) -> str:
             found.append(f"batch {detail['batch']}")
         if detail.get("batch_offsets") is not None:
             found.append(f"{detail['batch_offsets']} offsets")
-    elif name == "in-transaction":
+    elif name in ("in-transaction", "copy-committed"):
+        if name == "copy-committed":
+            found.append(f"after transaction {detail.get('committed_txn')} committed "
+                         "since the copy's answer")
         name = f"inside transaction {detail.get('txn')}"
         found.append(f"{detail.get('txn_sends')} sent, {detail.get('txn_acked')} acked")
         if detail.get("txn_ending"):

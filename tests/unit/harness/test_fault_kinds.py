@@ -39,6 +39,7 @@ def test_each_trigger_is_taken_by_the_kinds_that_declare_it():
     assert kinds.TRIGGER_TAKERS == {
         "mid-batch": ("process-kill", "checkpoint-lost", "executor-kill", "worker-kill"),
         "in-transaction": ("producer-kill", "process-kill"),
+        "copy-committed": ("producer-kill",),
         "appended": ("ack-loss",), "held": ("hold",), "pipelines-down": ("retention",),
         "batch-planned": ("process-kill",), "every-column": ("observer-kill",)}
     with pytest.raises(UsageError, match="trigger 'mid-batch' applies to process-kill, "

@@ -221,6 +221,73 @@ def probe_batch_planned(proc) -> tuple[dict | None, str]:
             "batch_in_flight": True}, ""
 
 
+# ----- copy-committed: a restart after a late copy's commit ----------------------------
+
+def copy_answered_at(hold_events: Iterable[dict]) -> int | None:
+    """When (ms) the broker first answered a copy the proxy held (a hold with
+    ``client_view = "copy"``: its original went through, the copy arrives late), from the
+    proxy's hold events (verifier.harness.faults.holds); None before that."""
+    events = list(hold_events)
+    copies = {e.get("hold") for e in events
+              if e.get("event") == "hold" and e.get("client_view") == "copy"}
+    return min((int(e["t"]) for e in events
+                if e.get("event") == "answer" and e.get("hold") in copies), default=None)
+
+
+def after_commit_since(events: list[dict], since_ms: int) -> dict | None:
+    """From a producer history (file order): once a transaction's commit was answered
+    ``ok`` after ``since_ms``, the transaction open after it with a send
+    (:func:`open_transaction`), or None: ``{"txn", "sends", "acked", "committed_txn"}``.
+    Killed then, a restarted transactional consumer starts from its group's committed
+    offsets as that commit left them, before it commits its own again."""
+    return _after_commit_in(reversed(events), since_ms)
+
+
+def _after_commit_in(latest_first, since_ms: int) -> dict | None:
+    lines, committed = [], None  # the lines since the latest commit before since_ms
+    for e in latest_first:
+        if e.get("f") == "commit" and e.get("type") == "ok":
+            if int(e.get("t", 0)) <= since_ms:
+                break
+            committed = e.get("txn")  # going back: the first commit after since_ms
+        lines.append(e)
+    if committed is None:
+        return None
+    txn = _open_in(iter(lines))
+    if txn is None or not isinstance(txn["txn"], int) or not isinstance(committed, int) \
+            or txn["txn"] <= committed:
+        return None
+    return {**txn, "committed_txn": committed}
+
+
+def probe_copy_committed(proc, proxy) -> tuple[dict | None, str]:
+    """A generator (``history``) inside a transaction begun after it committed one
+    since the proxy's held copy was answered (``proxy.holds()``)."""
+    if proxy is None:
+        raise NotTriggered("copy-committed needs the fault proxy, and this run has none")
+    path = getattr(proc, "history", None)
+    if path is None:
+        raise NotTriggered(f"{proc.name} has no history to show a transaction in")
+    if not proc.alive:
+        return None, f"{proc.name} is not running"
+    answered = copy_answered_at(proxy.holds(0))
+    if answered is None:
+        return None, "no held copy answered yet"
+    try:
+        with open(path, "rb") as f:
+            size = f.seek(0, 2)
+            f.seek(max(0, size - HISTORY_TAIL_BYTES))
+            data = f.read()
+    except OSError as exc:
+        return None, f"its history is not readable ({exc})"
+    found = _after_commit_in(_latest_first(data, whole=size <= HISTORY_TAIL_BYTES), answered)
+    if found is None:
+        return None, "no transaction open after a commit since the copy's answer"
+    return {"in_transaction": True, "txn": found["txn"], "txn_sends": found["sends"],
+            "txn_acked": found["acked"], "committed_txn": found["committed_txn"],
+            "copy_answered_ms": answered}, ""
+
+
 # ----- every column: an observer batch that holds records of each ---------------------
 
 #: {(topic, partition): (start, end)}: the offsets a batch reads
@@ -286,6 +353,7 @@ def probe_every_column(proc) -> tuple[dict | None, str]:
             "batches": {iso: f[0] for iso, f in found.items() if f is not None}}, ""
 
 
-__all__ = ["Need", "batch_in_flight", "batch_planned", "mid_batch", "open_transaction",
-           "probe_batch_planned", "probe_every_column", "probe_in_transaction",
+__all__ = ["Need", "after_commit_since", "batch_in_flight", "batch_planned",
+           "copy_answered_at", "mid_batch", "open_transaction", "probe_batch_planned",
+           "probe_copy_committed", "probe_every_column", "probe_in_transaction",
            "probe_mid_batch", "tail_events", "uncovered"]

@@ -20,6 +20,10 @@ trigger                       kinds                the state
 ``in-transaction``            producer-kill,       the generator's history ends inside an
                               process-kill         open transaction with at least one send
                                                    (its commit or abort not answered yet)
+``copy-committed``            producer-kill        the generator is inside a transaction with
+                                                   a send, begun after it committed one since
+                                                   the broker answered a copy the proxy held
+                                                   (a hold's ``client_view = "copy"``)
 ``every-column``              observer-kill        the observer's batches in flight (planned,
                                                    not committed) hold records of every
                                                    producer column, each at one of its
@@ -60,7 +64,7 @@ from verifier.rundata.errors import UsageError, VerifierError
 
 #: every trigger a fault may wait for (which kinds take it: their ``Kind.triggers``)
 NAMES = ("mid-batch", "in-transaction", "appended", "held", "pipelines-down", "batch-planned",
-         "every-column")
+         "every-column", "copy-committed")
 #: triggers of a fault that acts over a window (a proxy rule): the rule is set at the
 #: start and the trigger is its first hit; the limit is at most the window, by default it
 #: all, and the heal keeps its time
@@ -71,7 +75,7 @@ WINDOW_TRIGGERS = ("appended", "held")
 #: the time, a few seconds unless it is stalled; every-column: the observer's two queries
 #: plan a batch every 0.5 s while records arrive, a restarted one within a minute
 DEFAULT_WITHIN_S = {"mid-batch": 120.0, "in-transaction": 30.0, "pipelines-down": 120.0,
-                    "batch-planned": 120.0, "every-column": 60.0}
+                    "batch-planned": 120.0, "every-column": 60.0, "copy-committed": 30.0}
 #: the longest limit a scenario may ask for (the load's end waits for a pending trigger)
 MAX_WITHIN_S = 600.0
 PARAMS = ("trigger", "within")
@@ -79,7 +83,7 @@ PARAMS = ("trigger", "within")
 POLL_S = 0.1
 #: triggers that look more often: an open transaction can last a few tens of ms on a
 #: machine where transactions are short, and a look reads only its history's latest lines
-POLL_S_OF = {"in-transaction": 0.01}
+POLL_S_OF = {"in-transaction": 0.01, "copy-committed": 0.01}
 #: triggers whose state the fault that takes it uses up (a held batch ends with its
 #: kill): faults waiting for one on the same target take it in turn (Gate.first_in_line)
 IN_TURN = frozenset({"mid-batch"})

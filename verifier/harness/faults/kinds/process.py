@@ -10,7 +10,7 @@
 
 The target is ``{"process": NAME}``. A kill of a process that is not serving yet is held
 back (:func:`not_serving`); with a trigger (``mid-batch``, ``in-transaction``,
-``batch-planned``, ``every-column``) it waits for the state that makes it bite
+``batch-planned``, ``every-column``, ``copy-committed``) it waits for the state that makes it bite
 (verifier.harness.faults.triggers, the probes in verifier.harness.faults.probes).
 """
 
@@ -27,6 +27,7 @@ from verifier.harness.faults.kinds.base import (
 )
 from verifier.harness.faults.probes import (
     probe_batch_planned,
+    probe_copy_committed,
     probe_every_column,
     probe_in_transaction,
     probe_mid_batch,
@@ -42,8 +43,12 @@ SERVING_RECHECK_S = 0.5
 #: live counts move between two kills (a first start is waited for by the load itself).
 SERVING_MIN_S = 20.0
 
-PROBES = {"mid-batch": probe_mid_batch, "in-transaction": probe_in_transaction,
-          "batch-planned": probe_batch_planned, "every-column": probe_every_column}
+#: trigger -> (the process, the run's fault env) -> (the state found or None, why not)
+PROBES = {"mid-batch": lambda proc, env: probe_mid_batch(proc),
+          "in-transaction": lambda proc, env: probe_in_transaction(proc),
+          "batch-planned": lambda proc, env: probe_batch_planned(proc),
+          "every-column": lambda proc, env: probe_every_column(proc),
+          "copy-committed": lambda proc, env: probe_copy_committed(proc, env.proxy)}
 
 
 def not_serving(fault: ScheduledFault, env: FaultEnv) -> str | None:
@@ -113,7 +118,7 @@ def start_process_kill(fault: ScheduledFault, env: FaultEnv, state: dict,
     probe = PROBES[trigger.name]
     gate = gate or Gate()
     try:
-        return gate.until(trigger, lambda: probe(proc), lambda found: kill(
+        return gate.until(trigger, lambda: probe(proc, env), lambda found: kill(
             {**found, **({"batch_in_flight": True} if "mid_batch" in found else {})}))
     except NotTriggered as exc:
         raise NotApplied(str(exc)) from None
@@ -171,7 +176,8 @@ def _kind(name: str, start, heal, triggers: tuple[str, ...] = ()) -> Kind:
 
 
 KINDS = (
-    _kind("producer-kill", start_process_kill, heal_process_kill, ("in-transaction",)),
+    _kind("producer-kill", start_process_kill, heal_process_kill,
+          ("in-transaction", "copy-committed")),
     _kind("observer-kill", start_process_kill, heal_process_kill, ("every-column",)),
     _kind("process-kill", start_process_kill, heal_process_kill,
           ("mid-batch", "in-transaction", "batch-planned")),
