@@ -32,6 +32,7 @@ from tests.integration.orchestration.test_known_bug_run import (
     hold_events,
     run_known_bugs,
 )
+from verifier.rundata.nemesis import read_nemesis
 
 pytestmark = pytest.mark.chaos
 
@@ -194,6 +195,14 @@ def assert_late_offset_commit(run_dir: Path, accepted: bool, client: str = "") -
     for i, op in enumerate(events):  # the gate's requests went on after the answer only
         if op["f"] == "release" and op["detail"]["hold"] != n:
             assert i > answered, (op, events)
+    # the copier killed (and restarted) inside a transaction begun after a commit that
+    # followed the copy's answer: it resumes from the group's committed offsets
+    kills = [op["detail"] for op in read_nemesis(Path(run_dir) / "nemesis.jsonl")
+             if op.get("f") == "start" and op.get("fault") == "producer-kill"
+             and op.get("type") == "ok"]
+    assert len(kills) == 1 and kills[0]["trigger"] == "copy-committed", kills
+    assert kills[0]["copy_answered_ms"] == events[answered]["t"], (kills, events[answered])
+    assert kills[0]["txn"] > kills[0]["committed_txn"], kills
     return answer
 
 
