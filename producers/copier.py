@@ -38,6 +38,19 @@ from producers.resume import PlannedTxn
 from producers.transactional import TxnResult, TxnRunner
 from verifier.rundata.errors import UsageError
 
+#: bytes a fetch takes of one partition per record of a transaction: a record and its
+#: batch's header (the input's batches hold a record or two)
+FETCH_BYTES_PER_RECORD = 300
+
+
+def fetch_bytes(txn_size: int, record_size: int) -> int:
+    """``max_partition_fetch_bytes``: about one transaction's records of each partition
+    per fetch, so the copier takes the input partitions in turn, as a consumer that keeps
+    up does. With kafka-python's 1 MiB it took one partition's whole backlog first: a
+    copier restarted behind its input copied one partition for the rest of a 24-s run
+    (kafka-15449, 2026-11-29). The broker still returns a larger first batch whole."""
+    return max(1024, txn_size * (record_size + FETCH_BYTES_PER_RECORD))
+
 
 def _consumer(session) -> tuple[KafkaConsumer, list[TopicPartition]]:
     spec = session.spec
@@ -45,7 +58,10 @@ def _consumer(session) -> tuple[KafkaConsumer, list[TopicPartition]]:
     consumer = KafkaConsumer(bootstrap_servers=spec.bootstrap_servers.split(","),
                              group_id=f"{spec.run_id}.{spec.pid}",
                              isolation_level="read_committed", enable_auto_commit=False,
-                             auto_offset_reset="earliest", **extra)
+                             auto_offset_reset="earliest",
+                             max_partition_fetch_bytes=fetch_bytes(
+                                 spec.txn_size, int(spec.settings.get("record_size") or 100)),
+                             **extra)
     parts = consumer.partitions_for_topic(spec.input_topic)
     if not parts:
         consumer.close()
