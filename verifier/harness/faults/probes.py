@@ -223,11 +223,13 @@ def probe_batch_planned(proc) -> tuple[dict | None, str]:
 
 # ----- copy-committed: a restart after a late copy's commit ----------------------------
 
-def copy_answered_at(hold_events: Iterable[dict]) -> int | None:
+def copy_answered_at(hold_events: Iterable[dict], since_ms: int = 0) -> int | None:
     """When (ms) the broker first answered a copy the proxy held (a hold with
     ``client_view = "copy"``: its original went through, the copy arrives late), from the
-    proxy's hold events (verifier.harness.faults.holds); None before that."""
-    events = list(hold_events)
+    proxy's hold events (verifier.harness.faults.holds) at or after ``since_ms``; None
+    before that. The proxy keeps the events of the runs before on the same cluster (the
+    known-bugs profile's repeats): in one, an earlier run's answer fired the kill at once."""
+    events = [e for e in hold_events if int(e.get("t", 0)) >= since_ms]
     copies = {e.get("hold") for e in events
               if e.get("event") == "hold" and e.get("client_view") == "copy"}
     return min((int(e["t"]) for e in events
@@ -260,9 +262,10 @@ def _after_commit_in(latest_first, since_ms: int) -> dict | None:
     return {**txn, "committed_txn": committed}
 
 
-def probe_copy_committed(proc, proxy) -> tuple[dict | None, str]:
+def probe_copy_committed(proc, proxy, since_ms: int = 0) -> tuple[dict | None, str]:
     """A generator (``history``) inside a transaction begun after it committed one
-    since the proxy's held copy was answered (``proxy.holds()``)."""
+    since the proxy's held copy was answered (``proxy.holds()``, at or after
+    ``since_ms``: when the fault began to wait)."""
     if proxy is None:
         raise NotTriggered("copy-committed needs the fault proxy, and this run has none")
     path = getattr(proc, "history", None)
@@ -270,7 +273,7 @@ def probe_copy_committed(proc, proxy) -> tuple[dict | None, str]:
         raise NotTriggered(f"{proc.name} has no history to show a transaction in")
     if not proc.alive:
         return None, f"{proc.name} is not running"
-    answered = copy_answered_at(proxy.holds(0))
+    answered = copy_answered_at(proxy.holds(0), since_ms)
     if answered is None:
         return None, "no held copy answered yet"
     try:

@@ -17,6 +17,7 @@ back (:func:`not_serving`); with a trigger (``mid-batch``, ``in-transaction``,
 from __future__ import annotations
 
 import signal
+import time
 
 from verifier.harness.faults.kinds.base import (
     FaultEnv,
@@ -43,12 +44,14 @@ SERVING_RECHECK_S = 0.5
 #: live counts move between two kills (a first start is waited for by the load itself).
 SERVING_MIN_S = 20.0
 
-#: trigger -> (the process, the run's fault env) -> (the state found or None, why not)
-PROBES = {"mid-batch": lambda proc, env: probe_mid_batch(proc),
-          "in-transaction": lambda proc, env: probe_in_transaction(proc),
-          "batch-planned": lambda proc, env: probe_batch_planned(proc),
-          "every-column": lambda proc, env: probe_every_column(proc),
-          "copy-committed": lambda proc, env: probe_copy_committed(proc, env.proxy)}
+#: trigger -> (the process, the run's fault env, when the wait began in ms) -> (the state
+#: found or None, why not)
+PROBES = {"mid-batch": lambda proc, env, since_ms: probe_mid_batch(proc),
+          "in-transaction": lambda proc, env, since_ms: probe_in_transaction(proc),
+          "batch-planned": lambda proc, env, since_ms: probe_batch_planned(proc),
+          "every-column": lambda proc, env, since_ms: probe_every_column(proc),
+          "copy-committed": lambda proc, env, since_ms: probe_copy_committed(
+              proc, env.proxy, since_ms)}
 
 
 def not_serving(fault: ScheduledFault, env: FaultEnv) -> str | None:
@@ -117,8 +120,9 @@ def start_process_kill(fault: ScheduledFault, env: FaultEnv, state: dict,
         return kill(batch_state(proc) if proc.alive else {})
     probe = PROBES[trigger.name]
     gate = gate or Gate()
+    since_ms = int(time.time() * 1000)
     try:
-        return gate.until(trigger, lambda: probe(proc, env), lambda found: kill(
+        return gate.until(trigger, lambda: probe(proc, env, since_ms), lambda found: kill(
             {**found, **({"batch_in_flight": True} if "mid_batch" in found else {})}))
     except NotTriggered as exc:
         raise NotApplied(str(exc)) from None
