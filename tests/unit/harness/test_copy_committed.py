@@ -28,8 +28,8 @@ def test_the_copys_answer_is_the_first_answer_to_a_held_copy():
     assert P.copy_answered_at([]) is None
     # the proxy keeps an earlier run's events: only those since the wait began count
     assert P.copy_answered_at(HOLDS, since_ms=1200) is None
-    later = [{**e, "t": e["t"] + 10_000} for e in HOLDS]
-    assert P.copy_answered_at([*HOLDS, *later], since_ms=1200) == 14100
+    later = [{**e, "t": e["t"] + 10_000, "hold": e["hold"] + 10} for e in HOLDS]
+    assert P.copy_answered_at([*HOLDS, *later], since_ms=5000) == 14100
 
 
 def line(kind, f, txn, t, **kw):
