@@ -60,9 +60,11 @@ def column_exposure(col: ColumnSpec, facts: RunFacts, wins: list[Window],
             e["rate_in"] = round(r_in, 2)
             e["rate_out"] = None if rate_out is None else round(rate_out, 2)
             active = active_at(invoked, w.start, rate_out)
-            stalled = rate_out is not None and r_in < STALL_RATIO * rate_out and not active
+            low = rate_out is not None and r_in < STALL_RATIO * rate_out
+            stalled = low and not active
             e["stalled"] = stalled
-            caused = caused_stall(w, col, facts, invoked) if stalled else None
+            # a client sending at the start may still be stuck by the fault: a finding too
+            caused = caused_stall(w, col, facts, invoked) if low else None
             if caused is not None:  # the fault stopped the client: it did reach it
                 e["caused_stall"] = caused
                 if caused["finding"]:

@@ -43,7 +43,7 @@ MIN_S = 10.0
 
 def depended_on(w: Window, col: ColumnSpec, facts: RunFacts) -> list[str]:
     """What the fault's target broker was to the column when the fault started: "the
-    transaction coordinator of <id>", "the leader of <topic>-<partition>"."""
+    transaction coordinator of <id>", "the leader of <topic> partition(s) 0, 2"."""
     detail = w.start_detail
     node = detail.get("node")
     if node is None:
@@ -52,9 +52,12 @@ def depended_on(w: Window, col: ColumnSpec, facts: RunFacts) -> list[str]:
            for tid, c in sorted((detail.get("coordinators") or {}).items())
            if c.get("pid") in col.pids and c.get("node") == node]
     topics = {facts.topic_of.get(pid) for pid in col.pids}
-    led = sorted(f"{t}-{p}" for t, p in detail.get("leads") or [] if t in topics)
-    if led:
-        out.append(f"the leader of {', '.join(led)}")
+    led: dict[str, list[int]] = {}
+    for t, p in detail.get("leads") or []:
+        if t in topics:
+            led.setdefault(t, []).append(int(p))
+    for t, parts in sorted(led.items()):
+        out.append(f"the leader of {t} partition(s) {', '.join(map(str, sorted(parts)))}")
     return out
 
 
@@ -129,7 +132,8 @@ def finding_text(w: Window, ev: dict) -> str:
 
     first = ev["first_answered"]
     after = (f"until the load ended {s(ev['load_end'])} after it" if first is None else
-             f"until {s(first['answered'])} after it (a send of {s(first['invoked'])})")
+             f"until {s(first['answered'])} after it (a send invoked {s(first['invoked'])} "
+             "after it)")
     return (f"fault {w.fault} #{w.id} acted on broker {ev['node']}, "
             f"{' and '.join(ev['depended_on'])}: the column's last send was "
             f"{(w.start - ev['last_send']) / 1000:.1f} s before it, then no answered send "

@@ -122,6 +122,17 @@ def test_a_stall_during_a_kill_of_a_broker_it_did_not_depend_on_is_not_its_doing
         c["not_exercised"][0]
 
 
+def test_a_client_sending_at_the_kill_and_stuck_after_it_is_a_finding_too():
+    # sending right up to the kill (so not "stalled": it was at work when it came), then
+    # nothing answered to the end of the load (measured on a real coordinator kill)
+    tx_times = every(T0 - 20_000, T0 - 500)
+    c = judged(coordinator_kill(), tx_times, [Txn(1, T0 - 2_000, None)])
+    (kill,) = c["exposure"]["faults"]
+    assert kill["stalled"] is False and kill["exercised"] is True
+    assert kill["caused_stall"]["finding"] is True
+    assert c["verdict"] == V.PASS and c["liveness"] == [kill["liveness"]]
+
+
 def test_a_client_that_answers_again_soon_after_the_heal_was_exercised_without_a_finding():
     # blocked while its coordinator was down, answering again 2 s after the heal
     tx_times = every(T0 - 20_000, T0 - 1_500) + every(HEAL + 2_000, LOAD_END)
