@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from producers.keystores import pem_stores
 from verifier.rundata.errors import UsageError
 
 #: Java property names whose values are secrets
@@ -367,8 +368,9 @@ def read_user_config(path: Path, client: str = "kafka-python") -> UserConfig:
     """``--producer-config FILE`` for ``client``: on ``java`` the file runs verbatim (every
     kafka-clients producer key; ``bootstrap.servers`` and the serializers replaced, each
     noted); on the Python clients Java keys are mapped (:func:`map_properties`). Typos are
-    a :class:`UsageError` with the nearest known key."""
-    pairs = _read(path)
+    a :class:`UsageError` with the nearest known key. JKS and PKCS12 stores are read as
+    PEM files the run writes (producers.keystores)."""
+    pairs = pem_stores(_read(path), str(path), java=client == "java")
     notes: list[str] = []
     if client != "java":
         settings = map_properties(pairs, str(path), notes, client)
@@ -404,5 +406,7 @@ def read_user_config(path: Path, client: str = "kafka-python") -> UserConfig:
             try:
                 settings.update(map_properties([(key, value)], str(path)))
             except UsageError:
-                pass  # JKS stores, other login modules: the Java producer reads them
+                pass  # other login modules: the Java producer reads them
+    # the secrets, mapped above, reach the tool's own clients too (a PEM key's password)
+    settings.update({k: v for k, v in overrides.items() if k.startswith(("sasl_", "ssl_"))})
     return UserConfig(settings, overrides, notes)

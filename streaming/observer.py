@@ -39,6 +39,7 @@ from streaming.live import LiveSink
 from streaming.observations import ISOLATION_LEVELS, write_format_file
 from streaming.progress import checkpoint_dir, read_progress
 from streaming.security import spark_kafka_options
+from verifier.rundata.naming import spark_source_options
 from streaming.session import driver_process
 from streaming.sinks import SINKS, BatchSink
 from verifier.rundata.errors import UsageError, VerifierError
@@ -139,7 +140,7 @@ def _apply_plan(args: argparse.Namespace) -> dict[str, str]:
     args.sink, args.spark_master = plan.sink, plan.spark_master
     args.producer_topics = {pid: p.topic for pid, p in plan.producers.items()}
     args.user_input = bool(plan.user_input)
-    return spark_kafka_options(plan.client_security())
+    return {**spark_kafka_options(plan.client_security()), **spark_source_options(plan.run)}
 
 
 def start_query(spark: SparkSession, args: argparse.Namespace, isolation: str) -> StreamingQuery:

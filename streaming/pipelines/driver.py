@@ -48,6 +48,7 @@ from streaming.pipelines.jdbc import CONF_JDBC_TABLE, CONF_JDBC_URL
 from streaming.pipelines.loader import load_pipeline
 from streaming.pipelines.reference import pipeline_source, read_back_and_compare_runs
 from streaming.security import spark_kafka_options
+from verifier.rundata.naming import spark_source_options
 from streaming.session import driver_process
 from verifier.rundata.errors import VerifierError
 from verifier.rundata.formats import write_json_atomic
@@ -309,7 +310,8 @@ def main(argv: list[str] | None = None) -> int:
         if not args.readback_only:
             try:
                 query = start_query(spark, pipeline, plan, entry, where,
-                                    spark_kafka_options(security))
+                                    {**spark_kafka_options(security),
+                                     **spark_source_options(plan.run)})
             except PipelineError as exc:
                 print(f"refused: {exc}", file=sys.stderr, flush=True)
                 write_json_atomic(where.root / "refused.json", {"error": str(exc)})

@@ -43,6 +43,7 @@ from verifier.orchestration.progress import HistoryTail, ProgressDisplay, snapsh
 from verifier.orchestration.scenario import Scenario
 from verifier.orchestration.verify import verify
 from verifier.rundata.layout import RunLayout
+from verifier.rundata.naming import run_id
 from verifier.rundata.plan import RunPlan
 
 log = logging.getLogger(__name__)
@@ -61,7 +62,7 @@ class ScenarioRun:
         if opts.repetition:  # chaos --repeat: OUT/<scenario>/<stamp>-rep2of3, one per run
             k, n = opts.repetition
             stamp += f"-rep{k}of{n}"
-        self.run_id = f"{scenario.name}-{stamp}-s{opts.seed}"
+        self.run_id = run_id(scenario.name, stamp, opts.seed)  # the prefix of its names
         self.run_dir = Path(opts.out) / scenario.name / stamp
         self.layout = RunLayout(self.run_dir)
         self.logs = self.layout.logs

@@ -9,6 +9,7 @@ from pathlib import Path
 from verifier.harness.faults.spec import build_schedule, parse_spec
 from verifier.orchestration.scenario import Scenario
 from verifier.rundata.errors import VerifierError
+from verifier.rundata.naming import own_ids
 from verifier.rundata.plan import PlannedProducer
 from verifier.rundata.vocab import COPIER
 
@@ -53,6 +54,9 @@ class RunOptions:
     repeat: int = 1
     #: (k, N): this run is run k of N of its scenario; its folder and run id say so
     repetition: tuple[int, int] | None = None
+    #: the user's transactional and group ids as they are, without the run's prefix
+    #: (``--use-my-ids``; verifier.rundata.naming)
+    use_my_ids: bool = False
 
 
 def plan_producers(scenario: Scenario, run_id: str, opts: RunOptions) -> list[ProducerPlan]:
@@ -87,8 +91,8 @@ def plan_producers(scenario: Scenario, run_id: str, opts: RunOptions) -> list[Pr
         label = f"user:{opts.user_config.name}"
         plans.append(ProducerPlan("user-0", label, opts.user_mode or "at-least-once",
                                   f"{run_id}.user",
-                                  dict(opts.user_settings if opts.user_overrides is None
-                                       else opts.user_overrides),
+                                  own_ids(opts.user_settings if opts.user_overrides is None
+                                          else opts.user_overrides, run_id, opts.use_my_ids),
                                   str(opts.user_config), **client))
     return plans
 

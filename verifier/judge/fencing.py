@@ -1,0 +1,139 @@
+"""Foreign fencing: a generator fenced by a producer that is not the tool's.
+
+A transactional id is a lease: whoever calls ``initTransactions`` with it last holds it,
+and the coordinator answers every earlier holder ``PRODUCER_FENCED``. The tool's own
+generators never fence one another (each has its own id, ``<run id>.<pid>``, and a
+generator replaces its producer only after closing the old one), so a fence the tool did
+not cause means another client initialised the same transactional id during the run: a
+live service sharing the id (``--use-my-ids``), or anyone else. What the generator wrote
+after that is not the tool's to judge, and a verdict that says PASS over it would hide
+that the run was disturbed: the column is UNKNOWN, with the finding.
+
+A fence is the tool's own, and no finding, when its history explains it:
+
+- an *orphan*: a send of a producer the generator had already replaced (the send was
+  invoked before the latest ``producer-id`` line that replaced it in that session), whose
+  completion the replacement fenced;
+- a *timed-out transaction*: the open transaction began more than the session's
+  ``transaction_timeout_ms`` before the error, so the coordinator may have aborted it and
+  bumped the epoch itself (a fault that held the producer that long is the tool's).
+
+Only the fencing errors count (``ProducerFenced``: kafka-python and the Java client;
+``PRODUCER_FENCED`` / ``_FENCED``: librdkafka), not ``INVALID_PRODUCER_EPOCH``, which a
+partition leader also answers to the tool's own stale copies and epoch bumps.
+
+:func:`foreign_fences` is pure (history lines in, findings out); :func:`run_fences` reads
+a run folder's histories, parsing only the files that hold a fencing error at all.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from pathlib import Path
+
+import orjson
+
+#: the errors that say "another producer initialised this transactional id"
+FENCED = re.compile(r"ProducerFenced|PRODUCER_FENCED|\b_FENCED\b")
+_OUTCOMES = ("ok", "info", "fail")
+
+
+@dataclass(frozen=True)
+class Fence:
+    """The first foreign fence of one producer of a generator's session."""
+
+    ses: int
+    t: int  # wall-clock ms of the fenced operation's outcome
+    op: str  # the operation it ended: send, commit, abort, offsets
+    error: str
+    transactional_id: str | None
+
+    def reason(self, pid: str) -> str:
+        """The verdict's one line for it."""
+        tid = f" {self.transactional_id}" if self.transactional_id else ""
+        return (f"producer {pid} was fenced by a producer that is not the tool's (session "
+                f"{self.ses}, {self.op} at {self.t}: {self.error.split(':')[0]}): another "
+                f"client initialised its transactional id{tid} during the run, so what it "
+                "wrote after that is not the tool's to judge")
+
+
+def foreign_fences(lines: Iterable[Mapping]) -> list[Fence]:
+    """The fences of one generator's history (its lines in file order) that the tool did
+    not cause: one per producer (each producer it initialised), first error only."""
+    out: list[Fence] = []
+    invoked: dict[tuple, int] = {}  # (ses, p, seq) -> index of the send's invoke
+    identities = 0  # producer-id lines of the current session
+    replaced_at = -1  # index of the latest replacement of the session's producer
+    reported = False  # the current producer's fence is reported already
+    tid, timeout, begun = None, None, None
+    for i, e in enumerate(lines):
+        kind, f = e.get("type"), e.get("f")
+        if kind == "session":
+            config = e.get("config") or {}
+            tid = config.get("transactional_id") or config.get("transactional.id")
+            timeout = config.get("transaction_timeout_ms")
+            identities, replaced_at, reported, begun = 0, -1, False, None
+        elif kind == "producer-id":
+            identities += 1
+            if identities > 1:  # the session's producer replaced (or its epoch bumped)
+                replaced_at, reported = i, False
+        elif kind == "invoke":
+            if f == "send":
+                invoked[(e.get("ses"), e.get("p"), e.get("seq"))] = i
+            elif f == "begin":
+                begun = e.get("t")
+        elif kind in _OUTCOMES:
+            error = e.get("error") or ""
+            if FENCED.search(error) and not reported and \
+                    not _explained(e, invoked, replaced_at, begun, timeout):
+                out.append(Fence(int(e.get("ses") or 0), int(e.get("t") or 0), str(f),
+                                 error, tid))
+                reported = True
+            if f in ("commit", "abort"):
+                begun = None
+    return out
+
+
+def _explained(e: Mapping, invoked: dict, replaced_at: int, begun, timeout) -> bool:
+    """Whether the tool's own doing explains this fencing error (module docstring)."""
+    if e.get("f") == "send":
+        at = invoked.get((e.get("ses"), e.get("p"), e.get("seq")))
+        if at is not None and at < replaced_at:
+            return True  # an orphan of a replaced producer
+    t = e.get("t")
+    return (begun is not None and isinstance(timeout, int | float) and t is not None
+            and t - begun > timeout)
+
+
+def run_fences(histories: Path, pids: Iterable[str]) -> dict[str, list[Fence]]:
+    """pid -> its foreign fences, from ``RUN/histories/<pid>.jsonl`` (pids without any:
+    left out). A file without a fencing error is not parsed."""
+    out: dict[str, list[Fence]] = {}
+    for pid in pids:
+        try:
+            data = (Path(histories) / f"{pid}.jsonl").read_bytes()
+        except OSError:
+            continue
+        if b"enced" not in data and b"FENCED" not in data:
+            continue
+        lines = []
+        for raw in data.splitlines():
+            try:
+                lines.append(orjson.loads(raw))
+            except orjson.JSONDecodeError:
+                continue  # a torn last line: the history reader says so elsewhere
+        fences = foreign_fences(lines)
+        if fences:
+            out[pid] = fences
+    return out
+
+
+def fencing_reasons(histories: Path, producers: Mapping[str, str]) -> dict[str, list[str]]:
+    """column mode -> the verdict's lines for its generators' foreign fences
+    (``producers``: pid -> mode)."""
+    out: dict[str, list[str]] = {}
+    for pid, fences in run_fences(histories, producers).items():
+        out.setdefault(producers[pid], []).extend(f.reason(pid) for f in fences)
+    return out
