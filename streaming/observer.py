@@ -39,10 +39,10 @@ from streaming.live import LiveSink
 from streaming.observations import ISOLATION_LEVELS, write_format_file
 from streaming.progress import checkpoint_dir, read_progress
 from streaming.security import spark_kafka_options
-from verifier.rundata.naming import spark_source_options
 from streaming.session import driver_process
 from streaming.sinks import SINKS, BatchSink
 from verifier.rundata.errors import UsageError, VerifierError
+from verifier.rundata.naming import spark_source_options
 from verifier.rundata.plan import read_plan
 
 if TYPE_CHECKING:

@@ -48,10 +48,10 @@ from streaming.pipelines.jdbc import CONF_JDBC_TABLE, CONF_JDBC_URL
 from streaming.pipelines.loader import load_pipeline
 from streaming.pipelines.reference import pipeline_source, read_back_and_compare_runs
 from streaming.security import spark_kafka_options
-from verifier.rundata.naming import spark_source_options
 from streaming.session import driver_process
 from verifier.rundata.errors import VerifierError
 from verifier.rundata.formats import write_json_atomic
+from verifier.rundata.naming import spark_source_options
 from verifier.rundata.pipelines import PipelineLayout, write_readback
 from verifier.rundata.plan import read_plan
 
