@@ -23,6 +23,7 @@ from verifier.orchestration.scenario import (
     stretched,
 )
 from verifier.rundata.errors import EnvironmentProblem, UsageError
+from verifier.rundata.naming import id_notes
 from verifier.rundata.plan import security_of
 
 #: set in the environment of a run re-executed inside its own network namespace
@@ -69,6 +70,8 @@ def prepare(request: ChaosRequest, check: Callable[[Profile], None] | None = Non
     user = None
     if request.producer_config is not None:  # the user's column runs on the first client
         user = read_user_producer(request.producer_config, (clients or (client,))[0])
+        # how the run names the file's ids on the cluster (verifier.rundata.naming)
+        user.config.notes.extend(id_notes(user.config.settings, request.use_my_ids))
     settings = user.config.settings if user else {}
     # the connection settings every client of the run uses (in the plan, secrets redacted)
     client_config = security_of(settings)
@@ -240,7 +243,7 @@ def _options(request: ChaosRequest, profile: Profile, user: UserProducer | None,
                       profile=profile.name, extra_env=spark_env(), selftest=request.selftest,
                       fail_fast=request.fail_fast, client=client, clients=clients,
                       kafka_versions=tuple(versions), pipelines=pipelines,
-                      repeat=request.repeat)
+                      repeat=request.repeat, use_my_ids=request.use_my_ids)
 
 
 def _check_scenarios(scenarios: list[Scenario], opts: RunOptions, env) -> None:

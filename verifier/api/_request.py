@@ -50,6 +50,8 @@ class ChaosRequest:
     selftest: bool = False
     base_port: int = DEFAULT_BASE_PORT
     state_dir: Path = DEFAULT_STATE
+    #: the user's transactional and group ids as they are (verifier.rundata.naming)
+    use_my_ids: bool = False
 
     def argv(self) -> list[str]:
         """The `verifier chaos` arguments that run what this request names, the way it
@@ -67,6 +69,8 @@ class ChaosRequest:
             argv += ["--client", self.client]
         if self.producer_config is not None:
             argv += ["--producer-config", str(self.producer_config)]
+        if self.use_my_ids:
+            argv.append("--use-my-ids")
         if self.pipeline is not None:
             argv += ["--pipeline", self.pipeline]
         if self.pipeline_guarantee is not None:

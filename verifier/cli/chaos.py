@@ -7,8 +7,10 @@ from dataclasses import fields, replace
 from pathlib import Path
 
 from verifier import api
+from verifier.cli.cleanup import add_cluster_cleanup
 from verifier.cli.flagcheck import check_flags
 from verifier.cli.helptext import HelpFormatter, epilog, examples, vocabulary
+from verifier.cli.plan import add_safety_flags, cmd_plan
 from verifier.cli.retry import add_flag as add_retry_flag
 from verifier.orchestration.scenario import SINKS, load_profiles
 from verifier.rundata.errors import UsageError
@@ -103,6 +105,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--state-dir", type=Path, default=api.DEFAULT_STATE, metavar="DIR",
                    help="the local cluster's folder")
     add_retry_flag(p)  # --retry-not-exercised N (verifier.cli.retry, issue 49)
+    add_safety_flags(p)  # --plan, --use-my-ids (verifier.cli.plan)
     p.set_defaults(func=cmd_chaos)
     c = sub.add_parser("cleanup", help="stop what a chaos run that is no longer running "
                                        "left behind (processes, network namespaces)",
@@ -111,7 +114,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                             "namespaces"),
                            ("verifier -v cleanup", "the same, logging each step")),
                        formatter_class=HelpFormatter)
-    c.set_defaults(func=cmd_cleanup)
+    add_cluster_cleanup(c, cmd_cleanup)  # --bootstrap-servers: a killed run's topics
 
 
 def run_count(per: str = ""):
@@ -200,6 +203,9 @@ def cmd_chaos(args: argparse.Namespace) -> int:
 
         return chaos_with_advice(args, parts, run_parts)
 
+    if args.plan:  # what the run would do to the cluster, before it does anything
+        return cmd_plan(args, lambda: api.prepare(
+            request_of(args), check=lambda profile: check_flags(args, profile)))
     # a written flag that would do nothing: 64 (issue 49), once the profile is known
     return api.run_prepared(request_of(args), args.argv, run,
                             check=lambda profile: check_flags(args, profile))

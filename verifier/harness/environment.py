@@ -18,6 +18,7 @@ from verifier.harness.cluster import ClusterSpec, LocalCluster, up
 from verifier.harness.faults import kinds
 from verifier.harness.faults.kinds import FaultEnv, NotApplied
 from verifier.harness.faults.proxy_process import ProxyProcess, proxied
+from verifier.harness.leftovers import release
 from verifier.harness.topics import admin, delete_topics, wait_in_sync
 from verifier.rundata.errors import EnvironmentProblem, VerifierError
 
@@ -178,6 +179,7 @@ class ExternalEnvironment:
         what = f"the runs' {len(self.topics)} topics on {self._bootstrap}"
         if self.keep_topics:
             print(f"kept {what}: {', '.join(self.topics)}", file=self.out, flush=True)
+            release(self._bootstrap)  # kept on purpose: not a killed run's leftovers
             return
         try:
             delete_topics(self._bootstrap, self.topics, timeout=30, **self.client_config)
@@ -187,6 +189,7 @@ class ExternalEnvironment:
             return
         print(f"deleted {what} (--keep-topics keeps them)", file=self.out, flush=True)
         self.topics = []
+        release(self._bootstrap)
 
     def own_topics(self, topics: list[str]) -> None:
         """Topics a run created here: deleted when the environment closes."""

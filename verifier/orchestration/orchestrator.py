@@ -18,6 +18,7 @@ from verifier.assess.finish import Judged
 from verifier.harness.faults.nemesis import Nemesis
 from verifier.harness.faults.spec import build_schedule
 from verifier.harness.faults.triggers import max_within
+from verifier.harness.leftovers import claim
 from verifier.harness.procs import ManagedProcess
 from verifier.harness.topics import create_topics
 from verifier.orchestration.children import (
@@ -148,6 +149,7 @@ class ScenarioRun:
         from verifier.orchestration.user_input import topic_sizes
 
         topics.update(topic_sizes(self.declared))  # their partition counts, as declared
+        claim(self.env, self.run_id)  # before creating: `verifier cleanup` after a kill -9
         create_topics(self.env.bootstrap_servers, topics, self.env.replication_factor,
                       **self.plan.security)
         self.env.own_topics(list(topics))

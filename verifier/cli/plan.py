@@ -1,0 +1,247 @@
+"""`verifier chaos --plan`: what a run would do to a cluster, before it does anything.
+
+The same flags as the run it plans, checked the same way (``chaos._prepare``: a flag the
+run would refuse, the plan refuses). It then prints what the run would create (topics
+with partitions and replication), use (transactional ids, group ids) and delete; the
+ACLs it needs, one ``kafka-acls.sh`` line each, as an operator grants them; the faults
+that can and cannot run there and why; the expected duration. On an external cluster it
+reads metadata only (brokers, topic and group names): nothing is created, written or
+deleted there.
+
+Every name starts with the run's prefix, ``<run id>.`` (verifier.rundata.naming); the run
+id's start time is known only when the run starts, so the plan writes ``<start>`` for it
+and grants the ACLs on the prefix every run id starts with (:data:`MARK`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from verifier.rundata.naming import MARK, USE_MY_IDS_RISK, run_id
+
+#: measured: a quick-profile run (14-22 s of load) took 77-91 s on the 2-core machine
+#: (docs/benchmarks.md 2026-11-27): the observer's start, the drain and the verification
+#: add about a minute to a run's load; a local cluster's start about half a minute
+RUN_OVERHEAD_S = 65
+LOCAL_CLUSTER_START_S = 30
+#: why a fault kind cannot run on an external cluster
+_EXTERNAL_WHY = {
+    "proxy": "needs the fault proxy in front of the local cluster's brokers",
+    "broker": "signals the local cluster's broker processes",
+}
+
+
+def add_safety_flags(parser: argparse.ArgumentParser) -> None:
+    """``--plan`` and ``--use-my-ids`` on ``verifier chaos``."""
+    parser.add_argument("--plan", action="store_true",
+                        help="print what the run would create, use and delete on the "
+                             "cluster, the ACLs it needs, which faults can run there and "
+                             "how long it takes; reads metadata only, changes nothing")
+    parser.add_argument("--use-my-ids", action="store_true",
+                        help="run --producer-config's transactional.id (and group ids) as "
+                             "they are, not under the run's prefix: " + USE_MY_IDS_RISK)
+
+
+def cmd_plan(args: argparse.Namespace, prepare, in_netns: str, out=sys.stdout) -> int:
+    """Check the flags as the run would (``prepare``: chaos._prepare), print the plan;
+    ``in_netns``: the variable that tells ``prepare`` it runs in its own namespace."""
+    prepared = prepare(args)
+    if prepared is None:  # root, local cluster: the run re-executes in its own namespace
+        os.environ[in_netns] = "1"
+        prepared = prepare(args)
+    profile, scenarios, env, opts = prepared
+    external = args.bootstrap_servers is not None
+    found = None
+    if external:
+        from verifier.harness import leftovers
+        from verifier.harness.topics import admin
+
+        with env:  # describes the cluster; deletes nothing (it created nothing)
+            with admin(env.bootstrap_servers, timeout=20, **env.client_config) as a:
+                found = leftovers.on_cluster(a)
+            replication = env.replication_factor
+    else:
+        replication = env.spec.replication_factor
+    for line in plan_lines(args, scenarios, env, opts, replication, found):
+        print(line, file=out)
+    return 0
+
+
+def _runs(scenarios, opts):
+    """(scenario, run id with ``<start>`` for its start time) of every run."""
+    for s in scenarios:
+        for k in range(1, opts.repeat + 1):
+            rep = f"-rep{k}of{opts.repeat}" if opts.repeat > 1 else ""
+            yield s, run_id(s.name, f"<start>{rep}", opts.seed + k - 1)
+
+
+def plan_lines(args, scenarios, env, opts, replication: int, found=None) -> list[str]:
+    """The plan as printed: pure, from what ``_prepare`` made of the flags."""
+    from verifier.orchestration.pipelines import for_scenario, output_topic
+    from verifier.orchestration.planning import plan_producers
+
+    where = (f"the external cluster {args.bootstrap_servers}" if args.bootstrap_servers
+             else f"the local cluster the run starts ({env.spec.nodes} nodes on "
+                  f"{env.bootstrap_servers}), removed with its data when the run ends")
+    lines = [f"plan of a chaos run on {where}: nothing is created until the run starts",
+             f"every name below starts with the run's prefix <run id>. and every run id "
+             f"with {MARK} (<start>: the run's UTC start, e.g. 20261129T150102Z)", ""]
+    creates, tids, groups = [], [], []
+    for s, rid in _runs(scenarios, opts):
+        plans = plan_producers(s, rid, opts)
+        for p in plans:
+            creates.append(f"  topic {p.topic}  {s.workload.partitions} partitions, "
+                           f"replication {replication}  (mode {p.mode})")
+            tid = _transactional_id(p, rid)
+            if tid:
+                own = " (your transactional.id, prefixed)" if p.config_file else ""
+                if p.config_file and opts.use_my_ids:
+                    own = " (YOUR OWN transactional.id, --use-my-ids)"
+                tids.append(f"  transactional id {tid}{own}")
+            if p.mode.split("/")[0] == "copier":
+                groups.append(f"  group {rid}.{p.pid}  (the copier: commits offsets)")
+        for p in for_scenario(opts.pipelines, s):
+            creates.append(f"  topic {output_topic(rid, p.name)}  "
+                           f"{s.workload.partitions} partitions, replication {replication}"
+                           f"  (pipeline {p.name}'s output)")
+        groups.append(f"  group {rid}.spark-*  (the Spark readers of the observer"
+                      f"{' and pipelines' if opts.pipelines else ''}: join, commit nothing)")
+    lines += ["creates:", *creates, "uses:", *tids, *groups, "deletes:",
+              *_deletes(args, bool(tids)), ""]
+    if args.bootstrap_servers:
+        lines += _acls(args, env, scenarios, opts, bool(tids)) + [""]
+    lines += _faults(scenarios, env) + [""]
+    lines += _duration(scenarios, opts, args)
+    if found is not None:
+        left = found.runs
+        lines.append(f"on the cluster now: {len(left)} earlier runs of this tool"
+                     + (f" ({', '.join(left)}); `verifier cleanup --bootstrap-servers "
+                        f"{args.bootstrap_servers}` removes killed ones" if left else ""))
+    return lines
+
+
+def _transactional_id(p, rid: str) -> str | None:
+    """The transactional id a column's generator uses (None: not transactional)."""
+    own = p.overrides.get("transactional_id") or p.overrides.get("transactional.id")
+    if own:
+        return str(own)
+    return f"{rid}.{p.pid}" if p.expect == "transactional" else None
+
+
+def _deletes(args, transactional: bool) -> list[str]:
+    out = []
+    if args.bootstrap_servers and getattr(args, "keep_topics", False):
+        out.append("  nothing: --keep-topics keeps the topics (`verifier cleanup "
+                   "--bootstrap-servers ... --run RUN_ID` removes them later)")
+    elif args.bootstrap_servers:
+        out.append("  the topics above, when the run ends (after an error or a Ctrl-C "
+                   "too); after a kill -9, `verifier cleanup --bootstrap-servers "
+                   f"{args.bootstrap_servers}` does")
+    else:
+        out.append("  the whole local cluster, when the run ends")
+    if transactional and args.bootstrap_servers:
+        out.append("  never the transactional ids: the cluster expires them "
+                   "(transactional.id.expiration.ms, 7 days by default)")
+    return out
+
+
+def _principal(security: dict) -> str:
+    """The principal the cluster sees: the SASL user, the client certificate's subject
+    (Kafka's default SSL mapping), or ANONYMOUS."""
+    if security.get("sasl_plain_username"):
+        return f"User:{security['sasl_plain_username']}"
+    certfile = security.get("ssl_certfile")
+    if certfile:
+        try:
+            from cryptography import x509
+
+            cert = x509.load_pem_x509_certificates(open(certfile, "rb").read())[0]
+            return f"User:{cert.subject.rfc4514_string()}"
+        except (OSError, ValueError, IndexError):
+            return "User:<your client certificate's subject>"
+    return "User:ANONYMOUS"
+
+
+def _acls(args, env, scenarios, opts, transactional: bool) -> list[str]:
+    """One kafka-acls.sh line per ACL the run needs (prefixed resources)."""
+    from verifier.harness.faults.spec import CONFIG_KINDS, TOPIC_KINDS
+
+    principal = _principal(env.client_config)
+    base = (f"kafka-acls.sh --bootstrap-server {args.bootstrap_servers} --add "
+            f"--allow-principal '{principal}'")
+    kinds = {f.get("kind") for s in scenarios for f in (*s.faults, *s.broker_faults())}
+    topic_ops = ["Create", "Write", "Read", "Delete"]
+    if kinds & set(TOPIC_KINDS):
+        topic_ops.append("AlterConfigs")  # the retention fault
+    acl = [(op, f"--topic {MARK} --resource-pattern-type prefixed") for op in topic_ops]
+    if transactional:
+        acl.append(("Write", f"--transactional-id {MARK} --resource-pattern-type prefixed"))
+        if opts.use_my_ids and opts.user_settings.get("transactional_id"):
+            acl.append(("Write", f"--transactional-id {opts.user_settings['transactional_id']}"))
+    acl += [("Read", f"--group {MARK} --resource-pattern-type prefixed"),
+            ("Delete", f"--group {MARK} --resource-pattern-type prefixed")]
+    if kinds & set(CONFIG_KINDS):
+        acl += [("DescribeConfigs", "--cluster"), ("AlterConfigs", "--cluster")]
+    lines = [f"ACLs it needs (principal {principal}; Describe comes with each):"]
+    lines += [f"  {base} --operation {op} {resource}" for op, resource in acl]
+    lines.append("  (Delete on the groups: for `verifier cleanup` only; brokers before "
+                 "Kafka 3.0 also want IdempotentWrite on --cluster)")
+    return lines
+
+
+def _faults(scenarios, env) -> list[str]:
+    """Each scenario's faults: runs, or cannot run here and why."""
+    from verifier.harness.faults.spec import BROKER_KINDS, PROXY_KINDS
+
+    skipped = env.skipped_kinds()
+    lines = ["faults:"]
+    for s in scenarios:
+        faults = [*s.faults, *s.broker_faults()]
+        if not faults:
+            lines.append(f"  {s.name}: none")
+        for f in faults:
+            kind = f.get("kind")
+            label = f"  {s.name}: {_fault_label(f)}"
+            if kind not in skipped:
+                what = ("changes your brokers' settings " + ", ".join(
+                    f"{k}={v}" for k, v in (f.get("params") or {}).get("settings", {}).items())
+                        + " for its window, then restores them"
+                        if kind == "broker-config" else "runs")
+                lines.append(f"{label}: {what}")
+                continue
+            why = (_EXTERNAL_WHY["proxy"] if kind in PROXY_KINDS else
+                   "needs root, ip, nft and setpriv (a network namespace of its own)"
+                   if kind == "network-partition" and env.name == "local" else
+                   _EXTERNAL_WHY["broker"] if kind in BROKER_KINDS else
+                   f"the {env.name} environment cannot run it")
+            lines.append(f"{label}: cannot run here: {why} (skipped; the columns it "
+                         "concerns say so)")
+        if s.broker is not None and s.broker.apply == "start" and env.name == "external":
+            lines.append(f"  {s.name}: [broker] start settings: cannot run here: the tool "
+                         "cannot restart an external cluster's brokers")
+    return lines
+
+
+def _fault_label(f: dict) -> str:
+    """``producer-kill on producer:transactional at 6 s for 2 s``."""
+    target = f.get("target") or {}
+    on = ", ".join(f"{k} {v}" if not isinstance(v, bool) else k for k, v in target.items())
+    when = f" at {f['start']} s" if f.get("start") is not None else ""
+    span = f" for {f['duration']} s" if f.get("duration") else ""
+    return f"{f.get('kind')}{' on ' + on if on else ''}{when}{span}"
+
+
+def _duration(scenarios, opts, args) -> list[str]:
+    """The expected wall time: each run's load plus the measured overhead."""
+    runs = len(scenarios) * opts.repeat * max(1, len(opts.kafka_versions))
+    load = sum(s.workload.duration_s for s in scenarios) * opts.repeat * \
+        max(1, len(opts.kafka_versions))
+    total = load + runs * RUN_OVERHEAD_S
+    if not args.bootstrap_servers:
+        total += LOCAL_CLUSTER_START_S * max(1, len(opts.kafka_versions))
+    return [f"expected duration: about {max(1, round(total / 60))} min ({runs} runs, "
+            f"{load:.0f} s of load; each run adds about {RUN_OVERHEAD_S} s for the "
+            "observer's start, the drain and the verification, measured on a 2-core "
+            "machine)"]
