@@ -81,6 +81,7 @@ def plan_lines(args, scenarios, env, opts, replication: int, found=None) -> list
     """The plan as printed: pure, from what ``_prepare`` made of the flags."""
     from verifier.orchestration.pipelines import for_scenario, output_topic
     from verifier.orchestration.planning import plan_producers
+    from verifier.orchestration.user_input import declared_topics
 
     where = (f"the external cluster {args.bootstrap_servers}" if args.bootstrap_servers
              else f"the local cluster the run starts ({env.spec.nodes} nodes on "
@@ -102,7 +103,11 @@ def plan_lines(args, scenarios, env, opts, replication: int, found=None) -> list
                 tids.append(f"  transactional id {tid}{own}")
             if p.mode.split("/")[0] == "copier":
                 groups.append(f"  group {rid}.{p.pid}  (the copier: commits offsets)")
-        for p in for_scenario(opts.pipelines, s):
+        pipes = for_scenario(opts.pipelines, s)
+        for d in declared_topics(pipes, rid):
+            creates.append(f"  topic {d.cluster_topic}  {d.partitions} partitions, "
+                           f"replication {replication}  (the pipelines' input {d.topic})")
+        for p in pipes:
             creates.append(f"  topic {output_topic(rid, p.name)}  "
                            f"{s.workload.partitions} partitions, replication {replication}"
                            f"  (pipeline {p.name}'s output)")
@@ -241,7 +246,7 @@ def _duration(scenarios, opts, args) -> list[str]:
     total = load + runs * RUN_OVERHEAD_S
     if not args.bootstrap_servers:
         total += LOCAL_CLUSTER_START_S * max(1, len(opts.kafka_versions))
-    return [f"expected duration: about {max(1, round(total / 60))} min ({runs} runs, "
+    return [f"expected duration: about {max(1, round(total / 60))} min ({runs} run{'s' if runs > 1 else ''}, "
             f"{load:.0f} s of load; each run adds about {RUN_OVERHEAD_S} s for the "
             "observer's start, the drain and the verification, measured on a 2-core "
             "machine)"]
