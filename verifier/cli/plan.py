@@ -246,7 +246,8 @@ def _duration(scenarios, opts, args) -> list[str]:
     total = load + runs * RUN_OVERHEAD_S
     if not args.bootstrap_servers:
         total += LOCAL_CLUSTER_START_S * max(1, len(opts.kafka_versions))
-    return [f"expected duration: about {max(1, round(total / 60))} min ({runs} run{'s' if runs > 1 else ''}, "
+    plural = "s" if runs > 1 else ""
+    return [f"expected duration: about {max(1, round(total / 60))} min ({runs} run{plural}, "
             f"{load:.0f} s of load; each run adds about {RUN_OVERHEAD_S} s for the "
             "observer's start, the drain and the verification, measured on a 2-core "
             "machine)"]
