@@ -30,7 +30,7 @@ ROOT_BASE_PORT = int(os.environ.get("VERIFIER_TEST_BASE_PORT", "19100"))
 #: and listeners; verifier/harness/cluster/config.py), so slots 4 ports apart interleave
 #: in one block of 404 ports: 25 slots a block, two workers' slots in the first one.
 PORT_SLOTS = ("shared", "cli", "cli-busy", "versions", "settings", "hold", "partition",
-              "idle", "sasl", "lifetime", "known-bugs")
+              "idle", "sasl", "lifetime", "known-bugs", "safe")
 
 
 def port_base(slot: str, worker: str = WORKER) -> int:

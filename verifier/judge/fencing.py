@@ -137,3 +137,23 @@ def fencing_reasons(histories: Path, producers: Mapping[str, str]) -> dict[str, 
     for pid, fences in run_fences(histories, producers).items():
         out.setdefault(producers[pid], []).extend(f.reason(pid) for f in fences)
     return out
+
+
+def mark_foreign_fences(doc: dict, reasons: Mapping[str, list[str]]) -> None:
+    """Each column whose generators were fenced by a foreign producer (``reasons``: mode
+    -> lines, :func:`fencing_reasons`) gets the lines; one that would PASS (or be NOT
+    EXERCISED) is UNKNOWN: the run was disturbed, its evidence is not the tool's alone.
+    A FAIL stays FAIL, the lines beside it. The run's ``foreign_fences`` lists them all."""
+    from verifier.judge.verdict import FAIL, UNKNOWN
+
+    found = []
+    for c in doc.get("columns", []):
+        lines = reasons.get(c.get("mode"), [])
+        if not lines:
+            continue
+        found += [ln for ln in lines if ln not in found]
+        c["reasons"] = [*c.get("reasons", []), *lines]
+        if c.get("verdict") != FAIL:
+            c["verdict"] = UNKNOWN
+    if found:
+        doc["foreign_fences"] = found

@@ -94,3 +94,21 @@ def test_a_run_folders_histories_are_read_and_a_clean_one_is_not_parsed(tmp_path
     reasons = fencing_reasons(tmp_path, {"transactional-0": "transactional",
                                          "idempotent-0": "idempotent"})
     assert list(reasons) == ["transactional"] and len(reasons["transactional"]) == 1
+
+
+def test_a_fenced_column_cannot_pass_and_a_fail_stays():
+    from verifier.judge.fencing import mark_foreign_fences
+
+    doc = {"columns": [
+        {"name": "transactional@read_committed", "mode": "transactional", "verdict": "PASS",
+         "reasons": []},
+        {"name": "user:s.properties@read_committed", "mode": "user:s.properties",
+         "verdict": "FAIL", "reasons": []},
+        {"name": "idempotent", "mode": "idempotent", "verdict": "PASS", "reasons": []}]}
+    mark_foreign_fences(doc, {"transactional": ["fenced A"], "user:s.properties": ["B"]})
+    assert [c["verdict"] for c in doc["columns"]] == ["UNKNOWN", "FAIL", "PASS"]
+    assert doc["columns"][0]["reasons"] == ["fenced A"] and doc["foreign_fences"] == [
+        "fenced A", "B"]
+    clean = {"columns": [{"mode": "idempotent", "verdict": "PASS", "reasons": []}]}
+    mark_foreign_fences(clean, {})
+    assert "foreign_fences" not in clean and clean["columns"][0]["verdict"] == "PASS"
