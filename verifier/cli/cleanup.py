@@ -55,7 +55,9 @@ def cluster_cleanup(args: argparse.Namespace, out=sys.stdout) -> int:
         from producers.properties import read_user_config
         from verifier.rundata.plan import security_of
 
-        security = security_of(read_user_config(args.producer_config).settings)
+        # read as the Java client would: every producer key accepted, only the
+        # connection's settings used
+        security = security_of(read_user_config(args.producer_config, "java").settings)
     bs = args.bootstrap_servers
     mine = L.recorded(bs)
     busy = [r for r in args.run if r in mine.running]
