@@ -212,10 +212,11 @@ def test_a_producer_that_fences_the_tools_generator_is_reported(safe_cluster, tm
     doc = orjson.loads((_run_dir(out) / "verdict.json").read_bytes())
     cols = {c["name"]: c for c in doc["columns"]}
     for name in ("transactional@read_committed", "transactional@read_uncommitted"):
-        assert cols[name]["verdict"] == "UNKNOWN", (name, cols[name]["verdict"], output[-3000:])
+        # never PASS: UNKNOWN, or a FAIL with the finding beside it
+        assert cols[name]["verdict"] in ("UNKNOWN", "FAIL"), (name, output[-3000:])
         assert any("fenced by a producer that is not the tool's" in r
                    for r in cols[name]["reasons"]), cols[name]["reasons"]
-    assert proc.returncode == 2, output[-3000:]
+    assert len(doc["foreign_fences"]) >= 1 and proc.returncode in (1, 2), output[-3000:]
 
 
 def test_the_plan_lists_prefixed_ids_and_acls_and_changes_nothing(safe_cluster, tmp_path):
@@ -304,7 +305,8 @@ def test_cleanup_after_a_kill_9_leaves_no_topic_of_the_run(safe_cluster, tmp_pat
     assert refused.returncode == 64 and "not a run id of this tool" in refused.stderr
     cleaned = _cli("cleanup", "--bootstrap-servers", PLAIN)
     assert cleaned.returncode == 0, cleaned.stderr
-    topics = _names(PLAIN)[0]
-    assert not {t for t in topics if run_of(t) == run}, (cleaned.stdout, topics)
-    assert "orders-live" in topics  # nothing else is touched
+    wait_until(lambda: (not {t for t in _names(PLAIN)[0] if run_of(t) == run},
+                        sorted(_names(PLAIN)[0])),
+               timeout=60, what="the killed run's topics to go", expected="none of them")
+    assert "orders-live" in _names(PLAIN)[0]  # nothing else is touched
     assert sum(f"deleted topic {t}" in cleaned.stdout for t in left) == len(left)
