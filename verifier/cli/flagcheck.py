@@ -68,6 +68,9 @@ def inert_flags(args: argparse.Namespace, profile, given: set[str]) -> list[str]
     if "client" in given and "clients" in given:
         out.append("--client does not apply with --clients, which names every column's "
                    "client: give one or the other")
+    if "use_my_ids" in given and "producer_config" not in given:
+        out.append("--use-my-ids does not apply: it keeps --producer-config's own "
+                   "transactional.id and group ids as they are; give that file")
     if "pipeline_guarantee" in given and "pipeline" not in given:
         out.append("--pipeline-guarantee does not apply: it is the guarantee the pipelines "
                    "under test are judged by; name them with --pipeline")
