@@ -8,11 +8,11 @@ reader; the Spark observer is given PEM stores too). :func:`pem_stores` rewrites
 properties onto PEM files it writes into :func:`private_folder`:
 
 - ``ca.pem``: every certificate of the truststore;
-- ``client.pem``: the keystore's private key, encrypted (PKCS#8) with the keystore's own
-  key password, then its certificate chain. Encrypted because the Java client's PEM
-  keystore requires ``ssl.key.password``, and so no new secret is made: the password
-  travels as it did before, redacted in the run's files, to the children in their
-  environment (verifier.rundata.plan).
+- ``client.pem``: the keystore's private key, encrypted (PKCS#8, a scheme every client
+  decrypts: producers.pem_key) with the keystore's own key password, then its certificate
+  chain. Encrypted because the Java client's PEM keystore requires ``ssl.key.password``,
+  and so no new secret is made: the password travels as it did before, redacted in the
+  run's files, to the children in their environment (verifier.rundata.plan).
 
 Why keytool and ``cryptography``: keytool is the JDK's own reader of JKS (and of every
 variant Java writes), and the JDK is already required (Spark, the brokers); its passwords
@@ -40,6 +40,7 @@ import tempfile
 from collections.abc import Iterable
 from pathlib import Path
 
+from producers.pem_key import encrypted_pkcs8_pem
 from verifier.rundata.errors import UsageError
 
 #: the properties a keystore or truststore is named by
@@ -211,8 +212,7 @@ def _keystore_pem(path: Path, kind: str, store_pw: str, key_pw: str,
     if key is None or cert is None:
         raise UsageError(f"{what}: no private key with its certificate in it")
     password = key_pw or secrets.token_urlsafe(24)  # a store without one: the run's own
-    pem = key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                            serialization.BestAvailableEncryption(password.encode()))
+    pem = encrypted_pkcs8_pem(key, password)  # a scheme the Java client decrypts too
     for c in (cert, *(chain or [])):
         pem += c.public_bytes(serialization.Encoding.PEM)
     target = private_folder() / "client.pem"

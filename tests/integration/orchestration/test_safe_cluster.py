@@ -257,9 +257,20 @@ def jks_run(safe_cluster, stores, tmp_path_factory):
     return run, out
 
 
+def _why(out: Path) -> str:
+    """A failed run's reasons and its logs' last lines, for the assertion's message."""
+    said = []
+    for doc in out.glob("safe/*/verdict.json"):
+        said += [r for c in orjson.loads(doc.read_bytes())["columns"] for r in c["reasons"]]
+    for log in sorted(out.glob("safe/*/logs/*.log")):
+        said.append(f"--- {log.name}: " + "\n".join(log.read_text(errors="replace")
+                                                      .splitlines()[-15:]))
+    return "\n".join(said)[-6000:]
+
+
 def test_a_jks_keystore_runs_on_a_tls_listener(jks_run):
     run, out = jks_run
-    assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-2000:]
+    assert run.returncode == 0, run.stdout[-2000:] + run.stderr[-1000:] + _why(out)
     doc = orjson.loads((_run_dir(out) / "verdict.json").read_bytes())
     assert {c["name"]: c["verdict"] for c in doc["columns"]} == {
         "transactional@read_committed": "PASS", "transactional@read_uncommitted": "PASS",
