@@ -26,10 +26,12 @@ from verifier.rundata.naming import MARK, USE_MY_IDS_RISK, run_id
 #: add about a minute to a run's load; a local cluster's start about half a minute
 RUN_OVERHEAD_S = 65
 LOCAL_CLUSTER_START_S = 30
-#: why a fault kind cannot run on an external cluster
-_EXTERNAL_WHY = {
+#: why a fault kind cannot run where the part it needs (its Kind.needs) is missing
+_NEEDS = {
     "proxy": "needs the fault proxy in front of the local cluster's brokers",
-    "broker": "signals the local cluster's broker processes",
+    "cluster": "signals the local cluster's broker processes",
+    "partition": "needs the run's own network namespace (root, ip, nft and setpriv), on "
+                 "the local cluster",
 }
 
 
@@ -171,14 +173,14 @@ def _principal(security: dict) -> str:
 
 def _acls(args, env, scenarios, opts, transactional: bool) -> list[str]:
     """One kafka-acls.sh line per ACL the run needs (prefixed resources)."""
-    from verifier.harness.faults.spec import CONFIG_KINDS, TOPIC_KINDS
+    from verifier.harness.faults import kinds as K
 
     principal = _principal(env.client_config)
     base = (f"kafka-acls.sh --bootstrap-server {args.bootstrap_servers} --add "
             f"--allow-principal '{principal}'")
     kinds = {f.get("kind") for s in scenarios for f in (*s.faults, *s.broker_faults())}
     topic_ops = ["Create", "Write", "Read", "Delete"]
-    if kinds & set(TOPIC_KINDS):
+    if kinds & set(K.of_family("retention")):
         topic_ops.append("AlterConfigs")  # the retention fault
     acl = [(op, f"--topic {MARK} --resource-pattern-type prefixed") for op in topic_ops]
     if transactional:
@@ -187,7 +189,7 @@ def _acls(args, env, scenarios, opts, transactional: bool) -> list[str]:
             acl.append(("Write", f"--transactional-id {opts.user_settings['transactional_id']}"))
     acl += [("Read", f"--group {MARK} --resource-pattern-type prefixed"),
             ("Delete", f"--group {MARK} --resource-pattern-type prefixed")]
-    if kinds & set(CONFIG_KINDS):
+    if kinds & set(K.of_family("config")):
         acl += [("DescribeConfigs", "--cluster"), ("AlterConfigs", "--cluster")]
     lines = [f"ACLs it needs (principal {principal}; Describe comes with each):"]
     lines += [f"  {base} --operation {op} {resource}" for op, resource in acl]
@@ -198,7 +200,7 @@ def _acls(args, env, scenarios, opts, transactional: bool) -> list[str]:
 
 def _faults(scenarios, env) -> list[str]:
     """Each scenario's faults: runs, or cannot run here and why."""
-    from verifier.harness.faults.spec import BROKER_KINDS, PROXY_KINDS
+    from verifier.harness.faults.kinds import KINDS
 
     skipped = env.skipped_kinds()
     lines = ["faults:"]
@@ -216,11 +218,8 @@ def _faults(scenarios, env) -> list[str]:
                         if kind == "broker-config" else "runs")
                 lines.append(f"{label}: {what}")
                 continue
-            why = (_EXTERNAL_WHY["proxy"] if kind in PROXY_KINDS else
-                   "needs root, ip, nft and setpriv (a network namespace of its own)"
-                   if kind == "network-partition" and env.name == "local" else
-                   _EXTERNAL_WHY["broker"] if kind in BROKER_KINDS else
-                   f"the {env.name} environment cannot run it")
+            needs = KINDS[kind].needs if kind in KINDS else None
+            why = _NEEDS.get(needs, f"the {env.name} environment cannot run it")
             lines.append(f"{label}: cannot run here: {why} (skipped; the columns it "
                          "concerns say so)")
         if s.broker is not None and s.broker.apply == "start" and env.name == "external":
