@@ -10,7 +10,9 @@ of the live result against the batch pass. :func:`finish` adds, always in this o
    when the verdict is the live path's, a column the batch pass judged otherwise is
    UNKNOWN too, with the batch's verdict and why (:class:`CrossCheck`);
 2. each column's exposure: a PASS that a concerning fault missed is NOT EXERCISED;
-3. the interruption: a run a signal stopped cannot PASS (UNKNOWN, a FAIL stays);
+3. the foreign fences: a column whose generator a producer that is not the tool's fenced
+   cannot PASS (UNKNOWN, a FAIL stays; verifier.judge.fencing); the interruption: a run a
+   signal stopped cannot PASS (UNKNOWN, a FAIL stays);
 4. the faults that did not run: its passing columns are SKIPPED;
 5. the connection report, the advice comparison and the self-test's table;
 6. the run's metadata (its folder, phases, notes), then the exit code
@@ -31,6 +33,7 @@ from verifier.assess import exitcodes as X
 from verifier.assess.facts import RunFacts
 from verifier.judge import verdict as V
 from verifier.judge.checks.crosscheck import mark_disagreement
+from verifier.judge.fencing import fencing_reasons, mark_foreign_fences
 
 #: the live verdict's cross-check while the batch pass still runs
 PENDING = {"compared": False, "agree": True, "reason": "the batch cross-check is running"}
@@ -98,6 +101,9 @@ def _copy(doc: dict) -> dict:
 
 def _exposed_and_interrupted(doc: dict, facts: RunFacts) -> None:
     V.apply_exposure(doc, facts.exposure(doc))
+    if facts.config is not None:  # a generator fenced by a producer not the tool's
+        mark_foreign_fences(doc, fencing_reasons(facts.layout.histories, {
+            pid: p.mode for pid, p in facts.config.producers.items()}))
     if facts.interrupted is not None:
         mark_interrupted(doc, facts.interrupted)
 

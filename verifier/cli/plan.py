@@ -1,7 +1,7 @@
 """`verifier chaos --plan`: what a run would do to a cluster, before it does anything.
 
-The same flags as the run it plans, checked the same way (``chaos._prepare``: a flag the
-run would refuse, the plan refuses). It then prints what the run would create (topics
+The same flags as the run it plans, checked the same way (``verifier.api.prepare``: a flag
+the run would refuse, the plan refuses). It then prints what the run would create (topics
 with partitions and replication), use (transactional ids, group ids) and delete; the
 ACLs it needs, one ``kafka-acls.sh`` line each, as an operator grants them; the faults
 that can and cannot run there and why; the expected duration. On an external cluster it
@@ -16,7 +16,6 @@ and grants the ACLs on the prefix every run id starts with (:data:`MARK`).
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 
 from verifier.rundata.naming import MARK, USE_MY_IDS_RISK, run_id
@@ -46,17 +45,13 @@ def add_safety_flags(parser: argparse.ArgumentParser) -> None:
                              "they are, not under the run's prefix: " + USE_MY_IDS_RISK)
 
 
-def cmd_plan(args: argparse.Namespace, prepare, in_netns: str, out=sys.stdout) -> int:
-    """Check the flags as the run would (``prepare``: chaos._prepare), print the plan;
-    ``in_netns``: the variable that tells ``prepare`` it runs in its own namespace."""
-    prepared = prepare(args)
-    if prepared is None:  # root, local cluster: the run re-executes in its own namespace
-        os.environ[in_netns] = "1"
-        prepared = prepare(args)
-    profile, scenarios, env, opts = prepared
-    external = args.bootstrap_servers is not None
+def cmd_plan(args: argparse.Namespace, prepare, out=sys.stdout) -> int:
+    """Check the flags as the run would (``prepare()``: the API's, on these flags), then
+    print the plan."""
+    prepared = prepare()
+    scenarios, env, opts = prepared.scenarios, prepared.env, prepared.opts
     found = None
-    if external:
+    if args.bootstrap_servers is not None:
         from verifier.harness import leftovers
         from verifier.harness.topics import admin
 
@@ -66,7 +61,9 @@ def cmd_plan(args: argparse.Namespace, prepare, in_netns: str, out=sys.stdout) -
             replication = env.replication_factor
     else:
         replication = env.spec.replication_factor
-    for line in plan_lines(args, scenarios, env, opts, replication, found):
+    # a run that needs a network namespace re-executes itself in one: partitions run there
+    runs_there = {"network-partition"} if prepared.needs_namespace else set()
+    for line in plan_lines(args, scenarios, env, opts, replication, found, runs_there):
         print(line, file=out)
     return 0
 
@@ -79,7 +76,8 @@ def _runs(scenarios, opts):
             yield s, run_id(s.name, f"<start>{rep}", opts.seed + k - 1)
 
 
-def plan_lines(args, scenarios, env, opts, replication: int, found=None) -> list[str]:
+def plan_lines(args, scenarios, env, opts, replication: int, found=None,
+               runs_there: set[str] = frozenset()) -> list[str]:
     """The plan as printed: pure, from what ``_prepare`` made of the flags."""
     from verifier.orchestration.pipelines import for_scenario, output_topic
     from verifier.orchestration.planning import plan_producers
@@ -119,7 +117,7 @@ def plan_lines(args, scenarios, env, opts, replication: int, found=None) -> list
               *_deletes(args, bool(tids)), ""]
     if args.bootstrap_servers:
         lines += _acls(args, env, scenarios, opts, bool(tids)) + [""]
-    lines += _faults(scenarios, env) + [""]
+    lines += _faults(scenarios, env, runs_there) + [""]
     lines += _duration(scenarios, opts, args)
     if found is not None:
         left = found.runs
@@ -198,11 +196,12 @@ def _acls(args, env, scenarios, opts, transactional: bool) -> list[str]:
     return lines
 
 
-def _faults(scenarios, env) -> list[str]:
-    """Each scenario's faults: runs, or cannot run here and why."""
+def _faults(scenarios, env, runs_there: set[str]) -> list[str]:
+    """Each scenario's faults: runs, or cannot run here and why (``runs_there``: kinds the
+    run's own network namespace adds)."""
     from verifier.harness.faults.kinds import KINDS
 
-    skipped = env.skipped_kinds()
+    skipped = env.skipped_kinds() - runs_there
     lines = ["faults:"]
     for s in scenarios:
         faults = [*s.faults, *s.broker_faults()]

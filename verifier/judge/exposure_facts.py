@@ -16,7 +16,6 @@ from pathlib import Path
 from verifier.judge import verdict as V
 from verifier.judge.exposure import exposure
 from verifier.judge.faults.facts import Batch, ColumnSpec, RunFacts, Sends, Txn
-from verifier.judge.fencing import add_foreign_fences
 from verifier.rundata.checkpoint import planned_batches
 from verifier.rundata.layout import RunLayout
 from verifier.rundata.plan import plan_of
@@ -140,5 +139,3 @@ def add_exposure(doc: dict, run_dir: Path | str, run, history=None) -> None:
     """Every column's ``exposure``, and NOT EXERCISED for a PASS that a fault missed."""
     facts = facts_of(Path(run_dir), doc, run, history)
     V.apply_exposure(doc, exposure(facts))
-    # a generator fenced by a producer that is not the tool's: never a silent PASS
-    add_foreign_fences(doc, run_dir, {p: s.mode for p, s in run.config.producers.items()})

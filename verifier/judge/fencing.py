@@ -158,15 +158,3 @@ def mark_foreign_fences(doc: dict, reasons: Mapping[str, list[str]]) -> None:
     if found:
         doc["foreign_fences"] = found
 
-
-def add_foreign_fences(doc: dict, run_dir: Path, producers: Mapping[str, str]) -> None:
-    """A run's foreign fences into its verdict document (``producers``: pid -> mode), the
-    exit code following (a FAIL's 1 stays)."""
-    from verifier.judge.verdict import EXIT_ANOMALY, exit_code
-
-    reasons = fencing_reasons(Path(run_dir) / "histories", producers)
-    if not reasons:
-        return
-    mark_foreign_fences(doc, reasons)
-    if doc.get("exit_code") != EXIT_ANOMALY:
-        doc["exit_code"] = exit_code([c["verdict"] for c in doc["columns"]])

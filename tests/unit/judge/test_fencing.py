@@ -113,19 +113,3 @@ def test_a_fenced_column_cannot_pass_and_a_fail_stays():
     mark_foreign_fences(clean, {})
     assert "foreign_fences" not in clean and clean["columns"][0]["verdict"] == "PASS"
 
-
-def test_a_run_folders_foreign_fence_sets_the_exit_code(tmp_path):
-    from verifier.judge.fencing import add_foreign_fences
-
-    (tmp_path / "histories").mkdir()
-    (tmp_path / "histories" / "transactional-0.jsonl").write_bytes(b"".join(
-        orjson.dumps(x) + b"\n" for x in [_session(), _ident(), *_txn(0, 10, [0]),
-                                          _send_done(0, 20, FENCED)]))
-    doc = {"exit_code": 0, "columns": [
-        {"name": f"transactional@{i}", "mode": "transactional", "verdict": "PASS",
-         "reasons": []} for i in ("read_committed", "read_uncommitted")]}
-    add_foreign_fences(doc, tmp_path, {"transactional-0": "transactional"})
-    assert doc["exit_code"] == 2 and len(doc["foreign_fences"]) == 1
-    failed = {"exit_code": 1, "columns": [{"mode": "transactional", "verdict": "FAIL"}]}
-    add_foreign_fences(failed, tmp_path, {"transactional-0": "transactional"})
-    assert failed["exit_code"] == 1 and failed["columns"][0]["verdict"] == "FAIL"
