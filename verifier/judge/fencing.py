@@ -18,9 +18,15 @@ A fence is the tool's own, and no finding, when its history explains it:
   ``transaction_timeout_ms`` before the error, so the coordinator may have aborted it and
   bumped the epoch itself (a fault that held the producer that long is the tool's).
 
-Only the fencing errors count (``ProducerFenced``: kafka-python and the Java client;
-``PRODUCER_FENCED`` / ``_FENCED``: librdkafka), not ``INVALID_PRODUCER_EPOCH``, which a
-partition leader also answers to the tool's own stale copies and epoch bumps.
+The fencing errors count (``ProducerFenced``: kafka-python and the Java client;
+``PRODUCER_FENCED`` / ``_FENCED``: librdkafka), and so does a partition leader's
+``INVALID_PRODUCER_EPOCH`` to a send the producer made with the epoch it holds: an epoch
+bump it did not cause. kafka-python meets a foreign ``initTransactions`` that way when a
+send is in flight (it then bumps its own epoch, KIP-360, and never sees a fence; measured
+on the integration tier's cluster). Such an answer is the tool's own when the producer had
+bumped its epoch itself: it follows another error of the producer (the cause of its own
+bump, at the same time or before, since the last ``producer-id`` line), or the send was
+made before that line.
 
 :func:`foreign_fences` is pure (history lines in, findings out); :func:`run_fences` reads
 a run folder's histories, parsing only the files that hold a fencing error at all.
@@ -37,6 +43,8 @@ import orjson
 
 #: the errors that say "another producer initialised this transactional id"
 FENCED = re.compile(r"ProducerFenced|PRODUCER_FENCED|\b_FENCED\b")
+#: a partition leader's "your epoch is old": someone bumped it (the producer, or another)
+OLD_EPOCH = re.compile(r"InvalidProducerEpoch|INVALID_PRODUCER_EPOCH")
 _OUTCOMES = ("ok", "info", "fail")
 
 
@@ -66,6 +74,8 @@ def foreign_fences(lines: Iterable[Mapping]) -> list[Fence]:
     invoked: dict[tuple, int] = {}  # (ses, p, seq) -> index of the send's invoke
     identities = 0  # producer-id lines of the current session
     replaced_at = -1  # index of the latest replacement of the session's producer
+    identity_at = -1  # index of the session's latest producer-id line
+    errors_since: list[int] = []  # t of the errors since it (the causes of an own bump)
     reported = False  # the current producer's fence is reported already
     tid, timeout, begun = None, None, None
     for i, e in enumerate(lines):
@@ -75,8 +85,10 @@ def foreign_fences(lines: Iterable[Mapping]) -> list[Fence]:
             tid = config.get("transactional_id") or config.get("transactional.id")
             timeout = config.get("transaction_timeout_ms")
             identities, replaced_at, reported, begun = 0, -1, False, None
+            identity_at, errors_since = -1, []
         elif kind == "producer-id":
             identities += 1
+            identity_at, errors_since = i, []
             if identities > 1:  # the session's producer replaced (or its epoch bumped)
                 replaced_at, reported = i, False
         elif kind == "invoke":
@@ -86,14 +98,33 @@ def foreign_fences(lines: Iterable[Mapping]) -> list[Fence]:
                 begun = e.get("t")
         elif kind in _OUTCOMES:
             error = e.get("error") or ""
-            if FENCED.search(error) and not reported and \
-                    not _explained(e, invoked, replaced_at, begun, timeout):
+            fenced = bool(FENCED.search(error)) and \
+                not _explained(e, invoked, replaced_at, begun, timeout)
+            if not fenced and OLD_EPOCH.search(error):
+                fenced = not _own_bump(e, invoked, identity_at, errors_since) and \
+                    not _explained(e, invoked, replaced_at, begun, timeout)
+            if fenced and not reported:
                 out.append(Fence(int(e.get("ses") or 0), int(e.get("t") or 0), str(f),
                                  error, tid))
                 reported = True
+            if error and not OLD_EPOCH.search(error):
+                errors_since.append(e.get("t") or 0)
             if f in ("commit", "abort"):
                 begun = None
     return out
+
+
+def _own_bump(e: Mapping, invoked: dict, identity_at: int, errors_since: list) -> bool:
+    """Whether an old-epoch answer can be the producer's own epoch bump: another error of
+    it came first (or at the same time: one completion chunk), or the send was made
+    before the producer's latest epoch was recorded."""
+    t = e.get("t") or 0
+    if any(other <= t for other in errors_since):
+        return True
+    if e.get("f") == "send":
+        at = invoked.get((e.get("ses"), e.get("p"), e.get("seq")))
+        return at is None or at < identity_at
+    return False
 
 
 def _explained(e: Mapping, invoked: dict, replaced_at: int, begun, timeout) -> bool:

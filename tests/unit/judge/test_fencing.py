@@ -71,14 +71,38 @@ def test_a_transaction_older_than_its_timeout_was_fenced_by_the_coordinator():
     assert len(foreign_fences(young)) == 1
 
 
-def test_only_fencing_errors_count_each_clients_spelling():
-    epoch = "InvalidProducerEpochError: Producer attempted to produce with an old epoch"
+def test_each_clients_fencing_errors_count():
     base = [_session(), _ident(), *_txn(0, 10, [0])]
-    assert foreign_fences([*base, _send_done(0, 20, epoch)]) == []
     for error in ("ProducerFencedException: there is a newer producer",  # Java
                   "KafkaError{code=_FENCED,val=-144,str=\"fenced\"}",      # librdkafka
                   "KafkaError{code=PRODUCER_FENCED,val=90}"):
         assert len(foreign_fences([*base, _send_done(0, 20, error)])) == 1, error
+    assert foreign_fences([*base, _send_done(0, 20, "KafkaTimeoutError: expired")]) == []
+
+
+EPOCH = "InvalidProducerEpochError: [Error 47] InvalidProducerEpochError: None"
+
+
+def test_an_old_epoch_answer_to_the_epoch_it_holds_is_a_bump_it_did_not_cause():
+    # kafka-python met a foreign initTransactions with a send in flight (measured): the
+    # leader's INVALID_PRODUCER_EPOCH, then its own KIP-360 bump, never a fence
+    lines = [_session(), _ident(), *_txn(5, 10, [18, 19]), _send_done(18, 20, EPOCH),
+             _ident(epoch=1, t=20),
+             _send_done(19, 20, "IllegalStateError: Cannot call send in state READY")]
+    (fence,) = foreign_fences(lines)
+    assert (fence.t, fence.op) == (20, "send") and "InvalidProducerEpoch" in fence.error
+
+
+def test_an_old_epoch_answer_after_its_own_bump_is_the_tools():
+    own_cause = "KafkaTimeoutError: Batch expired"
+    base = [_session(), _ident(), *_txn(0, 10, [0, 1])]
+    # the cause of its own bump first, or in the same completion chunk (same time)
+    for t_cause in (15, 20):
+        lines = [*base, _send_done(0, t_cause, own_cause), _send_done(1, 20, EPOCH)]
+        assert foreign_fences(lines) == [], t_cause
+    # a send made before the epoch the producer holds now
+    lines = [*base, _ident(epoch=1, t=12), _send_done(1, 20, EPOCH)]
+    assert foreign_fences(lines) == []
 
 
 def test_a_run_folders_histories_are_read_and_a_clean_one_is_not_parsed(tmp_path):
