@@ -46,6 +46,8 @@ FENCED = re.compile(r"ProducerFenced|PRODUCER_FENCED|\b_FENCED\b")
 #: a partition leader's "your epoch is old": someone bumped it (the producer, or another)
 OLD_EPOCH = re.compile(r"InvalidProducerEpoch|INVALID_PRODUCER_EPOCH")
 _OUTCOMES = ("ok", "info", "fail")
+#: a history without any of these holds neither error: not parsed
+_WORDS = (b"enced", b"FENCED", b"ProducerEpoch", b"PRODUCER_EPOCH")
 
 
 @dataclass(frozen=True)
@@ -147,7 +149,7 @@ def run_fences(histories: Path, pids: Iterable[str]) -> dict[str, list[Fence]]:
             data = (Path(histories) / f"{pid}.jsonl").read_bytes()
         except OSError:
             continue
-        if b"enced" not in data and b"FENCED" not in data:
+        if not any(word in data for word in _WORDS):
             continue
         lines = []
         for raw in data.splitlines():

@@ -112,9 +112,12 @@ def test_a_run_folders_histories_are_read_and_a_clean_one_is_not_parsed(tmp_path
 
     write("transactional-0", [_session(), _ident(), *_txn(0, 10, [0]),
                               _send_done(0, 20, FENCED)])
+    write("transactional-1", [_session(), _ident(), *_txn(0, 10, [0]),
+                              _send_done(0, 20, EPOCH)])
     write("idempotent-0", [_session(), _ident(), *_txn(0, 10, [0]), _send_done(0, 20)])
-    found = run_fences(tmp_path, ["transactional-0", "idempotent-0", "missing-0"])
-    assert list(found) == ["transactional-0"]
+    found = run_fences(tmp_path, ["transactional-0", "transactional-1", "idempotent-0",
+                                  "missing-0"])
+    assert list(found) == ["transactional-0", "transactional-1"]
     reasons = fencing_reasons(tmp_path, {"transactional-0": "transactional",
                                          "idempotent-0": "idempotent"})
     assert list(reasons) == ["transactional"] and len(reasons["transactional"]) == 1
