@@ -214,7 +214,7 @@ def test_the_deadline_extends_while_the_observer_advances(tmp_path, ends):
     reader = threading.Thread(target=_reader, args=(tmp_path, stop, 10))
     reader.start()
     try:
-        result = drain_to_file("bs", ["t"], tmp_path, timeout=0.3, stall_s=0.3,
+        result = drain_to_file("bs", ["t"], tmp_path, timeout=0.3, stall_s=1.0,
                                cap_factor=20, interval=0.05)
     finally:
         stop.set()
