@@ -25,8 +25,9 @@ bump it did not cause. kafka-python meets a foreign ``initTransactions`` that wa
 send is in flight (it then bumps its own epoch, KIP-360, and never sees a fence; measured
 on the integration tier's cluster). Such an answer is the tool's own when the producer had
 bumped its epoch itself: it follows another error of the producer (the cause of its own
-bump, at the same time or before, since the last ``producer-id`` line), or the send was
-made before that line.
+bump, at the same time or before, since the last ``producer-id`` line; the client's
+refusals of a call while it bumps are consequences, not causes), or the send was made
+before that line.
 
 :func:`foreign_fences` is pure (history lines in, findings out); :func:`run_fences` reads
 a run folder's histories, parsing only the files that hold a fencing error at all.
@@ -46,6 +47,10 @@ FENCED = re.compile(r"ProducerFenced|PRODUCER_FENCED|\b_FENCED\b")
 #: a partition leader's "your epoch is old": someone bumped it (the producer, or another)
 OLD_EPOCH = re.compile(r"InvalidProducerEpoch|INVALID_PRODUCER_EPOCH")
 _OUTCOMES = ("ok", "info", "fail")
+#: the client refusing a call while it bumps (or after it bumped) its epoch: a consequence
+#: of a bump, never its cause (kafka-python writes it in the same completion chunk as the
+#: old-epoch answer, in either order)
+REFUSED = re.compile(r"IllegalState")
 #: a history without any of these holds neither error: not parsed
 _WORDS = (b"enced", b"FENCED", b"ProducerEpoch", b"PRODUCER_EPOCH")
 
@@ -109,7 +114,7 @@ def foreign_fences(lines: Iterable[Mapping]) -> list[Fence]:
                 out.append(Fence(int(e.get("ses") or 0), int(e.get("t") or 0), str(f),
                                  error, tid))
                 reported = True
-            if error and not OLD_EPOCH.search(error):
+            if error and not OLD_EPOCH.search(error) and not REFUSED.search(error):
                 errors_since.append(e.get("t") or 0)
             if f in ("commit", "abort"):
                 begun = None

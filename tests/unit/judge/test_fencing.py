@@ -93,6 +93,17 @@ def test_an_old_epoch_answer_to_the_epoch_it_holds_is_a_bump_it_did_not_cause():
     assert (fence.t, fence.op) == (20, "send") and "InvalidProducerEpoch" in fence.error
 
 
+def test_a_refusal_in_the_bump_is_a_consequence_not_a_cause():
+    # the same foreign fence, the refused send written first in the same millisecond
+    # (completion order is the client's: seen on the integration tier, the column PASSed)
+    for refused in ("IllegalStateError: Cannot call send in state BUMPING_PRODUCER_EPOCH",
+                    "IllegalStateError: Cannot call send in state READY"):
+        lines = [_session(), _ident(), *_txn(5, 10, [18, 19]),
+                 _send_done(19, 20, refused), _send_done(18, 20, EPOCH)]
+        (fence,) = foreign_fences(lines)
+        assert "InvalidProducerEpoch" in fence.error, refused
+
+
 def test_an_old_epoch_answer_after_its_own_bump_is_the_tools():
     own_cause = "KafkaTimeoutError: Batch expired"
     base = [_session(), _ident(), *_txn(0, 10, [0, 1])]
