@@ -31,6 +31,7 @@ kafka-python 3.0.12 traps handled here (shared notes §4, §9):
 
 from __future__ import annotations
 
+import logging
 import random
 import threading
 from collections import deque
@@ -91,6 +92,37 @@ def fast_txn_retries(producer: KafkaProducer) -> None:
         config["retry_backoff_ms"] = min(config["retry_backoff_ms"], TXN_RETRY_BACKOFF_MS)
 
 
+#: kafka-python's loggers that say, on its sender thread, that it bumps its own epoch and
+#: which batch failed with which error. The generator writes completions from its main
+#: thread; when that thread then blocks, nothing else reaches the history (measured after
+#: a foreign initTransactions: the InvalidProducerEpoch answer was only in these logs, no
+#: send completed again, and the column PASSed)
+TXN_LOGS = ("kafka.producer.transaction_manager", "kafka.producer.producer_batch")
+_LOGGED = ("Bumping producer epoch", "Failed to produce messages")
+
+
+class BumpLog(logging.Handler):
+    """Writes those warnings into the history as ``client-event`` lines (``error``: the
+    message), read by verifier.judge.fencing. Runs on kafka-python's sender thread; one
+    ``os.write`` a line."""
+
+    def __init__(self, session: Session) -> None:
+        super().__init__(logging.WARNING)
+        self.session = session
+
+    def emit(self, record: logging.LogRecord) -> None:
+        writer = self.session.writer
+        if writer is None:
+            return
+        try:
+            message = record.getMessage()
+        except Exception:  # noqa: BLE001  a malformed log call is not the run's concern
+            return
+        if message.startswith(_LOGGED):
+            writer.write({"type": "client-event", "ses": self.session.ses,
+                          "error": message[:400], "t": now_ms()})
+
+
 class TxnRunner:
     """Runs transactions on one producer, replacing the producer when it must."""
 
@@ -103,6 +135,12 @@ class TxnRunner:
         #: (partition, offset) of the last transaction whose commit ended info (it may
         #: have happened): a redo reads it back first (see producers.readback)
         self.unanswered: tuple[tuple[int, int], ...] = ()
+        self._bump_log = BumpLog(session)
+        for name in TXN_LOGS:
+            log = logging.getLogger(name)
+            log.addHandler(self._bump_log)
+            if log.level == logging.NOTSET:  # not silenced with the rest of kafka's logs
+                log.setLevel(min(logging.WARNING, log.getEffectiveLevel()))
 
     def connect(self) -> None:
         """A new producer with ``init_transactions()`` done (retried while it times out)."""
@@ -207,6 +245,8 @@ class TxnRunner:
         return TxnResult.COMMITTED, False
 
     def close(self) -> None:
+        for name in TXN_LOGS:
+            logging.getLogger(name).removeHandler(self._bump_log)
         if self.producer is not None:
             self.session.close_producer(self.producer, 10)
         if self.em is not None:  # what closing completed, and what waited behind it

@@ -27,7 +27,10 @@ on the integration tier's cluster). Such an answer is the tool's own when the pr
 bumped its epoch itself: it follows another error of the producer (the cause of its own
 bump, at the same time or before, since the last ``producer-id`` line; the client's
 refusals of a call while it bumps are consequences, not causes), or the send was made
-before that line.
+before that line. kafka-python's own log of those answers (``client-event`` lines, written
+on its sender thread as they happen) counts too: when the generator's main thread then
+blocks, no completion reaches the history (measured); there a cause counts by its time,
+wherever in the file its completion was written.
 
 :func:`foreign_fences` is pure (history lines in, findings out); :func:`run_fences` reads
 a run folder's histories, parsing only the files that hold a fencing error at all.
@@ -50,8 +53,9 @@ _OUTCOMES = ("ok", "info", "fail")
 #: the client refusing a call while it bumps (or after it bumped) its epoch: a consequence
 #: of a bump, never its cause (kafka-python writes it in the same completion chunk as the
 #: old-epoch answer, in either order)
-REFUSED = re.compile(r"IllegalState")
-#: a history without any of these holds neither error: not parsed
+REFUSED = re.compile(r"IllegalState|Bumping producer epoch")
+#: a history without any of these holds neither error: not parsed (client-event lines, the
+#: client's log, name the error too)
 _WORDS = (b"enced", b"FENCED", b"ProducerEpoch", b"PRODUCER_EPOCH")
 
 
@@ -77,6 +81,8 @@ class Fence:
 def foreign_fences(lines: Iterable[Mapping]) -> list[Fence]:
     """The fences of one generator's history (its lines in file order) that the tool did
     not cause: one per producer (each producer it initialised), first error only."""
+    lines = list(lines)
+    causes = _causes(lines)
     out: list[Fence] = []
     invoked: dict[tuple, int] = {}  # (ses, p, seq) -> index of the send's invoke
     identities = 0  # producer-id lines of the current session
@@ -103,6 +109,14 @@ def foreign_fences(lines: Iterable[Mapping]) -> list[Fence]:
                 invoked[(e.get("ses"), e.get("p"), e.get("seq"))] = i
             elif f == "begin":
                 begun = e.get("t")
+        elif kind == "client-event":  # the client's own log (producers.transactional)
+            error = e.get("error") or ""
+            t = int(e.get("t") or 0)
+            since = lines[identity_at].get("t", 0) if identity_at >= 0 else 0
+            if OLD_EPOCH.search(error) and not reported and not any(
+                    since <= c <= t for c in causes.get(e.get("ses"), ())):
+                out.append(Fence(int(e.get("ses") or 0), t, "send", error, tid))
+                reported = True
         elif kind in _OUTCOMES:
             error = e.get("error") or ""
             fenced = bool(FENCED.search(error)) and \
@@ -118,6 +132,19 @@ def foreign_fences(lines: Iterable[Mapping]) -> list[Fence]:
                 errors_since.append(e.get("t") or 0)
             if f in ("commit", "abort"):
                 begun = None
+    return out
+
+
+def _causes(lines: list[Mapping]) -> dict[object, list[int]]:
+    """session -> the times of its errors that can cause the producer's own epoch bump (any
+    error but an old-epoch answer or a refusal during a bump), completions and the client's
+    log alike: the log is written as it happens, completions may follow later in the file."""
+    out: dict[object, list[int]] = {}
+    for e in lines:
+        if e.get("type") in (*_OUTCOMES, "client-event"):
+            error = e.get("error") or ""
+            if error and not OLD_EPOCH.search(error) and not REFUSED.search(error):
+                out.setdefault(e.get("ses"), []).append(int(e.get("t") or 0))
     return out
 
 

@@ -104,6 +104,33 @@ def test_a_refusal_in_the_bump_is_a_consequence_not_a_cause():
         assert "InvalidProducerEpoch" in fence.error, refused
 
 
+def _log(t, message):
+    return {"type": "client-event", "ses": 1, "error": message, "t": t}
+
+
+BUMP = "Bumping producer epoch for ProducerIdAndEpoch(producer_id=7, epoch=0) after recoverable error"
+FAILED = ("Failed to produce messages to topic-partition TopicPartition(topic='t', "
+          "partition=1) with base offset None: [Error 47] {}: None")
+
+
+def test_an_old_epoch_answer_only_in_the_clients_log_is_found():
+    # measured: after a foreign initTransactions kafka-python's main thread blocked; the
+    # answer was only in its log, no completion came, the history ended there
+    lines = [_session(), _ident(), *_txn(3, 10, [38, 39]), _log(20, BUMP),
+             _log(20, FAILED.format("InvalidProducerEpochError"))]
+    (fence,) = foreign_fences(lines)
+    assert fence.t == 20 and "InvalidProducerEpoch" in fence.error
+    # its own bump: a timeout came first, in the log or as a completion written later
+    own = [_session(), _ident(), *_txn(3, 10, [38, 39]),
+           _log(15, FAILED.format("KafkaTimeoutError")), _log(16, BUMP),
+           _log(17, FAILED.format("InvalidProducerEpochError"))]
+    assert foreign_fences(own) == []
+    later = [_session(), _ident(), *_txn(3, 10, [38, 39]), _log(16, BUMP),
+             _log(17, FAILED.format("InvalidProducerEpochError")),
+             _send_done(38, 15, "KafkaTimeoutError: Batch expired")]
+    assert foreign_fences(later) == []
+
+
 def test_an_old_epoch_answer_after_its_own_bump_is_the_tools():
     own_cause = "KafkaTimeoutError: Batch expired"
     base = [_session(), _ident(), *_txn(0, 10, [0, 1])]
