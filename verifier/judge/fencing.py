@@ -50,6 +50,9 @@ FENCED = re.compile(r"ProducerFenced|PRODUCER_FENCED|\b_FENCED\b")
 #: a partition leader's "your epoch is old": someone bumped it (the producer, or another)
 OLD_EPOCH = re.compile(r"InvalidProducerEpoch|INVALID_PRODUCER_EPOCH")
 _OUTCOMES = ("ok", "info", "fail")
+#: the error's name in a longer message (the client's log names the batch first)
+_NAMED = re.compile(r"\w*(?:ProducerFenced|PRODUCER_FENCED|InvalidProducerEpoch|"
+                    r"INVALID_PRODUCER_EPOCH|_FENCED)\w*")
 #: the client refusing a call while it bumps (or after it bumped) its epoch: a consequence
 #: of a bump, never its cause (kafka-python writes it in the same completion chunk as the
 #: old-epoch answer, in either order)
@@ -72,8 +75,10 @@ class Fence:
     def reason(self, pid: str) -> str:
         """The verdict's one line for it."""
         tid = f" {self.transactional_id}" if self.transactional_id else ""
+        named = _NAMED.search(self.error)
+        error = named.group(0) if named else self.error.split(":")[0]
         return (f"producer {pid} was fenced by a producer that is not the tool's (session "
-                f"{self.ses}, {self.op} at {self.t}: {self.error.split(':')[0]}): another "
+                f"{self.ses}, {self.op} at {self.t}: {error}): another "
                 f"client initialised its transactional id{tid} during the run, so what it "
                 "wrote after that is not the tool's to judge")
 

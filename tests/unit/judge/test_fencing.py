@@ -120,6 +120,7 @@ def test_an_old_epoch_answer_only_in_the_clients_log_is_found():
              _log(20, FAILED.format("InvalidProducerEpochError"))]
     (fence,) = foreign_fences(lines)
     assert fence.t == 20 and "InvalidProducerEpoch" in fence.error
+    assert ": InvalidProducerEpochError)" in fence.reason("transactional-0")
     # its own bump: a timeout came first, in the log or as a completion written later
     own = [_session(), _ident(), *_txn(3, 10, [38, 39]),
            _log(15, FAILED.format("KafkaTimeoutError")), _log(16, BUMP),
