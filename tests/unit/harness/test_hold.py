@@ -236,7 +236,8 @@ def test_hold_rule_json_round_trip():
                                 "transactional_id": "same"}
     assert (js["client_view"], js["release_after_ms"], js["partition"]) == ("reset", 5000, 0)
     again = Rule.from_json({k: v for k, v in js.items()
-                            if k not in ("id", "matched", "hits", "clients", "holds", "action", "next",
+                            if k not in ("id", "matched", "hits", "clients", "holds", "action",
+                                         "next",
                                          "every", "probability", "seed", "limit", "ms",
                                          "direction")}, 2)
     assert again.release_on == rule.release_on and again.broker == 2

@@ -108,7 +108,8 @@ def _log(t, message):
     return {"type": "client-event", "ses": 1, "error": message, "t": t}
 
 
-BUMP = "Bumping producer epoch for ProducerIdAndEpoch(producer_id=7, epoch=0) after recoverable error"
+BUMP = ("Bumping producer epoch for ProducerIdAndEpoch(producer_id=7, epoch=0) after "
+        "recoverable error")
 FAILED = ("Failed to produce messages to topic-partition TopicPartition(topic='t', "
           "partition=1) with base offset None: [Error 47] {}: None")
 
