@@ -101,6 +101,16 @@ def tail_events(data: bytes, whole: bool) -> list[dict]:
     return list(reversed(list(_latest_first(data, whole))))
 
 
+def _history_latest_first(path):
+    """The last HISTORY_TAIL_BYTES of a history, its events latest first (OSError when the
+    file is not readable)."""
+    with open(path, "rb") as f:
+        size = f.seek(0, 2)
+        f.seek(max(0, size - HISTORY_TAIL_BYTES))
+        data = f.read()
+    return _latest_first(data, whole=size <= HISTORY_TAIL_BYTES)
+
+
 def _latest_first(data: bytes, whole: bool):
     """:func:`tail_events` latest first, each line parsed only when asked for: a look
     every few ms parses the few lines it needs, not the whole tail."""
@@ -171,13 +181,10 @@ def probe_in_transaction(proc) -> tuple[dict | None, str]:
     if not proc.alive:
         return None, f"{proc.name} is not running"
     try:
-        with open(path, "rb") as f:
-            size = f.seek(0, 2)
-            f.seek(max(0, size - HISTORY_TAIL_BYTES))
-            data = f.read()
+        latest = _history_latest_first(path)
     except OSError as exc:
         return None, f"its history is not readable ({exc})"
-    txn = _open_in(_latest_first(data, whole=size <= HISTORY_TAIL_BYTES))
+    txn = _open_in(latest)
     if txn is None:
         return None, "no open transaction with a send"
     found = {"in_transaction": True, "txn": txn["txn"], "txn_sends": txn["sends"],
@@ -277,13 +284,10 @@ def probe_copy_committed(proc, proxy, since_ms: int = 0) -> tuple[dict | None, s
     if answered is None:
         return None, "no held copy answered yet"
     try:
-        with open(path, "rb") as f:
-            size = f.seek(0, 2)
-            f.seek(max(0, size - HISTORY_TAIL_BYTES))
-            data = f.read()
+        latest = _history_latest_first(path)
     except OSError as exc:
         return None, f"its history is not readable ({exc})"
-    found = _after_commit_in(_latest_first(data, whole=size <= HISTORY_TAIL_BYTES), answered)
+    found = _after_commit_in(latest, answered)
     if found is None:
         return None, "no transaction open after a commit since the copy's answer"
     return {"in_transaction": True, "txn": found["txn"], "txn_sends": found["sends"],

@@ -18,6 +18,9 @@ from verifier.harness.kafka_wire.model import (
 from verifier.harness.kafka_wire.produce import produce_identity, produce_summary
 from verifier.harness.kafka_wire.transaction import transaction_identity, transaction_summary
 
+# one reading of an answer's error code, the proxy's and the exposure's
+from verifier.judge.faults.hold_counts import error_of as response_error  # noqa: F401
+
 #: the transaction APIs whose requests and responses are read
 TRANSACTION_APIS = frozenset({API_INIT_PRODUCER_ID, API_ADD_PARTITIONS_TO_TXN,
                               API_ADD_OFFSETS_TO_TXN, API_END_TXN, API_TXN_OFFSET_COMMIT,
@@ -50,12 +53,3 @@ def response_summary(payload: bytes, api_key: int, api_version: int) -> dict:
     return {}
 
 
-def response_error(summary: dict) -> int | None:
-    """One error code for a response summary: its own, or for a Produce the first
-    partition's that is not 0 (0 when all are); None when it says none."""
-    if "error_code" in summary:
-        return summary["error_code"]
-    parts = summary.get("partitions")
-    if not parts:
-        return None
-    return next((p[2] for p in parts if p[2]), 0)
