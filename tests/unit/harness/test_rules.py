@@ -38,6 +38,27 @@ def test_probability_is_reproducible_by_seed():
     assert 30 < sum(run(5)) < 90
 
 
+def test_at_least_every_k_no_client_goes_untouched_by_chance():
+    # at probability 0.05, 30 matching responses of one client were all forwarded in a
+    # combined run (0.95**30: about one run in five): its column NOT EXERCISED by chance
+    rules = RuleSet()
+    rule = rules.add({"kind": "drop_response", "probability": 0.0, "seed": 1,
+                      "at_least_every": 10})
+
+    def lost(client, n):
+        return [rules.response_action(1, API_PRODUCE, client) is not None for _ in range(n)]
+
+    assert lost("a", 9) == [False] * 9 and lost("b", 9) == [False] * 9  # per client
+    assert lost("a", 1) == [True] and lost("b", 11) == [True] + [False] * 9 + [True]
+    assert rule.to_json()["clients"] == {"a": [10, 1], "b": [20, 2]}
+    # the seeded draws are the same with or without it: only forwarded ones turn lost
+    plain, floor = RuleSet(), RuleSet()
+    plain.add({"kind": "drop_response", "probability": 0.3, "seed": 5})
+    floor.add({"kind": "drop_response", "probability": 0.3, "seed": 5, "at_least_every": 4})
+    a, b = _decisions(plain, 200), _decisions(floor, 200)
+    assert all(y for x, y in zip(a, b) if x) and sum(b) > sum(a)
+
+
 def test_broker_scope_and_latency_direction():
     rules = RuleSet()
     rules.add({"kind": "latency", "ms": 250, "broker": 2})
@@ -67,6 +88,8 @@ def test_blackhole_and_reset_lookup_and_removal():
     {"kind": "latency", "ms": 10, "direction": "sideways"},
     {"kind": "blackhole", "colour": "black"},
     {"kind": "drop_response", "next": "many"},
+    {"kind": "drop_response", "every": 3, "at_least_every": 5},
+    {"kind": "drop_response", "probability": 0.1, "at_least_every": 0},
 ])
 def test_bad_rules_are_refused(bad):
     with pytest.raises(RuleError):

@@ -94,7 +94,7 @@ THEN_HOLD_KEYS = {"api_keys", "max_ms"}
 MARKER_KINDS = ("abort", "commit", "any")
 #: every field a rule may set
 FIELDS = {"kind", "broker", "api_keys", "action", "appended", "next", "every", "probability",
-          "seed", "limit", "ms", "direction", "transactional_id", "partition", "topic",
+          "at_least_every", "seed", "limit", "ms", "direction", "transactional_id", "partition", "topic",
           "client_view", "release_on", "release_after_ms", "skip", "then_hold", "committed",
           "after_marker", "records"}
 
@@ -126,6 +126,7 @@ def fields_of(data: dict) -> dict:
             every=_opt_int(data.get("every")),
             probability=None if data.get("probability") is None
             else float(data["probability"]),
+            at_least_every=_opt_int(data.get("at_least_every")),
             seed=int(data.get("seed", 0)),
             limit=_opt_int(data.get("limit")),
             ms=int(data.get("ms", 0)),
@@ -159,6 +160,9 @@ def check(rule) -> None:
             raise RuleError(f"probability {rule.probability} is outside 0..1")
         if rule.appended and set(rule.api_keys) != {API_PRODUCE}:
             raise RuleError("appended applies to Produce responses only (api_keys [0])")
+        if rule.at_least_every is not None and (rule.probability is None
+                                                or rule.at_least_every < 1):
+            raise RuleError("at_least_every goes with probability, and is >= 1")
         if (rule.next is not None and rule.next < 0) or (
                 rule.every is not None and rule.every < 1):
             raise RuleError("next must be >= 0 and every >= 1")

@@ -35,6 +35,9 @@ class Rule:
     next: int | None = None
     every: int | None = None
     probability: float | None = None
+    #: with probability: a client none of whose last K matching responses was lost loses
+    #: the next one, so a column with few requests in the window is not missed by chance
+    at_least_every: int | None = None
     seed: int = 0
     limit: int | None = None
     ms: int = 0
@@ -74,6 +77,8 @@ class Rule:
     #: (held, released into its event or at its bound, answered: the exposure)
     tallies: HoldTallies = field(default_factory=HoldTallies, repr=False, compare=False)
     _rng: random.Random = field(default_factory=random.Random, repr=False, compare=False)
+    #: at_least_every: client id -> its matching responses forwarded since its last loss
+    _since_hit: dict = field(default_factory=dict, repr=False, compare=False)
 
     @classmethod
     def from_json(cls, data: dict, rule_id: int) -> Rule:
@@ -96,6 +101,8 @@ class Rule:
         out = {k: getattr(self, k) for k in (
             "id", "kind", "broker", "action", "next", "every", "probability", "seed",
             "limit", "ms", "direction", "matched", "hits")}
+        if self.at_least_every is not None:
+            out["at_least_every"] = self.at_least_every
         out["api_keys"] = list(self.api_keys)
         if self.appended:
             out["appended"] = True
@@ -231,7 +238,11 @@ class Rule:
         elif self.every is not None:
             hit = self.matched % self.every == 0
         else:
-            hit = self._rng.random() < (self.probability or 0.0)
+            hit = self._rng.random() < (self.probability or 0.0)  # drawn every time
+            if self.at_least_every is not None:
+                since = self._since_hit.get(client_id or "", 0) + 1
+                hit = hit or since >= self.at_least_every
+                self._since_hit[client_id or ""] = 0 if hit else since
         self.note(client_id, hit)
         if hit:
             self.hits += 1
