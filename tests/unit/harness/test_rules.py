@@ -56,7 +56,7 @@ def test_at_least_every_k_no_client_goes_untouched_by_chance():
     plain.add({"kind": "drop_response", "probability": 0.3, "seed": 5})
     floor.add({"kind": "drop_response", "probability": 0.3, "seed": 5, "at_least_every": 4})
     a, b = _decisions(plain, 200), _decisions(floor, 200)
-    assert all(y for x, y in zip(a, b) if x) and sum(b) > sum(a)
+    assert all(y for x, y in zip(a, b, strict=True) if x) and sum(b) > sum(a)
 
 
 def test_broker_scope_and_latency_direction():
