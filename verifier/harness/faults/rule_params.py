@@ -94,7 +94,8 @@ THEN_HOLD_KEYS = {"api_keys", "max_ms"}
 MARKER_KINDS = ("abort", "commit", "any")
 #: every field a rule may set
 FIELDS = {"kind", "broker", "api_keys", "action", "appended", "next", "every", "probability",
-          "at_least_every", "seed", "limit", "ms", "direction", "transactional_id", "partition", "topic",
+          "at_least_every", "seed", "limit", "ms", "direction", "transactional_id", "partition",
+          "topic",
           "client_view", "release_on", "release_after_ms", "skip", "then_hold", "committed",
           "after_marker", "records"}
 
