@@ -33,7 +33,10 @@ def test_every_scenario_has_a_recorded_run():
     scenario_files = Path(__file__).resolve().parents[3] / "verifier" / "orchestration" / \
         "scenarios"
     names = {p.stem for p in scenario_files.glob("[!_]*.toml")}
-    bugs = {b.scenario for b in load_known_bugs()}
+    known = load_known_bugs()
+    bugs = {b.scenario for b in known}
+    # a combination's own schedule (kafka-14402-tv2) is a known bug's scenario too
+    bugs |= {c.scenario for b in known for c in b.combinations if c.scenario}
     assert bugs and bugs <= names, "the known bugs' table names no scenario"
     assert set(NOT_RECORDED) <= names, "a scenario listed as not recorded is gone"
     assert set(SCENARIOS) == names - bugs - set(NOT_RECORDED)
