@@ -22,8 +22,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from producers.java_producer_keys import JAVA_PRODUCER_KEYS
 from producers.properties import (
-    JAVA_PRODUCER_KEYS,
     NO_DELIVERY_EFFECT,
     PROPERTY_MAP,
     REPLACED,

@@ -133,6 +133,17 @@ def assert_next_transaction_release(run_dir: Path, accepted: bool,
     return answers
 
 
+def _held(run_dir: Path, client_view: str, client: str) -> tuple[list, dict, list]:
+    """The run's hold events, each (event, hold) -> its index, and the holds of
+    ``client``'s requests held with ``client_view`` (``copy``, ``timeout``)."""
+    events = hold_events(run_dir)
+    where = {(op["f"], op["detail"]["hold"]): i for i, op in enumerate(events)}
+    held = [op["detail"] for op in events if op["f"] == "hold"
+            and op["detail"].get("client_view") == client_view
+            and _of_client(op["detail"]["request"], client)]
+    return events, where, held
+
+
 def assert_copy_released_into_an_abort(run_dir: Path, accepted: bool,
                                        client: str = "") -> dict:
     """KAFKA-17754's order, from the run's nemesis history (``client``'s generator when
@@ -141,11 +152,7 @@ def assert_copy_released_into_an_abort(run_dir: Path, accepted: bool,
     abort (not a timer nor the heal); answered without error on an affected combination
     (the stale commit ended that transaction), refused on the fixed one. Returns the
     copy's answer."""
-    events = hold_events(run_dir)
-    where = {(op["f"], op["detail"]["hold"]): i for i, op in enumerate(events)}
-    copies = [op["detail"] for op in events if op["f"] == "hold"
-              and op["detail"].get("client_view") == "copy"
-              and _of_client(op["detail"]["request"], client)]
+    events, where, copies = _held(run_dir, "copy", client)
     assert len(copies) == 1, f"one copy held: {copies}"
     (held,) = copies
     n, request = held["hold"], held["request"]
@@ -274,11 +281,7 @@ def assert_own_end_txn_fenced(run_dir: Path, accepted: bool, client: str = "") -
     """The own-EndTxn row's order: the client's own EndTxn held (a timeout, not a copy);
     released by the next AddPartitionsToTxn response without error of its transactional id
     (not a timer); refused by the coordinator (the client re-initialised: an old epoch)."""
-    events = hold_events(run_dir)
-    where = {(op["f"], op["detail"]["hold"]): i for i, op in enumerate(events)}
-    held = [op["detail"] for op in events if op["f"] == "hold"
-            and op["detail"].get("client_view") == "timeout"
-            and _of_client(op["detail"]["request"], client)]
+    events, where, held = _held(run_dir, "timeout", client)
     assert len(held) == 1, f"one EndTxn held: {events}"
     n, request = held[0]["hold"], held[0]["request"]
     assert request["api"] == "EndTxn", request
