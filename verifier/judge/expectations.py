@@ -23,6 +23,7 @@ from verifier.judge.model import (
     TORN,
     UNSEEN,
 )  # fmt: skip
+from verifier.rundata.apps import GUARANTEES
 from verifier.rundata.vocab import SINKS as VOCAB_SINKS
 
 FORBIDDEN = "forbidden"  # any occurrence fails the mode
@@ -107,13 +108,38 @@ OTHERWISE: dict[tuple[str, str, str], str] = {
     key: FORBIDDEN for key in CONDITIONS if key[0].endswith(SKIPS_LOST)}
 
 
+#: the consumer applications under test (issue 47), one row per guarantee an application
+#: claims, judged on its output topic read back at both isolation levels: every input
+#: record (read_committed) in the output once, at least once or at most once, and the
+#: records of one input partition in their input order within an output partition (the
+#: first copy of each; a replayed copy is a duplicate, not a reorder). An exactly-once
+#: application's aborted transactions are visible at read_uncommitted: duplicates and
+#: reorders there are tolerated, as for the transactional producer column.
+APP_GUARANTEES = GUARANTEES
+_APP_ROWS: dict[tuple[str, str], tuple[str, str, str]] = {  # LOST, DUP_DELIVERY, REORDER
+    ("at-most-once", RC): (T, F, T), ("at-most-once", RU): (T, F, T),
+    ("at-least-once", RC): (F, T, T), ("at-least-once", RU): (F, T, T),
+    ("exactly-once", RC): (F, F, F), ("exactly-once", RU): (F, T, T),
+}  # fmt: skip
+_APP_LOG_SIDE = tuple(k for k in _LOG_SIDE if k != REORDER)
+for (_g, _iso), (_lost, _dup, _reorder) in _APP_ROWS.items():
+    TABLE[(f"app/{_g}", _iso)] = {LOST: _lost, DUP_DELIVERY: _dup, REORDER: _reorder,
+                                  FOREIGN: F, **dict.fromkeys(_APP_LOG_SIDE, N)}
+
+
+def app_row(guarantee: str) -> str:
+    """The expectation-table row of an application claiming ``guarantee``."""
+    return f"app/{guarantee}"
+
+
 def pipeline_row(guarantee: str, fail_on_data_loss: bool = True) -> str:
     """The expectation-table row of a pipeline claiming ``guarantee``."""
     return f"pipeline/{guarantee}" + ("" if fail_on_data_loss else SKIPS_LOST)
 
 
 def expectation(mode: str, isolation: str, kind: str, sink: str = "exactly-once") -> str:
-    """The table entry for ``kind`` under ``mode`` (a preset, or ``pipeline/<guarantee>``)
+    """The table entry for ``kind`` under ``mode`` (a preset, ``pipeline/<guarantee>`` or
+    ``app/<guarantee>``)
     read at ``isolation``; a producer column's duplicate deliveries are the observer's
     sink's (DELIVERY_BY_SINK)."""
     row = TABLE[(mode, isolation)]

@@ -104,16 +104,20 @@ class BatchIndex:
 
 def judge(spec: PipelineSpec, log: pa.Table, out: pa.Table, batches: list[dict],
           drain_ends: dict[str, int] | None, run_id: str, cap: int = 20,
-          log_start: dict[str, int] | None = None) -> tuple[CheckOutcome, dict]:
+          log_start: dict[str, int] | None = None,
+          position: dict[str, int] | None = None) -> tuple[CheckOutcome, dict]:
     """The pipeline's check outcome and its counts (``sent``: input records in the log at
     its isolation level, ``observed``: output rows). ``drain_ends``: per
     ``"topic-partition"`` the end offset the drain reached at that level (None: the
     drain did not complete, every missing record is unseen). ``log_start``: per
     ``"topic-partition"`` the log start offset after the drain (where the plain reader
     began): a missing record below it was deleted by retention before the pipeline read
-    it, which its evidence says."""
+    it, which its evidence says. ``position``: per ``"topic-partition"`` how far the
+    reader committed, when it is not a checkpoint's (a consumer group's committed offsets:
+    verifier.judge.application); default: the live checkpoint's committed batches."""
     index = BatchIndex(batches)
-    position = index.committed_ends(batches)
+    if position is None:
+        position = index.committed_ends(batches)
     where: dict[tuple, list[tuple]] = defaultdict(list)
     for r in log.to_pylist():
         where[tuple(r[k] for k in KEY)].append((r["topic"], r["partition"], r["offset"]))

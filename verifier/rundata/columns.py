@@ -18,6 +18,9 @@ from verifier.rundata.vocab import ISOLATIONS, MODES, READ_COMMITTED
 SPLIT_BY_ISOLATION = "transactional"
 #: a pipeline's column is ``pipeline:<name>``: never a producer mode
 PIPELINE_PREFIX = "pipeline:"
+#: an application's columns are ``app:<name>@<isolation>`` (verifier.rundata.apps): its
+#: output topic is read back at both levels, like the transactional producers' topics
+APP_PREFIX = "app:"
 #: the isolation levels as the live progress line abbreviates them
 SHORT_ISOLATION = {READ_COMMITTED: "rc", "read_uncommitted": "ru"}
 
@@ -39,6 +42,11 @@ def pipeline_column(name: str) -> str:
 def is_pipeline_column(name: str) -> bool:
     """Is ``name`` a pipeline's column (not a producer mode's)?"""
     return str(name).startswith(PIPELINE_PREFIX)
+
+
+def is_app_column(name: str) -> bool:
+    """Is ``name`` an application's column (or its label)?"""
+    return str(name).startswith(APP_PREFIX)
 
 
 def report_modes(labels: Iterable[str]) -> list[str]:
@@ -68,19 +76,28 @@ def mode_columns(mode: str, expect: str) -> list[ColumnSpec]:
     return [ColumnSpec(mode, mode, expect, ISOLATIONS)]
 
 
-def run_columns(producers: Iterable, pipelines: Iterable = ()) -> list[ColumnSpec]:
+def app_columns(label: str, expect: str) -> list[ColumnSpec]:
+    """The columns of one application (``label``: ``app:<name>``), one per isolation
+    level its output is read back at, both judged by its claim's row (``expect``)."""
+    return [ColumnSpec(f"{label}@{iso}", label, expect, (iso,)) for iso in ISOLATIONS]
+
+
+def run_columns(producers: Iterable, pipelines: Iterable = (),
+                apps: Iterable = ()) -> list[ColumnSpec]:
     """Every column of a run, in report order. ``producers``: objects with ``mode`` and
     ``expect`` (several may share a mode: the first one's expectation applies);
     ``pipelines``: objects with ``label``, ``expect`` (its expectation row) and
-    ``isolation``, after the modes."""
+    ``isolation``, after the modes; ``apps``: objects with ``label`` and ``expect``,
+    last."""
     expect_of: dict[str, str] = {}
     for p in producers:
         expect_of.setdefault(p.mode, p.expect)
     out = [c for mode in report_modes(expect_of) for c in mode_columns(mode, expect_of[mode])]
     out += [ColumnSpec(p.label, p.label, p.expect, (p.isolation,)) for p in pipelines]
+    out += [c for a in apps for c in app_columns(a.label, a.expect)]
     return out
 
 
-__all__ = ["PIPELINE_PREFIX", "SPLIT_BY_ISOLATION", "ColumnSpec", "column_name",
-           "is_pipeline_column", "mode_columns", "pipeline_column", "report_modes",
-           "run_columns"]
+__all__ = ["APP_PREFIX", "PIPELINE_PREFIX", "SPLIT_BY_ISOLATION", "ColumnSpec", "app_columns",
+           "column_name", "is_app_column", "is_pipeline_column", "mode_columns",
+           "pipeline_column", "report_modes", "run_columns"]

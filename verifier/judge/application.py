@@ -1,0 +1,125 @@
+"""A consumer application under test judged from its input to its output topic (issue 47).
+
+Pure: the input log (the run's topics at read_committed, as the plain reader read them
+after the drain: what the group's instances should have consumed), the application's
+output topic read back at one isolation level (decoded: the application passes each
+record's value through, so its identity travels), and the group's committed offsets per
+input partition in; one :class:`~verifier.judge.model.CheckOutcome` of the column
+``app:<name>@<isolation>`` out, judged by the expectation table's row ``app/<claim>``.
+
+The per-record judgement is the pipelines' (:func:`verifier.judge.pipeline.judge`: each
+input record must be in the output as often as in the log; fewer copies are ``lost``,
+more are ``duplicate-delivery``, an output record that is no input record is
+``foreign-record``), with the group's committed offsets as the position: a missing record
+below the offset the group committed is **lost** (no instance will read it again),
+one at or above it **unseen** (the application had not got there). One kind is the
+applications' own: **reorder**, records of one input partition whose first copies in one
+output partition are not in their input order (a replayed copy is a duplicate, never a
+reorder).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass
+
+import pyarrow as pa
+
+from verifier.judge.model import DUP_DELIVERY, FOREIGN, LOST, REORDER, UNSEEN, CheckOutcome, Group
+from verifier.judge.pipeline import KEY, PipelineSpec, _row, _timeline
+from verifier.judge.pipeline import judge as judge_records
+from verifier.rundata.columns import APP_PREFIX
+
+KINDS = (LOST, UNSEEN, DUP_DELIVERY, REORDER, FOREIGN)
+
+
+@dataclass(frozen=True)
+class AppSpec:
+    """One application as config.json declares it (verifier.rundata.apps)."""
+
+    name: str
+    guarantee: str  # what it claims: at-most-once, at-least-once, exactly-once
+    input_topics: tuple[str, ...] = ()
+    output_topic: str = ""
+
+    @property
+    def label(self) -> str:
+        return APP_PREFIX + self.name
+
+    @property
+    def expect(self) -> str:
+        return f"app/{self.guarantee}"
+
+    def column(self, isolation: str) -> str:
+        return f"{self.label}@{isolation}"
+
+
+def reordered(log: pa.Table, out: pa.Table, label: str, isolation: str) -> list[dict]:
+    """Output records (``out``: with ``out_topic``, ``out_partition``, ``out_offset``)
+    whose input record came earlier in its input partition than that of a record before
+    it in the same output partition; first copies only."""
+    where: dict[tuple, tuple] = {}
+    for r in log.to_pylist():
+        key, loc = tuple(r[k] for k in KEY), (r["topic"], r["partition"], r["offset"])
+        if key not in where or loc < where[key]:
+            where[key] = loc
+    rows = [r for r in out.to_pylist() if r.get("out_offset") is not None]
+    rows.sort(key=lambda r: (r["out_topic"], r["out_partition"], r["out_offset"]))
+    seen: set[tuple] = set()
+    highest: dict[tuple, tuple[int, int]] = {}  # (input tp, output tp) -> (in, out offset)
+    spec = PipelineSpec(label, label, "", isolation)
+    found = []
+    for r in rows:
+        key = tuple(r[k] for k in KEY)
+        if r["foreign"] or key not in where or key in seen:
+            continue
+        seen.add(key)
+        topic, part, offset = where[key]
+        lane = (topic, part, r["out_topic"], r["out_partition"])
+        before = highest.get(lane)
+        if before is not None and offset < before[0]:
+            found.append(_row(spec, REORDER, topic, dict(zip(KEY, key, strict=True)), offset, {
+                "input": f"{topic}-{part}", "output": f"{r['out_topic']}-{r['out_partition']}",
+                "output_offset": r["out_offset"], "after_input_offset": before[0],
+                "after_output_offset": before[1],
+                "why": "written after a record that came later in its input partition"}))
+            continue
+        highest[lane] = (offset, r["out_offset"])
+    return found
+
+
+def judge(spec: AppSpec, isolation: str, log: pa.Table, out: pa.Table,
+          committed: dict[str, int], run_id: str, cap: int = 20) -> tuple[CheckOutcome, dict]:
+    """The column ``app:<name>@<isolation>``: its outcome and counts (``sent``: input
+    records, ``observed``: output records read back at ``isolation``). ``committed``:
+    the group's committed offset per input ``"topic-partition"`` after the instances
+    stopped (a partition without one: every missing record of it is unseen)."""
+    column = spec.column(isolation)
+    pspec = PipelineSpec(spec.name, spec.label, spec.expect, isolation)
+    if "batch" not in out.column_names:
+        out = out.append_column("batch", pa.nulls(out.num_rows, pa.int64()))
+    outcome, counts = judge_records(pspec, log, out, [], committed, run_id, cap,
+                                    position=committed)
+    moved = reordered(log, out, spec.label, isolation)
+    if moved:
+        outcome.groups.append(Group(REORDER, spec.label, isolation, len(moved), moved[:cap],
+                                    _timeline(moved)))
+    result = CheckOutcome(column, KINDS, groups=outcome.groups)
+    return result, counts
+
+
+def group_offsets(committed: dict[str, int], topics) -> dict[str, int]:
+    """The committed offsets of the input ``topics`` only (a group may hold others)."""
+    want = set(topics)
+    return {tp: off for tp, off in committed.items() if tp.rsplit("-", 1)[0] in want}
+
+
+def by_kind(outcome: CheckOutcome) -> dict[str, int]:
+    """{kind: count} of an outcome (a report's one-line summary of a cell)."""
+    counts: dict[str, int] = defaultdict(int)
+    for g in outcome.groups:
+        counts[g.kind] += g.count
+    return dict(counts)
+
+
+__all__ = ["KINDS", "AppSpec", "by_kind", "group_offsets", "judge", "reordered"]

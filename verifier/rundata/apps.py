@@ -1,0 +1,179 @@
+"""The consumer applications under test (issue 47): their names on the cluster, the
+environment contract an application is started with, the presets, and their files in a
+run folder (docs/applications.md).
+
+An application is N instances of one program in one consumer group: they read the run's
+input topics and write one output topic. The tool starts each instance with the
+environment of :func:`environment` and judges what the instances wrote
+(verifier.judge.application). Every id the tool creates on the cluster carries the run's
+id as its prefix (DESIGN §11, "never disturb a live system"): the group
+``<run>.app.<name>``, the output topic ``<run>.app.<name>.out``, the transactional ids
+``<run>.app.<name>.<instance>...``.
+
+    RUN/apps/<name>/<i>.state.json      what instance i says it is doing (the presets)
+    RUN/apps/<name>/output-<iso>.parquet  its output topic read back at <iso>, decoded
+    RUN/apps/<name>/readback.json       how it was read back, the group's committed offsets
+
+config.json lists the applications under ``apps``: name -> {command, guarantee,
+instances, group_id, output_topic, input_topics, transactional_id_prefix}.
+"""
+
+from __future__ import annotations
+
+import shlex
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow as pa
+
+from verifier.rundata.columns import APP_PREFIX
+from verifier.rundata.pipelines import OUTPUT_SCHEMA
+
+#: what an application claims; the expectation table's rows ``app/<guarantee>``
+GUARANTEES = ("at-most-once", "at-least-once", "exactly-once")
+#: an application's report column is ``app:<name>@<isolation>`` (verifier.rundata.columns)
+COLUMN_PREFIX = APP_PREFIX
+#: an instance's process is ``app/<name>/<i>``: a fault naming ``app`` hits one of them
+PROCESS_PREFIX = "app"
+DEFAULT_INSTANCES = 2
+
+#: the environment contract (docs/applications.md): what every instance is given
+ENV_BOOTSTRAP = "VERIFIER_BOOTSTRAP_SERVERS"
+ENV_INPUTS = "VERIFIER_INPUT_TOPICS"  # comma-separated
+ENV_OUTPUT = "VERIFIER_OUTPUT_TOPIC"
+ENV_GROUP = "VERIFIER_GROUP_ID"
+ENV_TXN_PREFIX = "VERIFIER_TRANSACTIONAL_ID_PREFIX"
+ENV_INSTANCE = "VERIFIER_INSTANCE"  # 0..N-1, stable across restarts
+ENV_STATE_FILE = "VERIFIER_STATE_FILE"  # where an instance may say what it is doing
+CONTRACT = (ENV_BOOTSTRAP, ENV_INPUTS, ENV_OUTPUT, ENV_GROUP, ENV_TXN_PREFIX, ENV_INSTANCE,
+            ENV_STATE_FILE)
+
+
+@dataclass(frozen=True)
+class Preset:
+    """A consume-transform-produce application the tool ships: its module, the commit
+    strategy it runs, and what its users usually believe it gives (issue 47: a naive
+    one FAILs where the belief is wrong)."""
+
+    name: str
+    strategy: str  # producers.app_copier's --commit
+    claims: str
+
+
+#: the kafka-python copiers (producers.app_copier), one per commit strategy
+PRESETS: dict[str, Preset] = {p.name: p for p in (
+    # commits the batch's offsets, then writes it: a crash in between loses the batch;
+    # users believe it at-least-once (auto-commit "usually works")
+    Preset("copier-commit-before", "before", "at-least-once"),
+    # writes and flushes the batch, then commits: a crash in between writes it again
+    Preset("copier-commit-after", "after", "at-least-once"),
+    # KIP-447: the batch and its offsets in one transaction, with the group's metadata
+    Preset("copier-transactional", "transactional", "exactly-once"),
+)}
+
+
+@dataclass(frozen=True)
+class PlannedApp:
+    """One application of a run, as the CLI planned it."""
+
+    name: str
+    argv: tuple[str, ...]
+    guarantee: str
+    instances: int = DEFAULT_INSTANCES
+    preset: str | None = None
+
+    @property
+    def label(self) -> str:
+        return COLUMN_PREFIX + self.name
+
+    @property
+    def expect(self) -> str:
+        return f"app/{self.guarantee}"
+
+    def process_name(self, instance: int) -> str:
+        return f"{PROCESS_PREFIX}/{self.name}/{instance}"
+
+
+def plan_apps(value: str, guarantee: str | None, instances: int,
+              python: str = "python") -> list[PlannedApp]:
+    """``--app``'s value as applications: a comma-separated list of preset names, or one
+    command (any program; ``guarantee`` is what it claims). Pure: the checks that
+    need the machine (the program exists) are the CLI's."""
+    names = [v.strip() for v in value.split(",")]
+    if all(n in PRESETS for n in names):
+        out = []
+        for n in names:
+            p = PRESETS[n]
+            argv = (python, "-u", "-m", "producers.app_copier", "--commit", p.strategy)
+            out.append(PlannedApp(n, argv, p.claims, instances, preset=n))
+        return out
+    return [PlannedApp("user", tuple(shlex.split(value)), guarantee or "", instances)]
+
+
+def group_id(run_id: str, name: str) -> str:
+    return f"{run_id}.app.{name}"
+
+
+def output_topic(run_id: str, name: str) -> str:
+    return f"{run_id}.app.{name}.out"
+
+
+def transactional_id_prefix(run_id: str, name: str) -> str:
+    return f"{run_id}.app.{name}."
+
+
+def environment(run_id: str, name: str, bootstrap_servers: str, input_topics: list[str],
+                instance: int, state_file: Path | None = None) -> dict[str, str]:
+    """The environment an instance of application ``name`` is started with."""
+    env = {ENV_BOOTSTRAP: bootstrap_servers, ENV_INPUTS: ",".join(input_topics),
+           ENV_OUTPUT: output_topic(run_id, name), ENV_GROUP: group_id(run_id, name),
+           ENV_TXN_PREFIX: transactional_id_prefix(run_id, name), ENV_INSTANCE: str(instance)}
+    if state_file is not None:
+        env[ENV_STATE_FILE] = str(state_file)
+    return env
+
+
+def config_entry(app: PlannedApp, run_id: str, input_topics: list[str]) -> dict:
+    """config.json ``apps[<name>]``."""
+    return {"command": list(app.argv), "guarantee": app.guarantee,
+            "instances": app.instances, "preset": app.preset,
+            "group_id": group_id(run_id, app.name),
+            "output_topic": output_topic(run_id, app.name), "input_topics": list(input_topics),
+            "transactional_id_prefix": transactional_id_prefix(run_id, app.name)}
+
+
+#: an application's output read back: the decoded identity of every output record (as a
+#: pipeline's, OUTPUT_SCHEMA) and where it was in the output topic (its order)
+READBACK_SCHEMA = pa.schema([*OUTPUT_SCHEMA, ("out_topic", pa.string()),
+                             ("out_partition", pa.int32()), ("out_offset", pa.int64())])
+
+
+@dataclass(frozen=True)
+class AppLayout:
+    """The paths of one application of a run. Building one touches nothing on disk."""
+
+    run_dir: Path
+    name: str
+
+    @property
+    def root(self) -> Path:
+        return Path(self.run_dir) / "apps" / self.name
+
+    def state_file(self, instance: int) -> Path:
+        return self.root / f"{instance}.state.json"
+
+    def output(self, isolation: str) -> Path:
+        return self.root / f"output-{isolation}.parquet"
+
+    @property
+    def readback(self) -> Path:
+        return self.root / "readback.json"
+
+    def log_name(self, instance: int) -> str:
+        return f"app-{self.name}-{instance}"
+
+
+__all__ = ["COLUMN_PREFIX", "CONTRACT", "DEFAULT_INSTANCES", "GUARANTEES", "PRESETS",
+           "PROCESS_PREFIX", "READBACK_SCHEMA", "AppLayout", "PlannedApp", "Preset",
+           "config_entry", "environment", "group_id", "output_topic", "plan_apps",
+           "transactional_id_prefix"]
