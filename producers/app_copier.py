@@ -1,0 +1,160 @@
+"""The copier presets of the applications under test (issue 47): a consume-transform-produce
+loop on kafka-python in a real consumer group, in one of three commit strategies.
+
+    python -m producers.app_copier --commit before|after|transactional
+
+Everything else comes from the environment contract (verifier.rundata.apps,
+docs/applications.md): ``VERIFIER_BOOTSTRAP_SERVERS``, ``VERIFIER_INPUT_TOPICS``,
+``VERIFIER_OUTPUT_TOPIC``, ``VERIFIER_GROUP_ID``, ``VERIFIER_TRANSACTIONAL_ID_PREFIX``,
+``VERIFIER_INSTANCE`` and ``VERIFIER_STATE_FILE``. Each instance subscribes to the input
+topics (the group coordinator assigns their partitions and rebalances them when an
+instance comes or goes) and copies every record's key, value and headers unchanged to the
+output topic's partition of the same number (so the identity the tool's producers put
+in the value or a header travels, and order per input partition is observable).
+
+- ``before``: commit the polled batch's positions, then write it: a crash in between
+  loses the batch (what auto-commit does at worst): at-most-once.
+- ``after``: write the batch and flush, then commit: a crash in between writes it again
+  when the partition's next owner resumes from the older offsets: at-least-once.
+- ``transactional`` (KIP-447): the batch's records and its offsets in one transaction,
+  the offsets sent with ``consumer.group_metadata()`` so the coordinator fences an
+  instance whose partitions moved (a zombie): exactly-once at read_committed.
+
+The state file (JSON, replaced whole) says what the instance is doing: its partitions,
+whether a transaction is open, and ``at_risk``: the records of the batch between its
+two steps (commit-before: committed, not yet written; commit-after: written, not yet
+committed; transactional: in the open transaction); a kill's detail reads it (the
+exposure of an instance kill).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import signal
+import sys
+import time
+from pathlib import Path
+
+STRATEGIES = ("before", "after", "transactional")
+POLL_MS = 200
+MAX_RECORDS = 200  # per batch (and transaction): a kill finds one open most of the time
+
+
+class State:
+    """The instance's state file, rewritten after every step (cheap: a few hundred bytes)."""
+
+    def __init__(self, path: str | None, instance: str, strategy: str) -> None:
+        self.path = Path(path) if path else None
+        self.doc = {"instance": instance, "pid": os.getpid(), "strategy": strategy,
+                    "assigned": [], "rebalances": 0, "in_transaction": False,
+                    "at_risk": 0, "written": 0, "batches": 0}
+
+    def update(self, **fields) -> None:
+        self.doc.update(fields, t=round(time.time(), 3))
+        if self.path is None:
+            return
+        tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}")
+        tmp.write_text(json.dumps(self.doc) + "\n")
+        tmp.replace(self.path)
+
+
+def _listener(state: State, on_revoke):
+    from kafka import ConsumerRebalanceListener
+
+    class Listener(ConsumerRebalanceListener):
+        def on_partitions_revoked(self, revoked):
+            on_revoke()
+            state.update(assigned=[], rebalances=state.doc["rebalances"] + 1)
+
+        def on_partitions_assigned(self, assigned):
+            state.update(assigned=sorted(f"{tp.topic}-{tp.partition}" for tp in assigned))
+
+    return Listener()
+
+
+def run(strategy: str, env: dict[str, str], stop) -> None:
+    """Copy until ``stop()`` is true (SIGTERM)."""
+    from kafka import KafkaConsumer, KafkaProducer
+    from kafka.structs import OffsetAndMetadata
+
+    bootstrap = env["VERIFIER_BOOTSTRAP_SERVERS"].split(",")
+    inputs = [t for t in env["VERIFIER_INPUT_TOPICS"].split(",") if t]
+    output = env["VERIFIER_OUTPUT_TOPIC"]
+    instance = env.get("VERIFIER_INSTANCE", "0")
+    state = State(env.get("VERIFIER_STATE_FILE"), instance, strategy)
+    transactional = strategy == "transactional"
+    producer = KafkaProducer(
+        bootstrap_servers=bootstrap, acks="all", enable_idempotence=True,
+        client_id=f"{env['VERIFIER_GROUP_ID']}.{instance}.producer",
+        **({"transactional_id": env["VERIFIER_TRANSACTIONAL_ID_PREFIX"] + instance}
+           if transactional else {}))
+    consumer = KafkaConsumer(
+        bootstrap_servers=bootstrap, group_id=env["VERIFIER_GROUP_ID"],
+        client_id=f"{env['VERIFIER_GROUP_ID']}.{instance}.consumer",
+        enable_auto_commit=False, auto_offset_reset="earliest",
+        isolation_level="read_committed", max_poll_records=MAX_RECORDS)
+    if transactional:
+        producer.init_transactions()
+    # a partition revoked mid-batch: nothing is open between two polls (each batch is
+    # written and committed before the next poll), so a revoke has nothing to finish
+    consumer.subscribe(inputs, listener=_listener(state, lambda: None))
+    state.update()
+    out_partitions = len(producer.partitions_for(output))
+    try:
+        while not stop():
+            batch = consumer.poll(timeout_ms=POLL_MS)
+            if not batch:
+                continue
+            offsets = {tp: OffsetAndMetadata(records[-1].offset + 1, "", -1)
+                       for tp, records in batch.items()}
+            n = sum(len(r) for r in batch.values())
+            # at_risk: the records a kill now would lose (before: committed, not yet
+            # written), write again (after: written, not committed) or abort
+            # (transactional: in the open transaction)
+            if strategy == "before":
+                consumer.commit(offsets)
+            if transactional:
+                producer.begin_transaction()
+            state.update(at_risk=n, in_transaction=transactional)
+            for tp, records in batch.items():
+                for r in records:
+                    producer.send(output, value=r.value, key=r.key,
+                                  headers=list(r.headers or ()),
+                                  partition=tp.partition % out_partitions)
+            if transactional:
+                producer.send_offsets_to_transaction(offsets, consumer.group_metadata())
+                producer.commit_transaction()
+            else:
+                producer.flush()
+                if strategy == "after":
+                    consumer.commit(offsets)
+            state.update(at_risk=0, in_transaction=False, written=state.doc["written"] + n,
+                         batches=state.doc["batches"] + 1)
+    finally:
+        consumer.close(autocommit=False)
+        producer.close(timeout=10)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m producers.app_copier",
+                                     description=__doc__.split("\n\n")[0])
+    parser.add_argument("--commit", choices=STRATEGIES, required=True,
+                        help="when the consumed offsets are committed")
+    args = parser.parse_args(argv)
+    missing = [k for k in ("VERIFIER_BOOTSTRAP_SERVERS", "VERIFIER_INPUT_TOPICS",
+                           "VERIFIER_OUTPUT_TOPIC", "VERIFIER_GROUP_ID",
+                           "VERIFIER_TRANSACTIONAL_ID_PREFIX") if not os.environ.get(k)]
+    if missing:
+        print(f"app_copier: the environment lacks {', '.join(missing)} "
+              "(docs/applications.md)", file=sys.stderr)
+        return 64
+    stopping = []
+    signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
+    run(args.commit, dict(os.environ), lambda: bool(stopping))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
