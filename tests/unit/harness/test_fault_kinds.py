@@ -41,7 +41,8 @@ def test_each_trigger_is_taken_by_the_kinds_that_declare_it():
         "in-transaction": ("producer-kill", "process-kill"),
         "copy-committed": ("producer-kill",),
         "appended": ("ack-loss",), "held": ("hold",), "pipelines-down": ("retention",),
-        "batch-planned": ("process-kill",), "every-column": ("observer-kill",)}
+        "batch-planned": ("process-kill",), "every-column": ("observer-kill",),
+        "at-risk": ("instance-kill",)}
     with pytest.raises(UsageError, match="trigger 'mid-batch' applies to process-kill, "
                                          "checkpoint-lost, executor-kill, worker-kill, "
                                          "not observer-kill"):

@@ -37,6 +37,10 @@ trigger                       kinds                the state
                                                    latest start (its checkpoint's offsets log,
                                                    not in its commits): a restart asks for
                                                    those offsets again
+``at-risk``                   instance-kill        an application's instance says (its state
+                                                   file) it is between a batch's two steps:
+                                                   processed and not committed, or committed
+                                                   and not processed, or in a transaction
 ``pipelines-down``            retention            every pipeline under test's driver is down
                                                    (killed, not restarted yet)
 ============================  ===================  ===========================================
@@ -64,7 +68,7 @@ from verifier.rundata.errors import UsageError, VerifierError
 
 #: every trigger a fault may wait for (which kinds take it: their ``Kind.triggers``)
 NAMES = ("mid-batch", "in-transaction", "appended", "held", "pipelines-down", "batch-planned",
-         "every-column", "copy-committed")
+         "every-column", "copy-committed", "at-risk")
 #: triggers of a fault that acts over a window (a proxy rule): the rule is set at the
 #: start and the trigger is its first hit; the limit is at most the window, by default it
 #: all, and the heal keeps its time
@@ -75,7 +79,8 @@ WINDOW_TRIGGERS = ("appended", "held")
 #: the time, a few seconds unless it is stalled; every-column: the observer's two queries
 #: plan a batch every 0.5 s while records arrive, a restarted one within a minute
 DEFAULT_WITHIN_S = {"mid-batch": 120.0, "in-transaction": 30.0, "pipelines-down": 120.0,
-                    "batch-planned": 120.0, "every-column": 60.0, "copy-committed": 30.0}
+                    "batch-planned": 120.0, "every-column": 60.0, "copy-committed": 30.0,
+                    "at-risk": 60.0}
 #: the longest limit a scenario may ask for (the load's end waits for a pending trigger)
 MAX_WITHIN_S = 600.0
 PARAMS = ("trigger", "within")

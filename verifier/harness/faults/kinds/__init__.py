@@ -1,10 +1,10 @@
 """The fault kinds the nemesis can run: one registry, one module per family.
 
 Each family module (:mod:`.proxy`, :mod:`.broker`, :mod:`.process`, :mod:`.spark`,
-:mod:`.config`, :mod:`.retention`) declares its kinds (:class:`.base.Kind`): how a spec of
-it is validated, how it starts and heals, the triggers it may wait for, the part of the
-run it needs (what decides which environments skip it), and its family as the verdict
-sees it (verifier.judge.faults: the columns it concerns, how its exposure is counted).
+:mod:`.config`, :mod:`.retention`, :mod:`.application`) declares its kinds
+(:class:`.base.Kind`): how a spec of it is validated, how it starts and heals, the
+triggers it may wait for, the part of the run it needs (what decides which environments
+skip it), and its family as the verdict sees it (verifier.judge.faults: the columns it concerns, how its exposure is counted).
 The kinds here and the verdict's are the same list: a kind the judge does not know, or
 one it knows that nothing here runs, is an error at import.
 
@@ -15,7 +15,15 @@ in each registry.
 
 from __future__ import annotations
 
-from verifier.harness.faults.kinds import broker, config, process, proxy, retention, spark
+from verifier.harness.faults.kinds import (
+    application,
+    broker,
+    config,
+    process,
+    proxy,
+    retention,
+    spark,
+)
 from verifier.harness.faults.kinds.base import (
     PARTS,
     FaultEnv,
@@ -29,7 +37,8 @@ from verifier.judge import faults as judged
 from verifier.rundata.errors import UsageError
 
 #: every kind the nemesis can run, by name, in the verdict's order
-KINDS: dict[str, Kind] = {k.name: k for m in (proxy, broker, process, spark, config, retention)
+KINDS: dict[str, Kind] = {k.name: k for m in (proxy, broker, process, spark, config, retention,
+                                              application)
                           for k in m.KINDS}
 if tuple(KINDS) != judged.KINDS:
     raise ImportError(f"the runnable fault kinds {tuple(KINDS)} are not the judged ones "

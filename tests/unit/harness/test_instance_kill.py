@@ -1,0 +1,119 @@
+"""instance-kill (issue 47): its target names instance I of every application (or of
+one), the kill keeps what the instance said it was doing (its state file) as the start's
+detail, the ``at-risk`` trigger waits for a batch between its two steps, the heal
+restarts what was killed; and the verdict's half counts that detail as the exposure of
+the killed application's columns only. Fake processes stand in (the handler's own
+logic; the chaos tier kills real instances)."""
+
+from __future__ import annotations
+
+import json
+import threading
+
+import pytest
+
+from verifier.harness.faults.kinds import KINDS, FaultEnv, NotApplied, ScheduledFault
+from verifier.harness.faults.kinds.application import (
+    heal_instance_kill,
+    instance_target,
+    matching,
+    start_instance_kill,
+)
+from verifier.judge.faults import acted_on, concerns
+from verifier.judge.faults.facts import ColumnSpec, RunFacts
+from verifier.judge.faults.windows import Window
+from verifier.rundata.errors import UsageError
+
+NAMES = ["app/a/0", "app/a/1", "app/b/0", "app/b/1", "observer", "pipeline/x"]
+
+
+class FakeInstance:
+    def __init__(self, tmp_path, name: str, at_risk: int | None = 0) -> None:
+        self.name, self.pid, self.alive, self.starts = name, 100, True, 1
+        self.state_file = tmp_path / (name.replace("/", "_") + ".json")
+        if at_risk is not None:
+            self.say(at_risk)
+
+    def say(self, at_risk: int) -> None:
+        self.state_file.write_text(json.dumps({"at_risk": at_risk, "assigned": ["t-0"]}))
+
+    def kill(self) -> int:
+        self.alive = False
+        return -9
+
+    def restart(self) -> int:
+        self.alive, self.starts = True, self.starts + 1
+        return 0
+
+
+def fault(target: dict, **params) -> ScheduledFault:
+    return ScheduledFault(1, "instance-kill", target, 0.0, 1.0, params)
+
+
+def test_the_target_is_an_instance_of_every_application_or_of_one():
+    assert matching({"instance": 0}, NAMES) == ["app/a/0", "app/b/0"]
+    assert matching({"app": "b", "instance": 1}, NAMES) == ["app/b/1"]
+    instance_target({"instance": 1}, None, set(NAMES))
+    for bad in ({"process": "app/a/0"}, {"instance": -1}, {"instance": True},
+                {"app": "a"}, {"instance": 0, "node": 1}):
+        with pytest.raises(UsageError, match="target must be"):
+            instance_target(bad, None, None)
+    with pytest.raises(UsageError, match="no application instance matches"):
+        instance_target({"instance": 2}, None, set(NAMES))
+    assert KINDS["instance-kill"].check_target is instance_target
+
+
+def test_the_kill_keeps_what_each_instance_was_doing_and_the_heal_restarts_it(tmp_path):
+    procs = {n: FakeInstance(tmp_path, n, at_risk=7) for n in ("app/a/0", "app/a/1")}
+    state: dict = {}
+    detail = start_instance_kill(fault({"instance": 0}), FaultEnv("b:1", processes=procs),
+                                 state)
+    assert [k["process"] for k in detail["killed"]] == ["app/a/0"]
+    assert detail["killed"][0]["state"]["at_risk"] == 7 and detail["killed"][0]["app"] == "a"
+    assert not procs["app/a/0"].alive and procs["app/a/1"].alive
+    heal_instance_kill(fault({"instance": 0}), FaultEnv("b:1", processes=procs), state)
+    assert procs["app/a/0"].alive and procs["app/a/0"].starts == 2
+
+
+def test_at_risk_waits_for_a_batch_between_its_two_steps(tmp_path):
+    proc = FakeInstance(tmp_path, "app/a/0", at_risk=0)
+    timer = threading.Timer(0.3, proc.say, (50,))
+    timer.start()
+    try:
+        detail = start_instance_kill(fault({"instance": 0}, trigger="at-risk", within=5),
+                                     FaultEnv("b:1", processes={proc.name: proc}), {})
+    finally:
+        timer.cancel()
+    assert detail["killed"][0]["state"]["at_risk"] == 50
+    assert detail["killed"][0]["waited_s"] >= 0.25
+
+
+def test_an_instance_never_at_risk_is_not_killed(tmp_path):
+    proc = FakeInstance(tmp_path, "app/a/0", at_risk=0)
+    with pytest.raises(NotApplied, match="between batches"):
+        start_instance_kill(fault({"instance": 0}, trigger="at-risk", within=0.3),
+                            FaultEnv("b:1", processes={proc.name: proc}), {})
+    assert proc.alive
+
+
+def window(killed: list[dict]) -> Window:
+    return Window(1, "instance-kill", {"instance": 0}, tried=1000, end=2000, outcome="ok",
+                  start_detail={"killed": killed}, completed=True)
+
+
+def column(mode: str) -> ColumnSpec:
+    return ColumnSpec(name=f"{mode}@read_committed", mode=mode, pids=(), topics=())
+
+
+def test_the_verdict_counts_the_killed_instances_records_at_risk_for_their_app_only():
+    w = window([{"app": "a", "instance": 0, "state": {"at_risk": 7}},
+                {"app": "b", "instance": 0, "state": {"at_risk": 0}}])
+    facts = RunFacts(nemesis=[], columns=[])
+    assert concerns(w, column("app:a"), {}) and concerns(w, column("app:b"), {})
+    assert not concerns(w, column("app:c"), {}) and not concerns(w, column("idempotent"), {})
+    assert acted_on(w, column("app:a"), facts)[0] == 7
+    assert acted_on(w, column("app:b"), facts)[0] == 0
+    # a user's service that keeps no state file: not measured, never PASS on it
+    count, why = acted_on(window([{"app": "a", "instance": 0, "state": None}]),
+                          column("app:a"), facts)
+    assert count is None and "no state file" in why

@@ -1,0 +1,122 @@
+"""Faults of the consumer applications under test (issue 47).
+
+    instance-kill    SIGKILL an instance of each application (restarted at the heal)
+
+The target is ``{"instance": I}`` (instance I of every application of the run) or
+``{"app": NAME, "instance": I}``; instances are the processes ``app/<name>/<i>``
+(verifier.rundata.apps). Just before each kill the instance's state file is read (what
+the presets say they are doing: verifier.rundata.apps, producers.app_copier) and kept in
+the start's detail: the exposure (verifier.judge.faults.application). With the trigger
+``at-risk`` each instance is killed only once its state says it is between a batch's two
+steps, at most ``within`` seconds after the planned start each, one after the other.
+"""
+
+from __future__ import annotations
+
+import json
+
+from verifier.harness.faults.kinds.base import FaultEnv, Kind, NotApplied, ScheduledFault
+from verifier.harness.faults.triggers import Gate, NotTriggered
+from verifier.judge.faults.application import FAMILY
+from verifier.rundata.apps import PROCESS_PREFIX
+from verifier.rundata.errors import UsageError
+
+
+def instance_target(target, node_ids, processes) -> None:
+    """``{"instance": I}`` or ``{"app": NAME, "instance": I}``, an instance the run has
+    (when ``processes`` is known)."""
+    ok = isinstance(target, dict) and set(target) in ({"instance"}, {"app", "instance"})
+    inst = target.get("instance") if isinstance(target, dict) else None
+    if not ok or isinstance(inst, bool) or not isinstance(inst, int) or inst < 0 or \
+            not isinstance(target.get("app", ""), str):
+        raise UsageError(f"target must be {{\"instance\": I}} or {{\"app\": NAME, "
+                         f"\"instance\": I}} (I >= 0), not {target!r}")
+    if processes is not None and not matching(target, processes):
+        known = sorted(p for p in processes if p.startswith(PROCESS_PREFIX + "/"))
+        raise UsageError(f"no application instance matches {target!r}; known: {known} "
+                         "(name the applications with --app)")
+
+
+def matching(target: dict, names) -> list[str]:
+    """The process names (``app/<name>/<i>``) a target names, sorted."""
+    out = []
+    for name in names:
+        parts = name.split("/")
+        if len(parts) != 3 or parts[0] != PROCESS_PREFIX:
+            continue
+        if parts[2] == str(target["instance"]) and target.get("app") in (None, parts[1]):
+            out.append(name)
+    return sorted(out)
+
+
+def read_state(proc) -> dict | None:
+    """What an instance says it is doing (its state file), or None."""
+    path = getattr(proc, "state_file", None)
+    try:
+        return json.loads(path.read_text()) if path is not None else None
+    except (OSError, ValueError):
+        return None
+
+
+def probe_at_risk(proc) -> tuple[dict | None, str]:
+    if not proc.alive:
+        return None, f"{proc.name} is not running"
+    state = read_state(proc)
+    if state is None:
+        raise NotTriggered(f"{proc.name} keeps no state file to show a batch in")
+    if int(state.get("at_risk") or 0) <= 0:
+        return None, f"{proc.name} is between batches"
+    return {"state": state}, ""
+
+
+def start_instance_kill(fault: ScheduledFault, env: FaultEnv, state: dict,
+                        gate: Gate | None = None) -> dict:
+    names = matching(fault.target, env.processes)
+    if not names:
+        raise NotApplied(f"no application instance matches {fault.target!r}")
+    killed, missed = [], []
+    gate = gate or Gate()
+
+    def kill(name: str, found: dict) -> dict:
+        proc = env.processes[name]
+        if not proc.alive:
+            raise NotApplied(f"process {name!r} is not running")
+        seen = found.get("state", read_state(proc))
+        exit_code = proc.kill()
+        _, app, instance = name.split("/")
+        entry = {"process": name, "app": app, "instance": int(instance),
+                 "pid": getattr(proc, "pid", None), "exit": exit_code, "state": seen,
+                 **{k: v for k, v in found.items() if k != "state"}}
+        killed.append(entry)
+        return entry
+
+    for name in names:
+        proc = env.processes[name]
+        try:
+            if fault.trigger is None:
+                kill(name, {})
+            else:
+                gate.until(fault.trigger, lambda p=proc: probe_at_risk(p),
+                           lambda found, n=name: kill(n, found))
+        except (NotTriggered, NotApplied) as exc:
+            missed.append({"process": name, "why": str(exc)})
+    state["processes"] = [k["process"] for k in killed]
+    if not killed:
+        raise NotApplied("; ".join(m["why"] for m in missed), {"missed": missed})
+    return {"signal": "SIGKILL", "killed": killed, **({"missed": missed} if missed else {})}
+
+
+def heal_instance_kill(fault: ScheduledFault, env: FaultEnv, state: dict) -> dict:
+    restarted = []
+    for name in state.get("processes", ()):
+        proc = env.processes[name]
+        if not proc.alive:
+            proc.restart()
+        restarted.append({"process": name, "pid": getattr(proc, "pid", None)})
+    return {"restarted": restarted}
+
+
+KINDS = (
+    Kind("instance-kill", FAMILY, start_instance_kill, heal_instance_kill, instance_target,
+         triggers=("at-risk",)),
+)
