@@ -4,8 +4,8 @@ Each family module (:mod:`.proxy`, :mod:`.broker`, :mod:`.process`, :mod:`.spark
 :mod:`.config`, :mod:`.retention`, :mod:`.application`) declares its kinds
 (:class:`.base.Kind`): how a spec of it is validated, how it starts and heals, the
 triggers it may wait for, the part of the run it needs (what decides which environments
-skip it), and its family as the verdict sees it (verifier.judge.faults: the columns it concerns, how its exposure is counted).
-The kinds here and the verdict's are the same list: a kind the judge does not know, or
+skip it), and its family as the verdict sees it (verifier.judge.faults: the columns it
+concerns, how its exposure is counted). The kinds here and the verdict's are the same list: a kind the judge does not know, or
 one it knows that nothing here runs, is an error at import.
 
 Adding a kind to a family is adding it to that family's ``KINDS`` (and its name to the
