@@ -5,8 +5,9 @@ Each family module (:mod:`.proxy`, :mod:`.broker`, :mod:`.process`, :mod:`.spark
 (:class:`.base.Kind`): how a spec of it is validated, how it starts and heals, the
 triggers it may wait for, the part of the run it needs (what decides which environments
 skip it), and its family as the verdict sees it (verifier.judge.faults: the columns it
-concerns, how its exposure is counted). The kinds here and the verdict's are the same list: a kind the judge does not know, or
-one it knows that nothing here runs, is an error at import.
+concerns, how its exposure is counted). The kinds here and the verdict's are the same
+list: a kind the judge does not know, or one it knows that nothing here runs, is an error
+at import.
 
 Adding a kind to a family is adding it to that family's ``KINDS`` (and its name to the
 judge's family); a new family is a module here, one in verifier.judge.faults, and a line
