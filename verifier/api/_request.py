@@ -44,6 +44,9 @@ class ChaosRequest:
     pipeline: str | None = None
     pipeline_guarantee: str | None = None
     spark_version: str | None = None
+    app: str | None = None
+    app_guarantee: str | None = None
+    app_instances: int | None = None
     out: Path = Path("runs")
     fail_fast: bool = False
     duration: str | None = None
@@ -75,6 +78,12 @@ class ChaosRequest:
             argv += ["--pipeline", self.pipeline]
         if self.pipeline_guarantee is not None:
             argv += ["--pipeline-guarantee", self.pipeline_guarantee]
+        if self.app is not None:
+            argv += ["--app", self.app]
+        if self.app_guarantee is not None:
+            argv += ["--app-guarantee", self.app_guarantee]
+        if self.app_instances is not None:
+            argv += ["--app-instances", str(self.app_instances)]
         if self.bootstrap_servers is not None:
             argv += ["--bootstrap-servers", self.bootstrap_servers]
         if self.environment != "embedded":

@@ -13,6 +13,8 @@ from verifier.cli.helptext import HelpFormatter, epilog, examples, vocabulary
 from verifier.cli.plan import add_safety_flags, cmd_plan
 from verifier.cli.retry import add_flag as add_retry_flag
 from verifier.orchestration.scenario import SINKS, load_profiles
+from verifier.rundata.apps import DEFAULT_INSTANCES as DEFAULT_APP_INSTANCES
+from verifier.rundata.apps import GUARANTEES as APP_GUARANTEES
 from verifier.rundata.errors import UsageError
 
 
@@ -83,6 +85,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--pipeline-guarantee", choices=("exactly-once", "at-least-once"),
                    default=None, help="the guarantee every --pipeline is judged by "
                                       "(default: each one's GUARANTEE)")
+    p.add_argument("--app", default=None, metavar="A1,A2 | CMD",
+                   help="consumer applications under test, each N instances in one "
+                        "consumer group reading the run's topics and writing an output "
+                        "topic, a column per isolation level judged from input to output: "
+                        "presets copier-commit-before, copier-commit-after, "
+                        "copier-transactional, or your own program as one command "
+                        "(\"java -jar svc.jar\"), given the VERIFIER_* environment "
+                        "(docs/applications.md)")
+    p.add_argument("--app-guarantee", choices=APP_GUARANTEES, default=None,
+                   help="what your --app command claims (the presets claim their own)")
+    p.add_argument("--app-instances", type=int, default=None, metavar="N",
+                   help=f"instances of each --app (default {DEFAULT_APP_INSTANCES})")
     p.add_argument("--spark-version", default=None, metavar="V1,V2",
                    help="run every --pipeline on each of these PySpark versions, a column "
                         "per version side by side (e.g. 3.5.7,4.2.0); each installed on "

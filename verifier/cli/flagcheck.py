@@ -13,7 +13,9 @@ chaos run from a run folder, is never refused for flags it set itself.
 from __future__ import annotations
 
 import argparse
+import shutil
 
+from verifier.rundata.apps import GUARANTEES
 from verifier.rundata.errors import UsageError
 
 #: what is parsed but never a flag the user wrote
@@ -74,6 +76,7 @@ def inert_flags(args: argparse.Namespace, profile, given: set[str]) -> list[str]
     if "pipeline_guarantee" in given and "pipeline" not in given:
         out.append("--pipeline-guarantee does not apply: it is the guarantee the pipelines "
                    "under test are judged by; name them with --pipeline")
+    out += app_problems(args, profile, given)
     if getattr(args, "bootstrap_servers", None):
         for flag in sorted(given & {"base_port", "state_dir"}):
             out.append(f"--{flag.replace('_', '-')} does not apply with --bootstrap-servers: "
@@ -86,6 +89,49 @@ def inert_flags(args: argparse.Namespace, profile, given: set[str]) -> list[str]
         if grid:
             out.append(f"--retry-not-exercised does not apply to {grid}, which runs every "
                        "scenario on clusters of its own; use --repeat N there")
+    return out
+
+
+def app_problems(args: argparse.Namespace, profile, given: set[str],
+                 which=shutil.which) -> list[str]:
+    """What is wrong with the ``--app`` flags (issue 47), each naming what to write
+    instead; ``which``: how a program is found (shutil.which)."""
+    from verifier.rundata.apps import PRESETS, plan_apps
+
+    app = getattr(args, "app", None)
+    if app is None:
+        return [f"--{f.replace('_', '-')} does not apply: it is about the applications under "
+                "test; name them with --app" for f in ("app_guarantee", "app_instances")
+                if f in given]
+    out = []
+    if profile.known_bugs:
+        out.append(f"--app does not apply: the {profile.name} profile runs the known bugs' "
+                   "own producers; run the applications with a scenario (--scenario "
+                   "instance-kill)")
+    instances = getattr(args, "app_instances", None)
+    if instances is not None and instances < 1:
+        out.append(f"--app-instances {instances}: an application needs at least 1 instance")
+    planned = plan_apps(app, args.app_guarantee, instances or 1)
+    presets = [a for a in planned if a.preset]
+    if presets and "app_guarantee" in given:
+        out.append(f"--app-guarantee does not apply to the presets ({app}): each claims its "
+                   "own (" + ", ".join(f"{a.name}: {a.guarantee}" for a in presets) + ")")
+    if not presets:
+        argv = planned[0].argv
+        if not argv:
+            out.append("--app is empty: name presets (" + ", ".join(PRESETS) + ") or give "
+                       "the command that starts one instance of your application")
+        elif "/" not in argv[0] and which(argv[0]) is None:
+            near = [n for n in PRESETS if n in app or app in n]
+            out.append(f"--app {app!r}: {argv[0]!r} is neither a preset ("
+                       + ", ".join(PRESETS) + ") nor a program on PATH"
+                       + (f"; did you mean {near[0]}?" if near else ""))
+        elif "/" in argv[0] and which(argv[0]) is None:
+            out.append(f"--app {app!r}: {argv[0]} is not an executable file")
+        if args.app_guarantee is None:
+            out.append(f"--app {app!r} needs --app-guarantee: what your application claims "
+                       "(" + ", ".join(GUARANTEES) + ") decides what may be found in its "
+                       "output")
     return out
 
 

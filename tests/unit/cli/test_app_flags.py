@@ -1,0 +1,72 @@
+"""``--app`` (issue 47): what it names is checked before anything starts (64, naming the
+flag and what to write instead), never run half-understood."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from verifier.cli import main
+from verifier.cli.flagcheck import app_problems, given_flags, inert_flags
+from verifier.orchestration.scenario import load_profiles
+from tests.unit.cli.test_flagcheck import _args
+
+FULL = load_profiles()["full"]
+
+
+def problems(*argv: str, which=lambda name: f"/usr/bin/{name}") -> list[str]:
+    args = _args("chaos", *argv)
+    return app_problems(args, FULL, given_flags(args), which)
+
+
+def test_presets_need_nothing_else():
+    assert problems("--app", "copier-commit-before,copier-transactional") == []
+    assert problems("--app", "copier-commit-after", "--app-instances", "3") == []
+
+
+def test_a_command_needs_its_claim_and_its_program():
+    assert problems("--app", "my-svc --fast", "--app-guarantee", "exactly-once") == []
+    said = problems("--app", "my-svc --fast")
+    assert len(said) == 1 and "needs --app-guarantee" in said[0]
+    said = problems("--app", "my-svc", "--app-guarantee", "at-least-once",
+                    which=lambda name: None)
+    assert said == ["--app 'my-svc': 'my-svc' is neither a preset (copier-commit-before, "
+                    "copier-commit-after, copier-transactional) nor a program on PATH"]
+    said = problems("--app", "copier-commit-befor", "--app-guarantee", "at-least-once",
+                    which=lambda name: None)
+    assert "did you mean copier-commit-before?" in said[0]
+
+
+def test_flags_about_applications_without_one_are_refused():
+    assert problems("--app-guarantee", "exactly-once") == [
+        "--app-guarantee does not apply: it is about the applications under test; name "
+        "them with --app"]
+    assert "--app-instances does not apply" in problems("--app-instances", "2")[0]
+
+
+def test_a_presets_claim_is_its_own():
+    said = problems("--app", "copier-transactional", "--app-guarantee", "at-least-once")
+    assert said == ["--app-guarantee does not apply to the presets (copier-transactional): "
+                    "each claims its own (copier-transactional: exactly-once)"]
+    assert "at least 1 instance" in problems("--app", "copier-commit-after",
+                                             "--app-instances", "0")[0]
+
+
+def test_they_are_among_the_flags_checked_before_a_run():
+    args = _args("chaos", "--app-instances", "2")
+    assert any(p.startswith("--app-instances does not apply")
+               for p in inert_flags(args, FULL, given_flags(args)))
+
+
+@pytest.mark.parametrize(("argv", "said"), [
+    (("--app", "no-such-program-here-47"), "nor a program on PATH"),
+    (("--app-guarantee", "at-least-once"), "name them with --app"),
+    (("--profile", "known-bugs", "--app", "copier-commit-after"),
+     "--app does not apply: the known-bugs profile"),
+])
+def test_the_command_line_refuses_them_before_anything_starts(argv, said, capsys):
+    t0 = time.monotonic()
+    assert main(["chaos", *argv, "--out", "/nonexistent/never-created"]) == 64
+    assert said in capsys.readouterr().err
+    assert time.monotonic() - t0 < 10
