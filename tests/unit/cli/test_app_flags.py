@@ -7,10 +7,10 @@ import time
 
 import pytest
 
+from tests.unit.cli.test_flagcheck import _args
 from verifier.cli import main
 from verifier.cli.flagcheck import app_problems, given_flags, inert_flags
 from verifier.orchestration.scenario import load_profiles
-from tests.unit.cli.test_flagcheck import _args
 
 FULL = load_profiles()["full"]
 
