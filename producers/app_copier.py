@@ -39,7 +39,10 @@ from pathlib import Path
 
 STRATEGIES = ("before", "after", "transactional")
 POLL_MS = 200
-MAX_RECORDS = 200  # per batch (and transaction): a kill finds one open most of the time
+MAX_RECORDS = 200  # per batch (and transaction)
+#: how long processing a batch takes, between its two steps (``--process-ms``): a real
+#: application's work; without it the window a kill must hit is a few milliseconds
+PROCESS_MS = 200
 
 
 class State:
@@ -74,7 +77,7 @@ def _listener(state: State, on_revoke):
     return Listener()
 
 
-def run(strategy: str, env: dict[str, str], stop) -> None:
+def run(strategy: str, env: dict[str, str], stop, process_ms: int = PROCESS_MS) -> None:
     """Copy until ``stop()`` is true (SIGTERM)."""
     from kafka import KafkaConsumer, KafkaProducer
     from kafka.structs import OffsetAndMetadata
@@ -123,6 +126,7 @@ def run(strategy: str, env: dict[str, str], stop) -> None:
                     producer.send(output, value=r.value, key=r.key,
                                   headers=list(r.headers or ()),
                                   partition=tp.partition % out_partitions)
+            time.sleep(process_ms / 1000)
             if transactional:
                 producer.send_offsets_to_transaction(offsets, consumer.group_metadata())
                 producer.commit_transaction()
@@ -142,6 +146,8 @@ def main(argv: list[str] | None = None) -> int:
                                      description=__doc__.split("\n\n")[0])
     parser.add_argument("--commit", choices=STRATEGIES, required=True,
                         help="when the consumed offsets are committed")
+    parser.add_argument("--process-ms", type=int, default=PROCESS_MS,
+                        help="how long processing a batch takes (default %(default)s)")
     args = parser.parse_args(argv)
     missing = [k for k in ("VERIFIER_BOOTSTRAP_SERVERS", "VERIFIER_INPUT_TOPICS",
                            "VERIFIER_OUTPUT_TOPIC", "VERIFIER_GROUP_ID",
@@ -152,7 +158,16 @@ def main(argv: list[str] | None = None) -> int:
         return 64
     stopping = []
     signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
-    run(args.commit, dict(os.environ), lambda: bool(stopping))
+    while not stopping:
+        try:
+            run(args.commit, dict(os.environ), lambda: bool(stopping), args.process_ms)
+        except Exception as exc:  # noqa: BLE001 - as a service would: log, start over
+            # a commit refused after a rebalance (CommitFailedError), a fenced producer
+            # (a newer instance took the transactional id): new clients, the group's
+            # committed offsets, go on; what was written and not committed is written
+            # again (commit-after) or was aborted (transactional)
+            print(f"app_copier: {type(exc).__name__}: {exc}; starting over", flush=True)
+            time.sleep(1.0)
     return 0
 
 

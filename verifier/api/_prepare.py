@@ -243,7 +243,20 @@ def _options(request: ChaosRequest, profile: Profile, user: UserProducer | None,
                       profile=profile.name, extra_env=spark_env(), selftest=request.selftest,
                       fail_fast=request.fail_fast, client=client, clients=clients,
                       kafka_versions=tuple(versions), pipelines=pipelines,
-                      repeat=request.repeat, use_my_ids=request.use_my_ids)
+                      repeat=request.repeat, use_my_ids=request.use_my_ids,
+                      apps=_apps(request))
+
+
+def _apps(request: ChaosRequest) -> tuple:
+    """``--app`` as the applications under test (checked before: verifier.cli.flagcheck)."""
+    if request.app is None:
+        return ()
+    import sys
+
+    from verifier.rundata.apps import DEFAULT_INSTANCES, plan_apps
+
+    return tuple(plan_apps(request.app, request.app_guarantee,
+                           request.app_instances or DEFAULT_INSTANCES, python=sys.executable))
 
 
 def _check_scenarios(scenarios: list[Scenario], opts: RunOptions, env) -> None:

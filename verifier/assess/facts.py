@@ -109,6 +109,10 @@ class RunFacts:
 
             piped, counts = judge_pipelines(self.run_dir, self.config, self.drain, cap)
             piped += judge_copiers(self.run_dir, self.config, cap)
+            from verifier.judge.application import judge_run as judge_apps
+
+            apps, app_counts = judge_apps(self.run_dir, self.config, cap)
+            piped, counts = piped + apps, {**counts, **app_counts}
             self._pipelines[cap] = (piped, counts)
         piped, counts = self._pipelines[cap]
         return list(piped), dict(counts)

@@ -24,6 +24,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 
 import pyarrow as pa
+import pyarrow.compute  # noqa: F401 - pa.compute in judge_run
 
 from verifier.judge.model import DUP_DELIVERY, FOREIGN, LOST, REORDER, UNSEEN, CheckOutcome, Group
 from verifier.judge.pipeline import KEY, PipelineSpec, _row, _timeline
@@ -122,4 +123,44 @@ def by_kind(outcome: CheckOutcome) -> dict[str, int]:
     return dict(counts)
 
 
-__all__ = ["KINDS", "AppSpec", "by_kind", "group_offsets", "judge", "reordered"]
+__all__ = ["KINDS", "AppSpec", "by_kind", "group_offsets", "judge", "judge_run", "reordered"]
+
+
+def judge_run(run_dir, config, cap: int = 20) -> tuple[list[CheckOutcome], dict]:
+    """Every application of a run folder, both isolation levels: its outcomes (a check
+    that cannot run, e.g. an output never read back, is UNKNOWN with its traceback) and
+    counts keyed by its label."""
+    import time
+    import traceback
+
+    from verifier.judge.pipeline import read_input_log
+    from verifier.rundata.apps import AppLayout, read_readback
+    from verifier.rundata.vocab import ISOLATIONS, READ_COMMITTED
+
+    outcomes, counts = [], {}
+    for spec in config.apps.values():
+        c: dict = {}
+        try:
+            log = read_input_log(run_dir, READ_COMMITTED)  # what the group should read
+            if spec.input_topics:
+                log = log.filter(pa.compute.is_in(log["topic"], pa.array(
+                    list(spec.input_topics), pa.string())))
+        except Exception:  # noqa: BLE001 - judged below, UNKNOWN
+            log = None
+        for iso in ISOLATIONS:
+            start = time.perf_counter()
+            try:
+                if log is None:
+                    raise FileNotFoundError(f"no input observations in {run_dir}")
+                out, info = read_readback(AppLayout(run_dir, spec.name), iso)
+                committed = group_offsets(info.get("committed") or {}, spec.input_topics)
+                outcome, n = judge(spec, iso, log, out, committed, config.run, cap)
+                c["sent"] = n["sent"]
+                c[f"observed_{iso}"] = n["observed"]
+            except Exception as exc:  # noqa: BLE001 - a check that cannot run is UNKNOWN
+                outcome = CheckOutcome(spec.column(iso), KINDS, error=traceback.format_exc(),
+                                       summary=f"{type(exc).__name__}: {exc}"[:300])
+            outcome.seconds = time.perf_counter() - start
+            outcomes.append(outcome)
+        counts[spec.label] = c
+    return outcomes, counts

@@ -94,6 +94,8 @@ class RunConfig:
     seed: int | None = None
     #: the pipelines under test (verifier.judge.pipeline.PipelineSpec), by name
     pipelines: dict = field(default_factory=dict)
+    #: the applications under test (verifier.judge.application.AppSpec), by name
+    apps: dict = field(default_factory=dict)
 
     def modes(self) -> list[str]:
         """Mode labels, presets first in their canonical order, then user labels."""

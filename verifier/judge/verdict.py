@@ -20,7 +20,7 @@ from verifier.judge.model import (
     CheckOutcome,
     RunData,
 )  # fmt: skip
-from verifier.rundata.columns import run_columns
+from verifier.rundata.columns import APP_PREFIX, run_columns
 from verifier.rundata.formats import FORMATS
 from verifier.rundata.vocab import (  # the verdicts: one table, there
     FAIL,
@@ -58,7 +58,7 @@ def columns_of(run: RunData) -> list[Column]:
     column per isolation level; the pipelines under test after the producer modes."""
     return [Column(c.name, c.mode, c.expect, c.isolations)
             for c in run_columns(run.config.producers.values(),
-                                 run.config.pipelines.values())]
+                                 run.config.pipelines.values(), run.config.apps.values())]
 
 
 def _entry(col: Column, kind: str, sink: str, faults: set[str]) -> str:
@@ -95,7 +95,9 @@ def _anomalies(col: Column, outcomes: list[CheckOutcome], sink: str, faults: set
 def _reasons_unknown(col: Column, run: RunData, outcomes, anomalies, topics) -> list[str]:
     reasons = []
     for o in outcomes:
-        mine = not o.name.startswith(PIPELINE_CHECK) or o.name == col.mode
+        # a pipeline's or an application's check judges its own column only
+        mine = not o.name.startswith((PIPELINE_CHECK, APP_PREFIX)) or \
+            o.name in (col.mode, col.name)
         if o.error and mine and any(anomalies[k]["expectation"] in (X.FORBIDDEN,
                                                                   X.INCONCLUSIVE)
                                     for k in o.kinds):  # fmt: skip

@@ -21,6 +21,7 @@ from verifier.harness.faults.triggers import max_within
 from verifier.harness.leftovers import claim
 from verifier.harness.procs import ManagedProcess
 from verifier.harness.topics import create_topics
+from verifier.orchestration import apps as APPS
 from verifier.orchestration.children import (
     ensure_observer,
     stop_generators,
@@ -146,6 +147,7 @@ class ScenarioRun:
         self._broker_settings()
         topics = {p.topic: self.scenario.workload.partitions for p in self.plans}
         topics.update(self._pipeline_setup())
+        topics.update(APPS.setup(self))  # the applications' instances and output topics
         from verifier.orchestration.user_input import topic_sizes
 
         topics.update(topic_sizes(self.declared))  # their partition counts, as declared
@@ -233,6 +235,8 @@ class ScenarioRun:
             from verifier.orchestration.databases import add_entries
 
             add_entries(extra["pipelines"], self.pipelines, self.database, self.run_id)
+        if self.opts.apps:
+            extra["apps"] = APPS.config_entries(self)
         if self.spark_cluster is not None:
             from verifier.orchestration.spark_cluster import place
 
@@ -241,6 +245,7 @@ class ScenarioRun:
         self.plan.write(self.layout.config)
 
     def _load(self, schedule) -> None:
+        APPS.start(self)  # consuming (an empty input) before the first record
         for p in self.plans:
             self.processes[p.process_name].start()
         wait_generators_producing(self)
@@ -367,6 +372,7 @@ class ScenarioRun:
 
         read_all(self.env.bootstrap_servers, topics, self.run_id, self.run_dir,
                  **self.plan.security)
+        self.notes += APPS.drain_and_read_back(self, timeout=self.scenario.drain_timeout_s)
         if self.pipes:
             from verifier.orchestration import pipelines as P
 

@@ -50,6 +50,8 @@ class RunOptions:
     fail_fast: bool = False
     #: the pipelines under test (verifier.orchestration.pipelines.PlannedPipeline)
     pipelines: tuple = ()
+    #: the consumer applications under test (verifier.rundata.apps.PlannedApp)
+    apps: tuple = ()
     #: runs per scenario (``chaos --repeat N``), each with its own seed (chaos.repeat_seeds)
     repeat: int = 1
     #: (k, N): this run is run k of N of its scenario; its folder and run id say so
@@ -217,6 +219,7 @@ def validate_scenario(scenario: Scenario, opts: RunOptions, env) -> list[str]:
     from verifier.orchestration.pipelines import for_scenario
 
     processes |= {p.process_name for p in for_scenario(opts.pipelines, scenario)}
+    processes |= {a.process_name(i) for a in opts.apps for i in range(a.instances)}
     problems = []
     from verifier.orchestration.pipelines import kills_pipelines
     from verifier.orchestration.spark_cluster import problems as cluster_problems
@@ -225,6 +228,9 @@ def validate_scenario(scenario: Scenario, opts: RunOptions, env) -> list[str]:
     if kills_pipelines(scenario.faults) and not opts.pipelines:
         problems.append(f"scenario {scenario.name} kills the pipelines under test: name "
                         "them with --pipeline (e.g. --pipeline kafka-sink,delta)")
+    if any(f.get("kind") == "instance-kill" for f in scenario.faults) and not opts.apps:
+        problems.append(f"scenario {scenario.name} kills the applications under test: name "
+                        "them with --app (e.g. --app copier-commit-before)")
     try:
         specs, _ = _resolve_faults(scenario, plans, run_id, _Checked(env), processes)
         build_schedule(specs, opts.seed, scenario.workload.duration_s)

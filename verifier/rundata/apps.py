@@ -173,7 +173,45 @@ class AppLayout:
         return f"app-{self.name}-{instance}"
 
 
+READBACK_FORMAT = "app-readback"
+
+
+def write_readback(where: AppLayout, rows: dict[str, pa.Table], info: dict) -> None:
+    """The output read back per isolation level (``rows``), then the document that says
+    they are complete (``info``: ``committed``, the group's offset per input
+    ``"topic-partition"``; ``error`` when it could not be read)."""
+    import pyarrow.parquet as pq
+
+    from verifier.rundata.formats import write_json
+
+    where.root.mkdir(parents=True, exist_ok=True)
+    for iso, table in rows.items():
+        tmp = where.output(iso).with_name(f".{where.output(iso).name}.tmp")
+        pq.write_table(table.select(READBACK_SCHEMA.names).cast(READBACK_SCHEMA), tmp)
+        tmp.replace(where.output(iso))
+    write_json(where.readback, READBACK_FORMAT,
+               {**info, "rows": {iso: t.num_rows for iso, t in rows.items()}})
+
+
+def read_readback(where: AppLayout, isolation: str) -> tuple[pa.Table, dict]:
+    """(rows at ``isolation``, readback.json) of one application; RunFormatError when it
+    was never read back."""
+    import pyarrow.parquet as pq
+
+    from verifier.rundata.formats import RunFormatError, read_json
+
+    info = read_json(where.readback, READBACK_FORMAT)
+    if info.get("error"):
+        raise RunFormatError(where.readback, f"its output could not be read back: "
+                                             f"{info['error']}")
+    try:
+        rows = pq.read_table(where.output(isolation)).cast(READBACK_SCHEMA)
+    except (OSError, pa.ArrowInvalid) as exc:
+        raise RunFormatError(where.output(isolation), f"unreadable: {exc}") from None
+    return rows, info
+
+
 __all__ = ["COLUMN_PREFIX", "CONTRACT", "DEFAULT_INSTANCES", "GUARANTEES", "PRESETS",
            "PROCESS_PREFIX", "READBACK_SCHEMA", "AppLayout", "PlannedApp", "Preset",
-           "config_entry", "environment", "group_id", "output_topic", "plan_apps",
-           "transactional_id_prefix"]
+           "READBACK_FORMAT", "config_entry", "environment", "group_id", "output_topic",
+           "plan_apps", "read_readback", "transactional_id_prefix", "write_readback"]

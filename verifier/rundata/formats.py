@@ -36,6 +36,7 @@ FORMATS: dict[str, int] = {
     "known-bugs-grid": 1,     # OUT/known-bugs.json: bug x combination against its status
     "pipeline-readback": 1,   # RUN/pipelines/<name>/readback.json (§8)
     "pipeline-reference": 1,  # RUN/pipelines/<name>/reference.json (§8, issue 46)
+    "app-readback": 1,        # RUN/apps/<name>/readback.json (docs/applications.md)
     "shrink": 1,              # SHRINK_OUT/shrink.json: `verifier shrink`'s report (docs/shrink.md)
 }  # fmt: skip
 

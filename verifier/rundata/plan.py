@@ -200,6 +200,13 @@ class RunPlan:
         return dict(self.extra.get("pipelines") or {})
 
     @property
+    def apps(self) -> dict[str, dict]:
+        """The consumer applications under test (issue 47): name -> entry (command,
+        guarantee, instances, group_id, output_topic, input_topics, ...:
+        :mod:`verifier.rundata.apps`)."""
+        return dict(self.extra.get("apps") or {})
+
+    @property
     def user_input(self) -> dict[str, dict]:
         """The producers that write a pipeline file's declared topic (issue 46): pid ->
         ``{"spec", "topic", "partitions"}`` (verifier.orchestration.user_input)."""

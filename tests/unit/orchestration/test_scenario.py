@@ -35,7 +35,7 @@ def test_profiles_name_existing_scenarios():
     # known-bugs profile (each forces one bug on the combinations it is documented for)
     # and of the spark-cluster profile (executors of a standalone cluster the run starts)
     assert set().union(*(p.scenarios for p in profiles.values())) == set(available())
-    apart = ("versions", "pipelines", "known-bugs", "spark-cluster")
+    apart = ("versions", "pipelines", "known-bugs", "spark-cluster", "apps")
     assert set(profiles["full"].scenarios) == {"baseline"} | {
         n for n in available() if load_scenario(n).faults} - set().union(
         *(profiles[p].scenarios for p in apart))

@@ -95,10 +95,12 @@ def config_of(plan: RunPlan, path: Path | str = "config.json") -> RunConfig:
                  for pid, p in plan.producers.items()}
     try:
         pipelines = pipeline_specs(plan.pipelines)
+        apps = app_specs(plan.apps)
     except (KeyError, TypeError, AttributeError) as exc:
         raise RunFormatError(path, f"missing or bad field: {exc}") from None
     config = RunConfig(run=plan.run, scenario=plan.scenario, sink=plan.sink,
-                       producers=producers, seed=plan.seed, pipelines=pipelines)
+                       producers=producers, seed=plan.seed, pipelines=pipelines,
+                       apps=apps)
     for p in producers.values():
         if p.expect not in PRESETS:
             raise RunFormatError(path, f"producer {p.pid}: unknown mode {p.expect!r}")
@@ -122,6 +124,20 @@ def pipeline_specs(entries: dict) -> dict:
                                  pipeline_row(e["guarantee"], e.get("fail_on_data_loss", True)),
                                  str(e.get("isolation", "read_committed")),
                                  **_oracle_of(e))
+    return out
+
+
+def app_specs(entries: dict) -> dict:
+    """config.json ``apps``: name -> AppSpec (its columns and expectation row)."""
+    from verifier.judge.application import AppSpec
+    from verifier.judge.expectations import APP_GUARANTEES
+
+    out = {}
+    for name, e in entries.items():
+        if e.get("guarantee") not in APP_GUARANTEES:
+            raise KeyError(f"app {name}: guarantee {e.get('guarantee')!r}")
+        out[name] = AppSpec(name, e["guarantee"], tuple(e.get("input_topics") or ()),
+                            str(e.get("output_topic") or ""))
     return out
 
 

@@ -1,0 +1,208 @@
+"""The consumer applications under test in a run (issue 47): their instances as managed
+processes, their output topics, and after the load their catch-up, stop and read-back.
+
+Each application is N instances (``app/<name>/<i>``), started with the environment
+contract (verifier.rundata.apps) before the generators, so they consume while the load
+goes and the faults act. After the load the drain waits until the application's group
+has committed up to the input's read_committed end offsets (or gives up at the drain's
+limit: what it did not reach is judged unseen, never lost), stops the instances
+(SIGTERM), then reads the output topic back at both isolation levels and the group's
+committed offsets into RUN/apps/<name>/ (verifier.judge.application judges them).
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from pathlib import Path
+
+import pyarrow as pa
+
+from verifier.harness.procs import ManagedProcess
+from verifier.rundata import apps as A
+from verifier.rundata.layout import RunLayout
+
+log = logging.getLogger(__name__)
+
+STOP_TIMEOUT = 30.0  # a clean stop: the copier finishes its batch, closes its clients
+READ_TIMEOUT = 120.0
+
+
+class AppInstance(ManagedProcess):
+    """One instance of an application; ``state_file`` is where it says what it is doing
+    (the presets do; a kill's detail reads it: verifier.harness.faults.kinds.application)."""
+
+    def __init__(self, run_dir: Path, app: A.PlannedApp, instance: int, env: dict) -> None:
+        where = A.AppLayout(run_dir, app.name)
+        self.state_file = where.state_file(instance)
+        super().__init__(app.process_name(instance), list(app.argv),
+                         RunLayout(run_dir).log(where.log_name(instance)),
+                         env={**env, A.ENV_STATE_FILE: str(self.state_file)})
+
+
+def setup(run) -> dict[str, int]:
+    """The instances (not started) in ``run.processes``, and the output topics to
+    create (as many partitions as the input's: the presets keep the partition)."""
+    topics = {}
+    inputs = input_topics(run)
+    for app in run.opts.apps:
+        A.AppLayout(run.run_dir, app.name).root.mkdir(parents=True, exist_ok=True)
+        for i in range(app.instances):
+            env = {**run.child_env, **A.environment(run.run_id, app.name,
+                                                    run.env.bootstrap_servers, inputs, i)}
+            proc = AppInstance(run.run_dir, app, i, env)
+            run.processes[proc.name] = proc
+        topics[A.output_topic(run.run_id, app.name)] = run.scenario.workload.partitions
+    return topics
+
+
+def input_topics(run) -> list[str]:
+    """What the applications read: the run's producer topics."""
+    return sorted({p.topic for p in run.plans})
+
+
+def config_entries(run) -> dict:
+    """config.json ``apps``."""
+    inputs = input_topics(run)
+    return {a.name: A.config_entry(a, run.run_id, inputs) for a in run.opts.apps}
+
+
+def instances(run) -> list[AppInstance]:
+    return [p for p in run.processes.values() if isinstance(p, AppInstance)]
+
+
+def start(run) -> None:
+    for proc in instances(run):
+        proc.start()
+
+
+def _client_config(run) -> dict:
+    return dict(run.plan.security)
+
+
+def committed_offsets(bootstrap: str, group: str, **client_config) -> dict[str, int]:
+    """The group's committed offset per ``"topic-partition"``."""
+    from kafka import KafkaAdminClient
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap.split(","), **client_config)
+    try:
+        got = admin.list_consumer_group_offsets(group)
+    finally:
+        admin.close()
+    return {f"{tp.topic}-{tp.partition}": int(om.offset) for tp, om in got.items()
+            if om.offset is not None and om.offset >= 0}
+
+
+def _end_offsets(bootstrap: str, topics: list[str], isolation: str,
+                 **client_config) -> dict[str, int]:
+    from kafka import KafkaConsumer, TopicPartition
+
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap.split(","), group_id=None,
+                             isolation_level=isolation, enable_auto_commit=False,
+                             **client_config)
+    try:
+        tps = [TopicPartition(t, p) for t in topics
+               for p in sorted(consumer.partitions_for_topic(t) or ())]
+        return {f"{tp.topic}-{tp.partition}": int(o)
+                for tp, o in consumer.end_offsets(tps).items()}
+    finally:
+        consumer.close()
+
+
+def behind(ends: dict[str, int], committed: dict[str, int]) -> dict[str, str]:
+    """The input partitions whose committed offset is short of their end (pure)."""
+    return {tp: f"{committed.get(tp, 0)}/{end}" for tp, end in sorted(ends.items())
+            if end > 0 and committed.get(tp, 0) < end}
+
+
+def drain_and_read_back(run, timeout: float) -> list[str]:
+    """Wait for each application's group to commit up to the input's read_committed end
+    (at most ``timeout`` s in all), stop the instances, read back; notes for the run."""
+    if not run.opts.apps:
+        return []
+    notes = []
+    bootstrap, extra = run.env.bootstrap_servers, _client_config(run)
+    inputs = input_topics(run)
+    ends = _end_offsets(bootstrap, inputs, "read_committed", **extra)
+    deadline = time.monotonic() + timeout
+    for app in run.opts.apps:
+        group = A.group_id(run.run_id, app.name)
+        short = {}
+        while time.monotonic() < deadline:
+            short = behind(ends, committed_offsets(bootstrap, group, **extra))
+            dead = [p.name for p in instances(run) if p.name.startswith(
+                f"{A.PROCESS_PREFIX}/{app.name}/") and not p.alive]
+            for name in dead:  # exited on its own: the drain needs it consuming
+                notes.append(f"{name} had exited ({run.processes[name].returncode}) and "
+                             f"was restarted: {run.processes[name].log_tail(3)}")
+                run.processes[name].restart()
+            if not short:
+                break
+            time.sleep(1.0)
+        if short:
+            where = "; ".join(f"{k} {v}" for k, v in list(short.items())[:6])
+            notes.append(f"app {app.name}: its group did not commit up to the input's end "
+                         f"within the drain ({where})")
+    for proc in instances(run):
+        proc.terminate(timeout=STOP_TIMEOUT)
+    for app in run.opts.apps:
+        where = A.AppLayout(run.run_dir, app.name)
+        try:
+            rows = {iso: read_output(bootstrap, A.output_topic(run.run_id, app.name),
+                                     run.run_id, iso, **extra)
+                    for iso in ("read_committed", "read_uncommitted")}
+            committed = committed_offsets(bootstrap, A.group_id(run.run_id, app.name), **extra)
+            A.write_readback(where, rows, {"committed": committed, "input_ends": ends})
+        except Exception as exc:  # noqa: BLE001 - its columns are UNKNOWN with this
+            log.warning("read-back of app %s", app.name, exc_info=True)
+            A.write_readback(where, {}, {"error": f"{type(exc).__name__}: {exc}"})
+            notes.append(f"app {app.name}: its output could not be read back: {exc}")
+    return notes
+
+
+def read_output(bootstrap: str, topic: str, run_id: str, isolation: str,
+                timeout: float = READ_TIMEOUT, **client_config) -> pa.Table:
+    """The output topic from its start to its end at ``isolation``, decoded
+    (READBACK_SCHEMA)."""
+    from kafka import KafkaConsumer, TopicPartition
+
+    from streaming.observations import decode_row
+    from streaming.plain_reader import identity_of
+    from verifier.rundata.waiting import wait_until
+
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap.split(","), group_id=None,
+                             isolation_level=isolation, enable_auto_commit=False,
+                             max_poll_records=5000, **client_config)
+    rows: list[dict] = []
+    try:
+        tps = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic)
+                                                         or ())]
+        consumer.assign(tps)
+        consumer.seek_to_beginning(*tps)
+        ends = consumer.end_offsets(tps)
+
+        def probe():
+            for tp, messages in consumer.poll(timeout_ms=500).items():
+                for m in messages:
+                    if m.offset < ends[tp]:
+                        d = decode_row(run_id, identity_of(m))
+                        rows.append({k: d.get(k) for k in ("run", "pid", "ses", "p", "seq",
+                                                           "txn", "ts_send", "foreign",
+                                                           "error")}
+                                    | {"batch": None, "task": None, "out_topic": m.topic,
+                                       "out_partition": m.partition, "out_offset": m.offset})
+            left = {f"{tp.partition}": f"{consumer.position(tp)}/{ends[tp]}" for tp in tps
+                    if consumer.position(tp) < ends[tp]}
+            return not left, left
+
+        wait_until(probe, timeout=timeout, interval=0.001, max_interval=0.001,
+                   what=f"the read-back of {topic} at {isolation}",
+                   expected="position == end offset for every partition",
+                   describe=lambda b: f"position/end still behind: {b}")
+    finally:
+        consumer.close()
+    return pa.Table.from_pylist(rows, schema=A.READBACK_SCHEMA)
+
+
+__all__ = ["AppInstance", "behind", "committed_offsets", "config_entries",
+           "drain_and_read_back", "input_topics", "read_output", "setup", "start"]
