@@ -78,3 +78,34 @@ def test_an_output_never_read_back_leaves_both_columns_crashed(tmp_path):
 def test_the_drain_waits_for_the_partitions_whose_group_is_short_of_the_end():
     assert behind({"t-0": 5, "t-1": 0, "t-2": 3}, {"t-0": 5, "t-2": 1}) == {"t-2": "1/3"}
     assert behind({"t-0": 5}, {}) == {"t-0": "0/5"}
+
+
+def test_the_verdict_has_the_applications_columns_and_keeps_a_crash_to_them():
+    from dataclasses import replace
+
+    from tests.unit.judge.builders import RunBuilder
+    from verifier.judge import verdict as V
+    from verifier.judge.application import judge
+    from verifier.judge.model import CheckOutcome
+    from verifier.judge.pipeline import input_log
+
+    b = RunBuilder(mode="at-least-once")
+    b.send(0, 0, offset=0).see(0, 0, 0).end_offsets(0, 1, 1)
+    run = b.build()
+    run = replace(run, config=replace(run.config, apps=Config.apps))
+    spec = Config.apps["copier-commit-before"]
+    log = input_log(pa.Table.from_pylist(
+        [{"topic": "t", "partition": 0, "offset": i, "foreign": False,
+          **{k: v for k, v in ident(i).items() if k != "run"}} for i in range(3)]))
+    lost, _ = judge(spec, RC, log, output(0, 1), {"t-0": 3}, RUN)
+    crashed = CheckOutcome(spec.column(RU), lost.kinds, error="Traceback", summary="boom")
+    cols = {c["name"]: c for c in V.build(run, [lost, crashed], {})["columns"]}
+    assert list(cols)[-2:] == ["app:copier-commit-before@read_committed",
+                               "app:copier-commit-before@read_uncommitted"]
+    rc = cols["app:copier-commit-before@read_committed"]
+    assert rc["verdict"] == "FAIL" and rc["forbidden"] == [LOST]
+    assert rc["expect"] == "app/at-least-once"
+    ru = cols["app:copier-commit-before@read_uncommitted"]
+    assert ru["verdict"] == "UNKNOWN" and any("boom" in r for r in ru["reasons"])
+    # the producer's column is not made UNKNOWN by the application's crashed check
+    assert not any("boom" in r for r in cols["at-least-once"]["reasons"])
