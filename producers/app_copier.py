@@ -77,6 +77,14 @@ def _listener(state: State, on_revoke):
     return Listener()
 
 
+def write(producer, output: str, batch: dict, out_partitions: int) -> None:
+    """Each record's key, value and headers to the output partition of its number."""
+    for tp, records in batch.items():
+        for r in records:
+            producer.send(output, value=r.value, key=r.key, headers=list(r.headers or ()),
+                          partition=tp.partition % out_partitions)
+
+
 def run(strategy: str, env: dict[str, str], stop, process_ms: int = PROCESS_MS) -> None:
     """Copy until ``stop()`` is true (SIGTERM)."""
     from kafka import KafkaConsumer, KafkaProducer
@@ -117,25 +125,27 @@ def run(strategy: str, env: dict[str, str], stop, process_ms: int = PROCESS_MS) 
             n = sum(len(r) for r in batch.values())
             # at_risk: the records a kill now would lose (before: committed, not yet
             # written), write again (after: written, not committed) or abort
-            # (transactional: in the open transaction)
+            # (transactional: in the open transaction); the processing time falls
+            # inside that window, between the batch's two steps
             if strategy == "before":
                 consumer.commit(offsets)
-            if transactional:
+                state.update(at_risk=n)
+                time.sleep(process_ms / 1000)
+                write(producer, output, batch, out_partitions)
+                producer.flush()
+            elif strategy == "after":
+                write(producer, output, batch, out_partitions)
+                producer.flush()
+                state.update(at_risk=n)
+                time.sleep(process_ms / 1000)
+                consumer.commit(offsets)
+            else:
                 producer.begin_transaction()
-            state.update(at_risk=n, in_transaction=transactional)
-            for tp, records in batch.items():
-                for r in records:
-                    producer.send(output, value=r.value, key=r.key,
-                                  headers=list(r.headers or ()),
-                                  partition=tp.partition % out_partitions)
-            time.sleep(process_ms / 1000)
-            if transactional:
+                write(producer, output, batch, out_partitions)
+                state.update(at_risk=n, in_transaction=True)
+                time.sleep(process_ms / 1000)
                 producer.send_offsets_to_transaction(offsets, consumer.group_metadata())
                 producer.commit_transaction()
-            else:
-                producer.flush()
-                if strategy == "after":
-                    consumer.commit(offsets)
             state.update(at_risk=0, in_transaction=False, written=state.doc["written"] + n,
                          batches=state.doc["batches"] + 1)
     finally:
