@@ -17,6 +17,7 @@ from verifier.judge import verdict as V
 from verifier.judge.exposure import exposure
 from verifier.judge.faults.facts import Batch, ColumnSpec, RunFacts, Sends, Txn
 from verifier.rundata.checkpoint import planned_batches
+from verifier.rundata.columns import is_app_column
 from verifier.rundata.layout import RunLayout
 from verifier.rundata.plan import plan_of
 from verifier.rundata.vocab import ISOLATIONS
@@ -104,7 +105,8 @@ def facts_of(run_dir: Path, doc: dict, run, history=None) -> RunFacts:
         columns.append(ColumnSpec(
             name=c["name"], mode=c["mode"], pids=pids,
             topics=tuple(c.get("topics") or ()), transactional=c["expect"] == "transactional",
-            pipeline=pipeline, isolations=tuple(c.get("isolations") or ISOLATIONS),
+            pipeline=pipeline, app=c["mode"] if is_app_column(c["mode"]) else None,
+            isolations=tuple(c.get("isolations") or ISOLATIONS),
             transactional_ids=tuple(t for t, pid in txn_pid.items() if pid in pids),
             client_ids=tuple(i for i, pid in client_pid.items() if pid in pids)))
     if history is None:

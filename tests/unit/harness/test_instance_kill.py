@@ -117,3 +117,18 @@ def test_the_verdict_counts_the_killed_instances_records_at_risk_for_their_app_o
     count, why = acted_on(window([{"app": "a", "instance": 0, "state": None}]),
                           column("app:a"), facts)
     assert count is None and "no state file" in why
+
+
+def test_the_producers_faults_do_not_concern_an_applications_columns():
+    from verifier.judge.faults.facts import ColumnSpec as Col
+
+    app = Col(name="app:a@read_committed", mode="app:a", pids=(), topics=(), app="app:a")
+    producer = Col(name="idempotent", mode="idempotent", pids=("idempotent-0",), topics=("t",))
+    for fault, target in (("observer-kill", {"process": "observer"}),
+                          ("broker-kill", {"node": 1}),
+                          ("hold", {"all": True})):
+        w = Window(1, fault, target, tried=1000, end=2000, outcome="ok", completed=True)
+        assert not concerns(w, app, {}), fault
+    w = Window(1, "observer-kill", {"process": "observer"}, tried=1000, end=2000,
+               outcome="ok", completed=True)
+    assert concerns(w, producer, {})

@@ -15,6 +15,7 @@ from verifier.judge.faults import application, broker, config, process, proxy, r
 from verifier.judge.faults.facts import ColumnSpec, RunFacts
 from verifier.judge.faults.family import Family
 from verifier.judge.faults.windows import Window, read_windows
+from verifier.rundata.columns import is_app_column
 
 FAMILIES: tuple[Family, ...] = (proxy.FAMILY, broker.FAMILY, process.FAMILY, spark.FAMILY,
                                 config.FAMILY, retention.FAMILY, application.FAMILY)
@@ -61,7 +62,8 @@ def column_of(config, mode: str) -> ColumnSpec:
     tids = tuple(f"{config.run}.{p}" for p in pids
                  if getattr(config.producers[p], "expect", None) == "transactional")
     return ColumnSpec(name=mode, mode=mode, pids=pids, topics=(),
-                      pipeline=None if pids else labels.get(mode), transactional_ids=tids)
+                      pipeline=None if pids else labels.get(mode), transactional_ids=tids,
+                      app=mode if is_app_column(mode) else None)
 
 
 def unknown_outcomes(nemesis: list[dict], config, mode: str) -> list[str]:

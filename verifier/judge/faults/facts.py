@@ -48,6 +48,9 @@ class ColumnSpec:
     topics: tuple[str, ...]
     transactional: bool = False
     pipeline: str | None = None  # the pipeline's name for a pipeline column
+    #: the application's label (``app:<name>``) for an application's column: judged on
+    #: its own faults only, until the others count what they did to it (issue 47)
+    app: str | None = None
     isolations: tuple[str, ...] = ()
     #: the transactional ids its producers use: a proxy rule or a copy that carries one
     #: (the coordinator's WriteTxnMarkers included) concerns this column

@@ -89,4 +89,9 @@ def client_counts(w: Window, col: ColumnSpec, facts: RunFacts | None) -> tuple[i
 
 def producer_columns(w: Window, col: ColumnSpec, producers_mode: dict[str, str]) -> bool:
     """Every producer column (a pipeline is judged on its own driver's faults)."""
-    return col.pipeline is None
+    return is_producer_column(col)
+
+
+def is_producer_column(col: ColumnSpec) -> bool:
+    """A producer mode's column: neither a pipeline's nor an application's."""
+    return col.pipeline is None and col.app is None

@@ -17,7 +17,12 @@ import bisect
 from collections.abc import Callable, Iterable
 
 from verifier.judge.faults.facts import Batch, ColumnSpec, RunFacts, Sends, Txn
-from verifier.judge.faults.family import PIPELINE_PREFIX, Family, process_target
+from verifier.judge.faults.family import (
+    PIPELINE_PREFIX,
+    Family,
+    is_producer_column,
+    process_target,
+)
 from verifier.judge.faults.windows import Window
 
 OBSERVER = "observer"
@@ -35,13 +40,13 @@ def concerns(w: Window, col: ColumnSpec, producers_mode: dict[str, str]) -> bool
     if proc is None:
         return False
     if proc == OBSERVER:
-        return col.pipeline is None
+        return is_producer_column(col)
     if proc.startswith(PIPELINE_PREFIX):
         return col.pipeline == proc.removeprefix(PIPELINE_PREFIX)
     if proc.startswith(PRODUCER_PREFIX):
         mode = proc.removeprefix(PRODUCER_PREFIX).split("/")[0]
-        return col.pipeline is None and col.mode == mode
-    return col.pipeline is None and producers_mode.get(proc) == col.mode
+        return is_producer_column(col) and col.mode == mode
+    return is_producer_column(col) and producers_mode.get(proc) == col.mode
 
 
 def _unacked_at(sends: Sends, t: int) -> int:

@@ -19,7 +19,13 @@ from __future__ import annotations
 
 from verifier.judge.faults import hold_counts as H
 from verifier.judge.faults.facts import ColumnSpec, RunFacts
-from verifier.judge.faults.family import API_PRODUCE, Family, client_counts, owns
+from verifier.judge.faults.family import (
+    API_PRODUCE,
+    Family,
+    client_counts,
+    is_producer_column,
+    owns,
+)
 from verifier.judge.faults.windows import Window
 
 
@@ -28,7 +34,7 @@ def _rule(w: Window) -> dict:
 
 
 def concerns(w: Window, col: ColumnSpec, producers_mode: dict[str, str]) -> bool:
-    if col.pipeline is not None:  # a pipeline is judged on its own driver's faults
+    if not is_producer_column(col):  # a pipeline is judged on its own driver's faults
         return False
     rule = _rule(w)
     if rule.get("transactional_id"):
