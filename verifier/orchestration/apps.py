@@ -86,7 +86,8 @@ def committed_offsets(bootstrap: str, group: str, **client_config) -> dict[str, 
 
     admin = KafkaAdminClient(bootstrap_servers=bootstrap.split(","), **client_config)
     try:
-        got = admin.list_consumer_group_offsets(group)
+        # kafka-python 3.x: group id -> {TopicPartition: OffsetAndMetadata}
+        got = admin.list_group_offsets({group: None}).get(group) or {}
     finally:
         admin.close()
     return {f"{tp.topic}-{tp.partition}": int(om.offset) for tp, om in got.items()
