@@ -223,6 +223,7 @@ class ScenarioRun:
                  "scenario_spec": self.scenario.to_json(),
                  "schedule": schedule.to_json(), "notes": list(self.notes)}
         if self.pipelines:
+            from verifier.orchestration import databases as D
             from verifier.orchestration import pipelines as P
             from verifier.orchestration import user_input as UI
 
@@ -232,9 +233,7 @@ class ScenarioRun:
                                                 run_topics=own)
             if self.declared:
                 extra["user_input"] = UI.plan_entries(self.declared)
-            from verifier.orchestration.databases import add_entries
-
-            add_entries(extra["pipelines"], self.pipelines, self.database, self.run_id)
+            D.add_entries(extra["pipelines"], self.pipelines, self.database, self.run_id)
         if self.opts.apps:
             extra["apps"] = APPS.config_entries(self)
         if self.spark_cluster is not None:
@@ -383,8 +382,7 @@ class ScenarioRun:
             self.notes += P.stop(self.pipes, P.stop_timeout(self.plan.pipelines))
 
     def _follow(self) -> None:
-        """Follow the run's files from the start of the load (verifier.assess.follow):
-        its verdict then comes right after the drain."""
+        """Follow the run's files from the load's start: the verdict right after the drain."""
         from verifier.assess.follow import RunFollower
         from verifier.judge.checks.load import load_config
 
