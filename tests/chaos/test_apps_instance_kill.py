@@ -3,7 +3,8 @@ the three copier presets in one consumer group each, an instance killed twice wh
 batch is between its two steps, three runs. The commit-before copier (claiming
 at-least-once) loses the batch it committed and had not written: FAIL 3/3 with ``lost``;
 the commit-after copier writes it again: duplicates, tolerated, PASS; the transactional
-copier aborts it: PASS at read_committed. Each column's exposure says what the kills hit.
+copier aborts it: PASS at read_committed, the aborted batch read at read_uncommitted. Each
+column's exposure says what the kills hit.
 
 Chaos tier (`make test-chaos`).
 """
@@ -43,6 +44,10 @@ def test_each_copier_gets_what_its_commit_strategy_gives(tmp_path):
         assert cols[f"app:copier-commit-before@{RC}"]["forbidden"] == ["lost"]
         assert cols[f"app:copier-commit-after@{RC}"]["anomalies"]["duplicate-delivery"][
             "count"] > 0
+        # the aborted transaction's records, in the log and read at read_uncommitted
+        # beside their committed rewrite: the kill hit a written, uncommitted batch
+        ru = cols["app:copier-transactional@read_uncommitted"]["anomalies"]
+        assert ru.get("duplicate-delivery", {}).get("count", 0) > 0, ru
         for name in ("copier-commit-before", "copier-commit-after", "copier-transactional"):
             kills = cols[f"app:{name}@{RC}"]["exposure"]["faults"]
             assert kills and all(k["acted"] for k in kills), (name, kills)
