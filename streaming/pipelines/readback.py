@@ -98,18 +98,13 @@ def _header(message, key: str) -> str | None:
     return None
 
 
-def read_topic_records(bootstrap_servers: str, topic: str, timeout: float = 120,
-                       **client_config) -> tuple[list[bytes], list | None, list | None]:
-    """(values, batches, tasks) of ``topic`` at read_committed, from the beginning to its
-    end offsets; batches and tasks from the records' headers (None when no record has
-    them)."""
-    batches: list = []
-    tasks: list = []
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap_servers,
-                             isolation_level="read_committed", enable_auto_commit=False,
-                             group_id=None, max_poll_records=5000,
-                             **{"client_id": "verifier.pipeline-readback", **client_config})
-    values: list[bytes] = []
+def read_whole(bootstrap_servers: str, topic: str, on_message, isolation: str =
+               "read_committed", timeout: float = 120, what: str = "", **client_config) -> None:
+    """Call ``on_message`` on every record of ``topic`` at ``isolation``, from the
+    beginning to the end offsets it has when the read starts (a plain consumer, no group)."""
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap_servers.split(","),
+                             isolation_level=isolation, enable_auto_commit=False,
+                             group_id=None, max_poll_records=5000, **client_config)
     try:
         tps = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic)
                                                         or ())]
@@ -122,21 +117,40 @@ def read_topic_records(bootstrap_servers: str, topic: str, timeout: float = 120,
             for tp, messages in consumer.poll(timeout_ms=500).items():
                 for m in messages:
                     if m.offset < ends[tp]:
-                        values.append(m.value)
-                        batch = _header(m, HEADER_BATCH)
-                        batches.append(int(batch) if batch and batch.isdigit() else None)
-                        tasks.append(_header(m, HEADER_TASK))
+                        on_message(m)
             for tp in list(pending):
                 if consumer.position(tp) >= ends[tp]:
                     pending.discard(tp)
                     consumer.pause(tp)
-            return not pending, {f"{tp.topic}-{tp.partition}": ends[tp] for tp in pending}
+            return not pending, {f"{tp.topic}-{tp.partition}": f"{consumer.position(tp)}/"
+                                 f"{ends[tp]}" for tp in pending}
 
         wait_until(probe, timeout=timeout, interval=0.001, max_interval=0.01,
-                   what=f"reading the pipeline's output topic {topic}",
-                   expected="position == end offset for every partition")
+                   what=what or f"reading {topic} at {isolation}",
+                   expected="position == end offset for every partition",
+                   describe=lambda b: f"position/end still behind: {b}")
     finally:
         consumer.close()
+
+
+def read_topic_records(bootstrap_servers: str, topic: str, timeout: float = 120,
+                       **client_config) -> tuple[list[bytes], list | None, list | None]:
+    """(values, batches, tasks) of ``topic`` at read_committed, from the beginning to its
+    end offsets; batches and tasks from the records' headers (None when no record has
+    them)."""
+    values: list[bytes] = []
+    batches: list = []
+    tasks: list = []
+
+    def keep(m) -> None:
+        values.append(m.value)
+        batch = _header(m, HEADER_BATCH)
+        batches.append(int(batch) if batch and batch.isdigit() else None)
+        tasks.append(_header(m, HEADER_TASK))
+
+    read_whole(bootstrap_servers, topic, keep, timeout=timeout,
+               what=f"reading the pipeline's output topic {topic}",
+               **{"client_id": "verifier.pipeline-readback", **client_config})
     return (values, batches if any(b is not None for b in batches) else None,
             tasks if any(t is not None for t in tasks) else None)
 
@@ -157,4 +171,5 @@ def checkpoint_batches(where: PipelineLayout) -> list[dict]:
 
 
 __all__ = ["checkpoint_batches", "decode_values",
-           "frame_values", "read_frame", "read_topic", "read_topic_records", "source_of"]
+           "frame_values", "read_frame", "read_topic", "read_topic_records", "read_whole",
+           "source_of"]

@@ -165,43 +165,21 @@ def read_output(bootstrap: str, topic: str, run_id: str, isolation: str,
                 timeout: float = READ_TIMEOUT, **client_config) -> pa.Table:
     """The output topic from its start to its end at ``isolation``, decoded
     (READBACK_SCHEMA)."""
-    from kafka import KafkaConsumer, TopicPartition
-
     from streaming.observations import decode_row
+    from streaming.pipelines.readback import read_whole
     from streaming.plain_reader import identity_of
-    from verifier.rundata.waiting import wait_until
 
-    consumer = KafkaConsumer(bootstrap_servers=bootstrap.split(","), group_id=None,
-                             isolation_level=isolation, enable_auto_commit=False,
-                             max_poll_records=5000, **client_config)
     rows: list[dict] = []
-    try:
-        tps = [TopicPartition(topic, p) for p in sorted(consumer.partitions_for_topic(topic)
-                                                         or ())]
-        consumer.assign(tps)
-        consumer.seek_to_beginning(*tps)
-        ends = consumer.end_offsets(tps)
 
-        def probe():
-            for tp, messages in consumer.poll(timeout_ms=500).items():
-                for m in messages:
-                    if m.offset < ends[tp]:
-                        d = decode_row(run_id, identity_of(m))
-                        rows.append({k: d.get(k) for k in ("run", "pid", "ses", "p", "seq",
-                                                           "txn", "ts_send", "foreign",
-                                                           "error")}
-                                    | {"batch": None, "task": None, "out_topic": m.topic,
-                                       "out_partition": m.partition, "out_offset": m.offset})
-            left = {f"{tp.partition}": f"{consumer.position(tp)}/{ends[tp]}" for tp in tps
-                    if consumer.position(tp) < ends[tp]}
-            return not left, left
+    def keep(m) -> None:
+        d = decode_row(run_id, identity_of(m))
+        rows.append({k: d.get(k) for k in ("run", "pid", "ses", "p", "seq", "txn", "ts_send",
+                                           "foreign", "error")}
+                    | {"batch": None, "task": None, "out_topic": m.topic,
+                       "out_partition": m.partition, "out_offset": m.offset})
 
-        wait_until(probe, timeout=timeout, interval=0.001, max_interval=0.001,
-                   what=f"the read-back of {topic} at {isolation}",
-                   expected="position == end offset for every partition",
-                   describe=lambda b: f"position/end still behind: {b}")
-    finally:
-        consumer.close()
+    read_whole(bootstrap, topic, keep, isolation=isolation, timeout=timeout,
+               what=f"the read-back of {topic} at {isolation}", **client_config)
     return pa.Table.from_pylist(rows, schema=A.READBACK_SCHEMA)
 
 
