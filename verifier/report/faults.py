@@ -73,9 +73,9 @@ def trigger_text(detail: dict) -> str:
     elif name == "every-column":
         name = "with batches of every column in flight"
         found += [f"{iso} batch {b}" for iso, b in sorted((detail.get("batches") or {}).items())]
-    elif name in ("appended", "held"):
-        name = "at its first " + ("dropped answer to an append" if name == "appended"
-                                  else "held request")
+    elif name in ("appended", "held", "forged"):
+        name = "at its first " + {"appended": "dropped answer to an append",
+                                  "held": "held request", "forged": "forged error answer"}[name]
     return f" {name}" + (f" ({', '.join(found)})" if found else "") + \
         f" after {detail.get('waited_s')} s"
 

@@ -16,7 +16,7 @@ from verifier.judge import faults as judged
 from verifier.judge.faults import process as judged_process
 from verifier.rundata.errors import UsageError
 
-PROXY = {"ack-loss", "latency", "blackhole", "reset", "hold"}
+PROXY = {"ack-loss", "latency", "blackhole", "reset", "hold", "error-answer"}
 BROKER = {"broker-kill", "broker-pause", "network-partition"}
 
 
@@ -42,7 +42,7 @@ def test_each_trigger_is_taken_by_the_kinds_that_declare_it():
         "copy-committed": ("producer-kill",),
         "appended": ("ack-loss",), "held": ("hold",), "pipelines-down": ("retention",),
         "batch-planned": ("process-kill",), "every-column": ("observer-kill",),
-        "at-risk": ("instance-kill",)}
+        "at-risk": ("instance-kill",), "forged": ("error-answer",)}
     with pytest.raises(UsageError, match="trigger 'mid-batch' applies to process-kill, "
                                          "checkpoint-lost, executor-kill, worker-kill, "
                                          "not observer-kill"):
@@ -95,3 +95,31 @@ def test_a_kind_without_a_readiness_check_is_never_held_back():
     assert kinds.not_ready(fault, FaultEnv("x:1")) is None
     assert kinds.KINDS["broker-config"].on_brokers and kinds.KINDS["broker-kill"].on_brokers
     assert not kinds.KINDS["network-partition"].on_brokers
+
+
+def test_an_error_answer_is_a_proxy_rule_whose_names_are_checked_before_anything_starts():
+    """Its params are the error_answer rule's: Kafka's error and API names, a variant; a
+    name Kafka does not have, or a replaced answer with an error no broker that did the
+    work gives, is a usage error (exit 64) when the scenario is read; a probability
+    without a seed gets one from the schedule's."""
+    def spec(**params):
+        return parse_spec({"kind": "error-answer", "target": {"all": True}, "start": 1,
+                           "duration": 5, "params": params}, "s")
+
+    kind = kinds.KINDS["error-answer"]
+    assert (kind.rule, kind.needs, kind.triggers) == ("error_answer", "proxy", ("forged",))
+    ok = spec(api="produce", error="NOT_LEADER_OR_FOLLOWER", variant="refuse",
+              probability=0.2, trigger="forged")
+    assert isinstance(build_schedule([ok], seed=3, run_seconds=9).faults[0].params["seed"], int)
+    spec(api=["end-txn", "add-partitions-to-txn"], error="CONCURRENT_TRANSACTIONS",
+         variant="replace", next=2, transactional_id="r.tx-0")
+    for params, why in (
+            (dict(error="NOT_LEADER", variant="refuse", next=1), "Kafka's error names"),
+            (dict(error="REQUEST_TIMED_OUT", variant="drop", next=1), "variant must be"),
+            (dict(error="MESSAGE_TOO_LARGE", variant="replace", next=1), "retriable"),
+            (dict(api="fetch", error="REQUEST_TIMED_OUT", variant="refuse", next=1),
+             "api must be one of"),
+            (dict(error="REQUEST_TIMED_OUT", variant="refuse"), "exactly one of")):
+        with pytest.raises(UsageError, match=why) as exc:
+            spec(**params)
+        assert exc.value.exit_code == 64

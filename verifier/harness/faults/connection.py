@@ -16,6 +16,7 @@ import socket
 import struct
 from typing import Protocol
 
+from verifier.harness.faults import forging
 from verifier.harness.faults.connection_log import ConnectionLog, Traffic
 from verifier.harness.faults.holds import Held, Holds, now_ms
 from verifier.harness.faults.rules import Rule, RuleSet, answers_append
@@ -75,7 +76,12 @@ class Connection:
         host, port = writer.get_extra_info("peername")[:2]
         self.peer = f"{host}:{port}"
         self.opened_at = now_ms()
-        self.pending: collections.deque[tuple[int, int]] = collections.deque()
+        #: the requests awaiting an answer, in order: (correlation id, api key, api
+        #: version, identity or None, Held or None, forged): forged is None, the
+        #: error_answer rule that replaces the broker's answer, or a refused request's
+        #: answer (bytes), sent to the client in its turn
+        self.pending: collections.deque[tuple] = collections.deque()
+        self.to_client: asyncio.Queue | None = None
         self.traffic = Traffic()
         self.reason: str | None = None
         self.by: str | None = None
@@ -141,7 +147,7 @@ class Connection:
                 return
             to_broker: asyncio.Queue = asyncio.Queue()
             to_client: asyncio.Queue = asyncio.Queue()
-            self.to_broker = to_broker
+            self.to_broker, self.to_client = to_broker, to_client
             tasks = [asyncio.create_task(c) for c in (
                 self._read_requests(to_broker), self._read_responses(up_r, to_client),
                 self._write(to_broker, self.up_w, "broker"),
@@ -188,7 +194,7 @@ class Connection:
             self.held_answered()
         else:
             self.pending.append((held.request.correlation_id, held.request.api_key,
-                                 held.request.api_version, held.request, held))
+                                 held.request.api_version, held.request, held, None))
         self.to_broker.put_nowait((asyncio.get_running_loop().time(), frame(held.payload)))
         return True
 
@@ -204,7 +210,7 @@ class Connection:
         loop = asyncio.get_running_loop()
         for payload, corr, api_key, version, acks, ident, held in frames:
             if acks != 0:
-                self.pending.append((corr, api_key, version, ident, held))
+                self.pending.append((corr, api_key, version, ident, held, None))
             elif held is not None:
                 self.held_answered()
             self.to_broker.put_nowait((loop.time(), frame(payload)))
@@ -265,9 +271,14 @@ class Connection:
                             self.proxy.holds.hold(rule, self, payload, ident)
                             if rule.client_view != "copy":  # a copy's original goes on
                                 continue
+                    forge = None if ident is None else \
+                        self.proxy.rules.error_for(self.broker, ident)
+                    if forge is not None and forge.variant == "refuse" and \
+                            forging.refuse(self, forge, payload, header.correlation_id):
+                        continue
                     if acks != 0:  # an acks=0 produce request gets no response
                         self.pending.append((header.correlation_id, header.api_key,
-                                             header.api_version, ident, None))
+                                             header.api_version, ident, None, forge))
                     delay = self.proxy.rules.delay(self.broker, downstream=False,
                                                    client_id=self.client_id)
                     out.put_nowait((loop.time() + delay, frame(payload)))
@@ -294,8 +305,8 @@ class Connection:
         self.counters["frames_blackholed"] += 1
 
     def _match(self, corr: int) -> tuple | None:
-        """The pending entry of the request this response answers: (correlation id, api
-        key, api version, identity or None, Held or None); None if unknown."""
+        """The pending entry of the request this response answers (see ``pending``);
+        None if unknown."""
         while self.pending:
             entry = self.pending.popleft()
             if entry[0] == corr:
@@ -314,8 +325,11 @@ class Connection:
             try:
                 frames = buf.feed(data)
                 for payload in frames:
+                    forging.send_refused(self)
                     corr = response_correlation_id(payload)
                     entry = self._match(corr)
+                    if entry is not None and entry[5] is not None:  # error_answer replace
+                        payload = forging.replace(self, entry[5], payload, entry[1], entry[2])
                     api_key = None if entry is None else entry[1]
                     self.traffic.response(api_key, len(payload) + 4)
                     self.counters["responses"] += 1
@@ -346,6 +360,7 @@ class Connection:
                     delay = self.proxy.rules.delay(self.broker, downstream=True,
                                                    client_id=self.client_id)
                     out.put_nowait((loop.time() + delay, frame(payload)))
+                forging.send_refused(self)
             except WireError as exc:
                 self.counters["malformed"] += 1
                 return self.end(f"malformed response: {exc}", "proxy")

@@ -114,9 +114,10 @@ class Holds:
         return request
 
     def watching(self) -> bool:
-        """Whether requests must be parsed: a hold rule is set, or a request is held
-        (its release may wait for an event on any broker)."""
-        return bool(self._held) or any(r.kind == "hold" for r in self.rules.all())
+        """Whether requests must be parsed: a hold or error_answer rule is set, or a
+        request is held (its release may wait for an event on any broker)."""
+        return bool(self._held) or any(r.kind in ("hold", "error_answer")
+                                       for r in self.rules.all())
 
     def held_on(self, conn: HeldConnection) -> list[Held]:
         return [h for h in self._held.values() if h.conn is conn]

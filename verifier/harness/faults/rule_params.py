@@ -71,19 +71,39 @@ as new ones, until it is removed. Kinds:
     hold only a request whose records (a TxnOffsetCommit: its offsets' metadata, where the
     copier writes it) say their transaction is meant to abort (commit).
 
+``error_answer``
+    Answer a matching request (``api``: ``produce``, the default, or the transaction
+    APIs by name: ``init-producer-id``, ``add-partitions-to-txn``, ``add-offsets-to-txn``,
+    ``end-txn``, ``txn-offset-commit``, ``find-coordinator``; one name or a list) with
+    Kafka's error ``error`` (its name, ``NOT_LEADER_OR_FOLLOWER``), in every partition of
+    the answer. ``variant`` ``refuse``: the request never reaches the broker, the proxy
+    answers it (as a broker that is not the leader does); ``replace``: it goes on, and the
+    broker's answer has its error codes replaced (a leader that appended and answered
+    REQUEST_TIMED_OUT), only with a retriable error, the only kind a broker that did the
+    work answers, and which every client's outcome table takes as "may have happened".
+    Which requests: ``transactional_id``, ``client_id``, a ``partition`` and ``topic``
+    it writes (every partition of a chosen request gets the error), ``skip`` N first,
+    then ``next`` N (the first N it matches), ``every`` K or ``probability`` P with
+    ``seed``; ``limit`` caps the answers chosen. An acks=0 Produce, which gets no answer,
+    is never chosen (verifier.harness.faults.error_rules).
+
 The rules' decisions are in verifier.harness.faults.rules.
 """
 
 from __future__ import annotations
 
 from verifier.harness.kafka_wire import (
+    API_BY_NAME,
     API_END_TXN,
     API_PRODUCE,
     API_TXN_OFFSET_COMMIT,
     API_WRITE_TXN_MARKERS,
+    ERROR_CODES,
+    retriable,
 )
 
-KINDS = ("drop_response", "latency", "blackhole", "reset", "hold")
+KINDS = ("drop_response", "latency", "blackhole", "reset", "hold", "error_answer")
+VARIANTS = ("refuse", "replace")
 DIRECTIONS = ("downstream", "upstream", "both")
 CLIENT_VIEWS = ("timeout", "reset", "copy")
 RELEASE_DIRECTIONS = ("request", "response")
@@ -97,7 +117,7 @@ FIELDS = {"kind", "broker", "api_keys", "action", "appended", "next", "every", "
           "at_least_every", "seed", "limit", "ms", "direction", "transactional_id", "partition",
           "topic",
           "client_view", "release_on", "release_after_ms", "skip", "then_hold", "committed",
-          "after_marker", "records"}
+          "after_marker", "records", "api", "error", "variant", "client_id"}
 
 
 class RuleError(ValueError):
@@ -120,7 +140,7 @@ def fields_of(data: dict) -> dict:
         return dict(
             kind=kind,
             broker=None if data.get("broker") is None else int(data["broker"]),
-            api_keys=tuple(int(k) for k in data.get("api_keys", (API_PRODUCE,))),
+            api_keys=_api_keys(data),
             action=str(data.get("action", "drop")),
             appended=_opt_bool(data.get("appended")),
             next=_opt_int(data.get("next")),
@@ -144,6 +164,9 @@ def fields_of(data: dict) -> dict:
             else _opt_bool(data["committed"]),
             after_marker=_opt_str(data.get("after_marker")),
             records=_opt_str(data.get("records")),
+            error=_opt_str(data.get("error")),
+            variant=_opt_str(data.get("variant")),
+            client_id=_opt_str(data.get("client_id")),
         )
     except (TypeError, ValueError) as exc:
         raise RuleError(f"bad rule {data}: {exc}") from exc
@@ -202,11 +225,50 @@ def check(rule) -> None:
                 not set(rule.api_keys) <= TXN_APIS:
             raise RuleError("release_on transactional_id \"same\" needs held requests "
                             "that carry a transactional id")
+    if rule.kind == "error_answer":
+        _check_error_answer(rule)
     if rule.kind == "latency":
         if rule.ms <= 0:
             raise RuleError("latency needs ms > 0")
         if rule.direction not in DIRECTIONS:
             raise RuleError(f"direction must be one of {DIRECTIONS}")
+
+
+def _api_keys(data: dict) -> tuple[int, ...]:
+    """``api`` (names, an error answer's) or ``api_keys`` (numbers); default Produce."""
+    if "api" not in data:
+        return tuple(int(k) for k in data.get("api_keys", (API_PRODUCE,)))
+    if "api_keys" in data:
+        raise RuleError("give api (names) or api_keys (numbers), not both")
+    names = [data["api"]] if isinstance(data["api"], str) else data["api"]
+    if not isinstance(names, list) or not names or \
+            any(n not in API_BY_NAME for n in names):
+        raise RuleError(f"api must be one of {sorted(API_BY_NAME)} or a list of them, "
+                        f"not {data['api']!r}")
+    return tuple(API_BY_NAME[n] for n in names)
+
+
+def _check_error_answer(rule) -> None:
+    if rule.error not in ERROR_CODES:
+        raise RuleError(f"error_answer needs error, one of Kafka's error names "
+                        f"(NOT_LEADER_OR_FOLLOWER, REQUEST_TIMED_OUT, ...), not {rule.error!r}")
+    if rule.variant not in VARIANTS:
+        raise RuleError(f"variant must be one of {VARIANTS}, not {rule.variant!r}")
+    if rule.variant == "replace" and not retriable(ERROR_CODES[rule.error]):
+        raise RuleError(f"variant replace takes a retriable error (a broker that did the "
+                        f"work answers no other, and only a retriable one tells every "
+                        f"client's outcome table \"may have happened\"); {rule.error} is not")
+    if not set(rule.api_keys) <= set(API_BY_NAME.values()):
+        raise RuleError(f"error_answer answers {sorted(API_BY_NAME)} (api), not api keys "
+                        f"{sorted(set(rule.api_keys) - set(API_BY_NAME.values()))}")
+    chosen = [k for k in ("next", "every", "probability") if getattr(rule, k) is not None]
+    if len(chosen) != 1:
+        raise RuleError("error_answer needs exactly one of next, every, probability")
+    if rule.probability is not None and not 0 <= rule.probability <= 1:
+        raise RuleError(f"probability {rule.probability} is outside 0..1")
+    if (rule.next is not None and rule.next < 0) or (rule.every is not None and rule.every < 1) \
+            or rule.skip < 0 or (rule.limit is not None and rule.limit < 1):
+        raise RuleError("next and skip must be >= 0, every and limit >= 1")
 
 
 def _opt_int(value) -> int | None:

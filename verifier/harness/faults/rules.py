@@ -3,7 +3,7 @@
 A rule is set over the proxy's control interface as JSON and applies to the brokers it
 names (``broker``: a node id, or null for every broker), to existing connections as well
 as new ones, until it is removed. Its kinds (``drop_response``, ``latency``,
-``blackhole``, ``reset``, ``hold``) and their parameters are parsed and checked in
+``blackhole``, ``reset``, ``hold``, ``error_answer``) and their parameters are parsed and checked in
 verifier.harness.faults.rule_params, where each is described.
 
 The decisions here are pure so that the unit tier can test them without sockets.
@@ -14,10 +14,12 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass, field
 
+from verifier.harness.faults import error_rules
 from verifier.harness.faults.hold_tally import HoldTallies
 from verifier.harness.faults.rule_params import RuleError, check, fields_of
 from verifier.harness.kafka_wire import (
     API_PRODUCE,
+    ERROR_CODES,
     RequestIdentity,
     WireError,
     response_summary,
@@ -58,6 +60,14 @@ class Rule:
     after_marker: str | None = None
     #: hold only requests whose records say their transaction is meant to (abort, commit)
     records: str | None = None
+    # ----- error_answer (verifier.harness.faults.error_rules) ---------------------------
+    #: Kafka's error name it answers with (its code: error_code)
+    error: str | None = None
+    variant: str | None = None
+    client_id: str | None = None
+    #: requests chosen for an error answer; those whose answer could not be forged
+    chosen: int = 0
+    unforged: int = 0
     #: after_marker: its release_on event came, so a request matching now belongs to a
     #: later transaction: the rule holds nothing more
     stopped_holding: bool = False
@@ -120,7 +130,15 @@ class Rule:
             if self.records is not None:
                 out["records"] = self.records
             out["holds"] = self.tallies.to_json()
+        if self.kind == "error_answer":
+            out.update({k: getattr(self, k) for k in (
+                "error", "error_code", "variant", "transactional_id", "client_id",
+                "partition", "topic", "skip", "chosen", "unforged")})
         return out
+
+    @property
+    def error_code(self) -> int | None:
+        return None if self.error is None else ERROR_CODES.get(self.error)
 
     # ----- hold: pure decisions on parsed requests -------------------------------------
 
@@ -334,6 +352,14 @@ class RuleSet:
         """The first ``hold`` rule that keeps this request, if any (counts matches)."""
         for rule in self.for_broker(broker):
             if rule.decide_hold(request):
+                return rule
+        return None
+
+    def error_for(self, broker: int, request: RequestIdentity) -> Rule | None:
+        """The first ``error_answer`` rule that forges this request's answer, if any
+        (counts matches: verifier.harness.faults.error_rules)."""
+        for rule in self.for_broker(broker):
+            if error_rules.choose(rule, request):
                 return rule
         return None
 

@@ -32,6 +32,9 @@ trigger                       kinds                the state
                                                    answered an append (some partition without
                                                    error): the rule drops only those
 ``held``                      hold                 the rule held a request
+``forged``                    error-answer         the rule sent its first forged error
+                                                   answer (a refused request's, or a
+                                                   broker's answer replaced)
 ``batch-planned``             process-kill         a pipeline's driver has a batch in flight
                                                    that reads records, planned since its
                                                    latest start (its checkpoint's offsets log,
@@ -68,11 +71,11 @@ from verifier.rundata.errors import UsageError, VerifierError
 
 #: every trigger a fault may wait for (which kinds take it: their ``Kind.triggers``)
 NAMES = ("mid-batch", "in-transaction", "appended", "held", "pipelines-down", "batch-planned",
-         "every-column", "copy-committed", "at-risk")
+         "every-column", "copy-committed", "at-risk", "forged")
 #: triggers of a fault that acts over a window (a proxy rule): the rule is set at the
 #: start and the trigger is its first hit; the limit is at most the window, by default it
 #: all, and the heal keeps its time
-WINDOW_TRIGGERS = ("appended", "held")
+WINDOW_TRIGGERS = ("appended", "held", "forged")
 #: a kill's default limit. mid-batch: a restarted driver needs its Spark JVM again and
 #: then the backlog's first batch, 20-60 s on a loaded 2-core machine and up to ~2
 #: minutes with several pipelines; in-transaction: the generator is inside one most of

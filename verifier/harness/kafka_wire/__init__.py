@@ -9,6 +9,8 @@ WriteTxnMarkers v1-2, Metadata, ApiVersions, ListOffsets, Fetch) and record batc
 - ``frames``: framing, the request header, the bridge to kafka-python's messages
 - ``produce``, ``transaction``: what the hold fault reads of requests and answers
   (``identity`` dispatches on the API key; ``model`` is the identity it builds)
+- ``error_answer``: the answers the ``error_answer`` rule forges (a refused request's,
+  a broker's answer with its error codes replaced)
 - ``metadata``: ApiVersions and Metadata asked of one broker directly
 - ``log``: ListOffsets, Fetch and the batch headers of a partition's log
 
@@ -40,6 +42,13 @@ instead of 19.0k small Produce requests per second while a hold rule is set (the
 scenarios that set one send 100 records a second per generator).
 """
 
+from verifier.harness.kafka_wire.error_answer import (
+    API_BY_NAME,
+    ERROR_CODES,
+    refused_response,
+    replaced_response,
+    retriable,
+)
 from verifier.harness.kafka_wire.frames import (
     MAX_FRAME,
     FrameBuffer,
@@ -81,6 +90,7 @@ from verifier.harness.kafka_wire.model import (
     API_API_VERSIONS,
     API_END_TXN,
     API_FETCH,
+    API_FIND_COORDINATOR,
     API_INIT_PRODUCER_ID,
     API_LIST_OFFSETS,
     API_METADATA,
@@ -95,14 +105,16 @@ from verifier.harness.kafka_wire.model import (
 from verifier.harness.kafka_wire.produce import produce_acks
 
 __all__ = [
-    "API_ADD_OFFSETS_TO_TXN", "API_ADD_PARTITIONS_TO_TXN", "API_API_VERSIONS", "API_END_TXN",
-    "API_FETCH", "API_INIT_PRODUCER_ID", "API_LIST_OFFSETS", "API_METADATA", "API_NAMES",
-    "API_PRODUCE", "API_TXN_OFFSET_COMMIT", "API_WRITE_TXN_MARKERS", "MAX_FRAME",
-    "BatchHeader", "BrokerInfo", "FetchedPartition", "FrameBuffer", "PartitionInfo",
+    "API_ADD_OFFSETS_TO_TXN", "API_ADD_PARTITIONS_TO_TXN", "API_API_VERSIONS",
+    "API_BY_NAME", "API_END_TXN", "API_FETCH", "API_FIND_COORDINATOR",
+    "API_INIT_PRODUCER_ID", "API_LIST_OFFSETS", "API_METADATA", "API_NAMES", "API_PRODUCE",
+    "API_TXN_OFFSET_COMMIT", "API_WRITE_TXN_MARKERS", "BatchHeader", "BrokerInfo",
+    "ERROR_CODES", "FetchedPartition", "FrameBuffer", "MAX_FRAME", "PartitionInfo",
     "PartitionWrite", "RequestHeader", "RequestIdentity", "WireError", "ask",
     "decode_request", "decode_request_header", "decode_response", "encode_request",
     "encode_request_header", "fetch_request", "frame", "list_offsets_request",
     "metadata_brokers", "metadata_partitions", "not_kafka", "parse_fetch",
     "parse_list_offsets", "produce_acks", "record_batches", "records_abort",
-    "request_identity", "response_correlation_id", "response_error", "response_summary",
+    "refused_response", "replaced_response", "request_identity", "response_correlation_id",
+    "response_error", "response_summary", "retriable",
 ]

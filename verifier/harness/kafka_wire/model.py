@@ -9,6 +9,7 @@ API_PRODUCE = 0
 API_FETCH = 1
 API_LIST_OFFSETS = 2
 API_METADATA = 3
+API_FIND_COORDINATOR = 10
 API_API_VERSIONS = 18
 API_INIT_PRODUCER_ID = 22
 API_ADD_PARTITIONS_TO_TXN = 24
@@ -19,7 +20,7 @@ API_WRITE_TXN_MARKERS = 27
 API_TXN_OFFSET_COMMIT = 28
 
 API_NAMES = {API_PRODUCE: "Produce", API_FETCH: "Fetch", API_METADATA: "Metadata",
-             10: "FindCoordinator", API_INIT_PRODUCER_ID: "InitProducerId",
+             API_FIND_COORDINATOR: "FindCoordinator", API_INIT_PRODUCER_ID: "InitProducerId",
              API_ADD_PARTITIONS_TO_TXN: "AddPartitionsToTxn",
              API_ADD_OFFSETS_TO_TXN: "AddOffsetsToTxn", API_END_TXN: "EndTxn",
              API_TXN_OFFSET_COMMIT: "TxnOffsetCommit", API_API_VERSIONS: "ApiVersions",

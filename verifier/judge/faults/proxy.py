@@ -1,4 +1,5 @@
-"""Proxy faults (ack-loss, latency, blackhole, reset, hold) as the verdict sees them.
+"""Proxy faults (ack-loss, latency, blackhole, reset, hold, error-answer) as the verdict
+sees them.
 
 A rule on one transactional id concerns the column whose producer uses it, and only that
 one, whatever came of the rule (a hold whose trigger never came is recorded with its rule,
@@ -12,7 +13,9 @@ What a rule acted on is the column's requests and responses it matched and acted
 rule's per-client counts (heal detail ``clients``, verifier.harness.faults.rules). A hold
 that waits for an event acted on what it released into that event and the broker
 answered, never on what it merely held or released at its time bound
-(:mod:`.hold_counts`).
+(:mod:`.hold_counts`). An error-answer acted on the answers it forged and sent to the
+column's clients (a refused request's, or the broker's answer replaced), never on the
+requests it matched, or chose and could not forge.
 """
 
 from __future__ import annotations
@@ -78,5 +81,6 @@ def _hold_acted_on(w: Window, col: ColumnSpec, facts: RunFacts) -> tuple[int | N
     return n, H.describe(mine, waits)
 
 
-FAMILY = Family("proxy", ("ack-loss", "latency", "blackhole", "reset", "hold"), concerns,
+FAMILY = Family("proxy", ("ack-loss", "latency", "blackhole", "reset", "hold", "error-answer"),
+                concerns,
                 acted_on, on_load_path=True)

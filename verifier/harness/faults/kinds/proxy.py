@@ -5,12 +5,15 @@
     blackhole  blackhole       forward nothing
     reset      reset           reset connections
     hold       hold            keep a request until an event releases it
+    error-answer error_answer  answer chosen requests with a Kafka error: refused
+                               (never forwarded) or replaced (the broker's answer)
 
 The rule's parameters are the fault's params (verifier.harness.faults.rules); its target
 is a broker, or ``{"all": true}`` for every broker. With a trigger (``appended`` for
-ack-loss, ``held`` for hold) the rule is set at the start and the start is complete at
-its first hit; the heal removes the rule and records its counters, per client too (the
-exposure of each column: verifier.judge.faults.proxy).
+ack-loss, ``held`` for hold, ``forged`` for error-answer) the rule is set at the start
+and the start is complete at its first hit; the heal removes the rule and records its
+counters, per client too (the exposure of each column: verifier.judge.faults.proxy; an
+error answer's hits are the answers it forged).
 """
 
 from __future__ import annotations
@@ -44,9 +47,9 @@ def probe_rule_hit(proxy, rule_id: int) -> tuple[dict | None, str]:
 
 def start_proxy_rule(fault: ScheduledFault, env: FaultEnv, state: dict,
                      gate: Gate | None = None) -> dict:
-    """Set the fault's proxy rule. With a trigger (``appended``, ``held``) the rule is
-    set under the gate's lock and the start is complete at its first hit; without one
-    within the limit the rule is removed again and the fault is not applied."""
+    """Set the fault's proxy rule. With a trigger (``appended``, ``held``, ``forged``) the
+    rule is set under the gate's lock and the start is complete at its first hit; without
+    one within the limit the rule is removed again and the fault is not applied."""
     proxy = env.require("proxy", fault.kind)
     broker = broker_of(fault, env)
     kind = RULES[fault.kind]
@@ -89,6 +92,8 @@ def heal_proxy_rule(fault: ScheduledFault, env: FaultEnv, state: dict) -> dict:
            "clients": rule.get("clients", {})}  # per client id: [matched, hits]
     if "holds" in rule:  # per client and transactional id: held, released, answered
         out["holds"] = rule["holds"]
+    if "unforged" in rule:  # an error answer: requests chosen, answers not forgeable
+        out.update(chosen=rule["chosen"], unforged=rule["unforged"])
     return out
 
 
@@ -123,7 +128,8 @@ def _rule_params(rule_kind: str):
 
 
 def _seed(params: dict, rng: random.Random) -> None:
-    """A probabilistic ack loss without its own seed gets one from the schedule's."""
+    """A probabilistic ack loss or error answer without its own seed gets one from the
+    schedule's."""
     if "probability" in params and "seed" not in params:
         params["seed"] = rng.randrange(2**31)
 
@@ -135,6 +141,7 @@ def _kind(name: str, rule: str, triggers: tuple[str, ...] = (), **more) -> Kind:
 
 KINDS = (_kind("ack-loss", "drop_response", ("appended",), draw=_seed),
          _kind("latency", "latency"), _kind("blackhole", "blackhole"),
-         _kind("reset", "reset"), _kind("hold", "hold", ("held",), hold_events=True))
+         _kind("reset", "reset"), _kind("hold", "hold", ("held",), hold_events=True),
+         _kind("error-answer", "error_answer", ("forged",), draw=_seed))
 #: fault kind -> the proxy rule kind it sets
 RULES = {k.name: k.rule for k in KINDS}
