@@ -229,3 +229,46 @@ def test_a_broker_fault_counts_the_transaction_its_commit_waited_on():
     assert got["tx"]["faults"][0]["acted"] == 1 and got["tx"]["exercised"] is True
     got = run(nem, [tx], sends={"tx-0": s}, txns={"tx-0": [Txn(1, T0 - 900, T0 - 300)]})
     assert got["tx"]["exercised"] is False
+
+
+def test_an_error_answer_counts_the_answers_it_forged_for_each_column():
+    """Its per-client hits are the answers it forged (refused or replaced), not the
+    requests it matched: a column it matched and never answered was not exercised; one
+    on a transactional id concerns only the column that uses it."""
+    rule = {"kind": "error_answer", "api_keys": [0], "variant": "replace",
+            "error": "REQUEST_TIMED_OUT"}
+    clients = {"verifier.generator.alo-0": [30, 4], "verifier.generator.alo-1": [25, 0]}
+    nem = fault(1, "error-answer", {"all": True}, T0, T0 + 10_000, start_detail={"rule": rule},
+                heal_detail={"matched": 55, "hits": 4, "clients": clients,
+                             "chosen": 5, "unforged": 1})
+    got = run(nem, [col("a", ("alo-0",)), col("b", ("alo-1",))],
+              sends={"alo-0": sends(steady()), "alo-1": sends(steady())})
+    assert got["a"]["exercised"] is True and got["a"]["faults"][0]["acted"] == 4
+    assert got["b"]["exercised"] is False and "acted on none" in got["b"]["reasons"][0]
+    txn_rule = {**rule, "variant": "refuse", "error": "NOT_LEADER_OR_FOLLOWER",
+                "transactional_id": "run.tx-0"}  # its Produce requests only
+    nem = fault(1, "error-answer", {"all": True}, T0, T0 + 5_000,
+                start_detail={"rule": txn_rule},
+                heal_detail={"matched": 2, "hits": 2,
+                             "clients": {"verifier.generator.tx-0": [2, 2]}})
+    got = run(nem, [col("alo", ("alo-0",)), col("tx", ("tx-0",), transactional=True)],
+              sends={"alo-0": sends(steady()), "tx-0": sends(steady())})
+    assert got["alo"]["faults"] == [] and got["tx"]["faults"][0]["acted"] == 2
+
+
+def test_an_error_answer_rule_counts_what_it_forged_not_what_it_chose():
+    """The rule's own counts (heal detail ``clients``): matched per client when it
+    chooses, forged when the answer went to the client."""
+    from verifier.harness.faults import error_rules
+    from verifier.harness.faults.rules import Rule
+    from verifier.harness.kafka_wire import RequestIdentity
+
+    rule = Rule.from_json({"kind": "error_answer", "error": "REQUEST_TIMED_OUT",
+                           "variant": "replace", "next": 2}, 1)
+    for client in ("verifier.generator.a", "verifier.generator.b", "verifier.generator.a"):
+        error_rules.choose(rule, RequestIdentity(0, 9, 1, client, acks=-1))
+    error_rules.forged(rule, "verifier.generator.a")
+    error_rules.missed(rule)  # b's answer could not be forged: it went on untouched
+    doc = rule.to_json()
+    assert doc["clients"] == {"verifier.generator.a": [2, 1], "verifier.generator.b": [1, 0]}
+    assert (doc["matched"], doc["chosen"], doc["hits"], doc["unforged"]) == (3, 2, 1, 1)
