@@ -151,11 +151,12 @@ def _resolve_faults(scenario: Scenario, plans, run_id: str, env, processes) -> t
 
 
 def _transactional_ids(entry: dict, plans, run_id: str) -> list[dict] | None:
-    """A hold whose ``transactional_id`` (or its ``release_on``'s) names a mode
-    (``"@transactional"``): one hold per generator of that mode, every client's, with its
-    real transactional id ``<run id>.<pid>``. None if the entry names no mode."""
+    """A hold or error answer whose ``transactional_id`` (or its ``release_on``'s) names
+    a mode (``"@transactional"``): one fault per generator of that mode, every client's,
+    with its real transactional id ``<run id>.<pid>``. None if the entry names no mode."""
     params = entry.get("params")
-    if entry.get("kind") != "hold" or not isinstance(params, dict):
+    kind = entry.get("kind")
+    if kind not in ("hold", "error-answer") or not isinstance(params, dict):
         return None
     release = params.get("release_on") if isinstance(params.get("release_on"), dict) else {}
     refs = {v for v in (params.get("transactional_id"), release.get("transactional_id"))
@@ -163,11 +164,11 @@ def _transactional_ids(entry: dict, plans, run_id: str) -> list[dict] | None:
     if not refs:
         return None
     if len(refs) > 1:
-        raise VerifierError(f"hold: transactional ids {sorted(refs)}: one mode per hold")
+        raise VerifierError(f"{kind}: transactional ids {sorted(refs)}: one mode per fault")
     (ref,) = refs
     matches = [p for p in plans if _named(ref, p)]
     if not matches:
-        raise VerifierError(f"hold: no producer of mode {ref[1:]!r} in this run")
+        raise VerifierError(f"{kind}: no producer of mode {ref[1:]!r} in this run")
     out = []
     for p in matches:
         tid = f"{run_id}.{p.pid}"
@@ -184,7 +185,7 @@ def _per_client(entry: dict, processes: set[str], plans=(), run_id: str = "") ->
     """A process fault naming a mode's generator (``producer:transactional``) hits that
     mode's generator of every client when several run side by side
     (``producer:transactional/java``, ``producer:transactional/kafka-python``); so does a
-    hold naming a mode's transactional id (``"@transactional"``)."""
+    hold or error answer naming a mode's transactional id (``"@transactional"``)."""
     held = _transactional_ids(entry, plans, run_id)
     if held is not None:
         return held

@@ -75,3 +75,36 @@ def test_the_plan_carries_the_input_topic_to_the_generator(tmp_path):
 def test_a_copier_needs_a_mode_before_it():
     with pytest.raises(UsageError, match="listed before"):
         parse_scenario('[workload]\nmodes = ["copier", "idempotent"]\n', "s")
+
+
+ERROR_ANSWER = """
+[workload]
+modes = ["at-least-once", "transactional"]
+[[faults]]
+kind = "error-answer"
+target = { all = true }
+start = 1
+duration = 2
+[faults.params]
+api = "end-txn"
+error = "COORDINATOR_LOAD_IN_PROGRESS"
+variant = "refuse"
+next = 1
+transactional_id = "@transactional"
+"""
+
+
+def test_an_error_answer_names_a_mode_s_transactional_id_and_kafka_s_error_names():
+    """``"@transactional"``: the generator's real transactional id, one fault per client;
+    an error name Kafka does not have is a usage error (exit 64) before anything starts."""
+    scenario = parse_scenario(ERROR_ANSWER, "s")
+    plans = plan_producers(scenario, "run", RunOptions(out=Path("."),
+                                                       clients=("kafka-python", "java")))
+    processes = {p.process_name for p in plans} | {"observer"}
+    specs, _ = _resolve_faults(scenario, plans, "run", _Env(), processes)
+    assert sorted(s.params["transactional_id"] for s in specs) == [
+        "run.transactional-java-0", "run.transactional-kafka-python-0"]
+    bad = parse_scenario(ERROR_ANSWER.replace("COORDINATOR_LOAD_IN_PROGRESS", "LOADING"), "s")
+    with pytest.raises(UsageError, match="Kafka's error names") as exc:
+        _resolve_faults(bad, plans, "run", _Env(), processes)
+    assert exc.value.exit_code == 64

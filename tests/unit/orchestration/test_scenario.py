@@ -33,13 +33,16 @@ def test_profiles_name_existing_scenarios():
     # but those of the versions profile (their faults matter across broker versions) and
     # of the pipelines profile (they kill the pipelines under test: --pipeline), of the
     # known-bugs profile (each forces one bug on the combinations it is documented for)
-    # and of the spark-cluster profile (executors of a standalone cluster the run starts)
+    # and of the spark-cluster profile (executors of a standalone cluster the run starts),
+    # and of the error-answers profile (not yet measured end to end: in no CI run)
     assert set().union(*(p.scenarios for p in profiles.values())) == set(available())
-    apart = ("versions", "pipelines", "known-bugs", "spark-cluster", "apps")
+    apart = ("versions", "pipelines", "known-bugs", "spark-cluster", "apps", "error-answers")
     assert set(profiles["full"].scenarios) == {"baseline"} | {
         n for n in available() if load_scenario(n).faults} - set().union(
         *(profiles[p].scenarios for p in apart))
     assert profiles["versions"].kafka_versions and profiles["versions"].clients
+    assert not {"error-answer-refused", "error-answer-replaced"} & (
+        set(profiles["quick"].scenarios) | set(profiles["full"].scenarios))
 
 
 def test_defaults_and_modes():
