@@ -273,9 +273,10 @@ class Connection:
                                 continue
                     forge = None if ident is None else \
                         self.proxy.rules.error_for(self.broker, ident)
-                    if forge is not None and forge.variant == "refuse" and \
-                            forging.refuse(self, forge, payload, header.correlation_id):
-                        continue
+                    if forge is not None and forge.variant == "refuse":
+                        if forging.refuse(self, forge, payload, header.correlation_id):
+                            continue
+                        forge = None  # not forgeable: forwarded, its answer untouched
                     if acks != 0:  # an acks=0 produce request gets no response
                         self.pending.append((header.correlation_id, header.api_key,
                                              header.api_version, ident, None, forge))
