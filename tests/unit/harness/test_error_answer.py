@@ -299,3 +299,18 @@ def test_a_refused_answer_waits_for_the_answers_due_before_it():
         assert conn.counters["errors_forged"] == 2 and r.hits == 2
 
     asyncio.run(scenario())
+
+
+def test_an_answer_that_cannot_be_forged_goes_on_untouched_and_is_counted():
+    """A version newer than kafka-python's schemas: the refused request is forwarded
+    (refuse says so), the broker's answer is not rewritten; neither counts as forged."""
+    async def scenario():
+        conn, r = Conn(), rule(next=5)
+        newer = bytearray(encode_request(_produce(13), correlation_id=3, client_id="c"))
+        newer[2:4] = (14).to_bytes(2, "big")
+        assert forging.refuse(conn, r, bytes(newer), 3) is False
+        answer = b"\x00\x00\x00\x03" + bytes(20)
+        assert forging.replace(conn, r, answer, API_PRODUCE, 14) == answer
+        assert (r.hits, r.unforged, len(conn.pending), conn.to_client.empty()) == (0, 2, 0, True)
+
+    asyncio.run(scenario())
