@@ -93,3 +93,55 @@ def test_names_on_the_cluster_and_record_numbers():
     # record i goes to partition i mod n, and every i is made once
     seen = {record_index(p, seq, 3) for p in range(3) for seq in range(4)}
     assert seen == set(range(12)) and record_index(2, 1, 3) % 3 == 2
+
+
+def test_id_field_goes_into_the_json_value_of_every_form():
+    ident = b'{"v":1,"run":"r1","pid":"in-orders-0","ses":1,"p":0,"seq":0}'
+    got = encode_record({"key": "k", "value": {"n": 1}}, "m", "verifier_id", ident)
+    assert got.key == b"k"
+    assert orjson.loads(got.value) == {"n": 1, "verifier_id": ident.decode()}
+    # a value given as JSON text is a JSON object too
+    assert orjson.loads(encode_record(b'{"n": 2}', "m", "vid", ident).value)["vid"] == \
+        ident.decode()
+    assert encode_record({"n": 1}, "m").value == b'{"n":1}'  # no ID_FIELD: as it is
+
+
+@pytest.mark.parametrize(("record", "says"), [
+    (b"\x00raw", "needs a JSON object value"),
+    ("[1, 2]", "needs a JSON object value"),
+    ({"value": None}, "needs a JSON object value"),
+    ({"n": 1, "verifier_id": 5}, "already has a field 'verifier_id'"),
+])  # fmt: skip
+def test_id_field_refusals(record, says):
+    with pytest.raises(PipelineFileError, match=None) as err:
+        encode_record(record, "m", "verifier_id", b"{}")
+    assert says in str(err.value)
+
+
+@pytest.mark.parametrize(("names", "says"), [
+    ({"ID_FIELD": "vid"}, "ID_FIELD writes each record's identity into your own records"),
+    ({"INPUT": {"o": 1}, "make_record": orders, "ORACLE": "reference", "ID_FIELD": "a.b"},
+     "ID_FIELD = 'a.b'"),
+    ({"INPUT": {"o": 1}, "make_record": lambda t, i: b"raw", "ORACLE": "reference",
+      "ID_FIELD": "vid"}, "make_record('o', 0): ID_FIELD = 'vid' needs a JSON object"),
+    ({"INPUT": {"o": 1}, "make_record": orders, "ORACLE": "reference",
+      "ID_FIELD": "order_id"}, "make_record('o', 0): the value already has a field"),
+    ({"INPUT": {"o": 1}, "make_record": orders, "ID_FIELD": "vid"},
+     "needs TRACE_COLUMN, the output column holding each record's identity: the value's "
+     "field 'vid' (ID_FIELD)"),
+    ({"TRACE_COLUMN": "a", "VALUE_COLUMN": "b"}, "disagree"),
+    ({"ORACLE": "reference", "VALUE_COLUMN": "v"}, "VALUE_COLUMN belongs to ORACLE"),
+    ({"TRACE_COLUMN": ""}, "TRACE_COLUMN must be a column name"),
+])  # fmt: skip
+def test_id_field_and_trace_column_refusals(names, says):
+    with pytest.raises(PipelineFileError, match=None) as err:
+        read_contract(module(**names), "p.py")
+    assert says in str(err.value) and str(err.value).startswith("p.py")
+
+
+def test_id_field_with_the_identity_oracle():
+    c = read_contract(module(INPUT={"o": 1}, make_record=orders, ID_FIELD="vid",
+                             TRACE_COLUMN="vid"), "p.py")
+    assert (c.id_field, c.trace_column, c.to_json()["id_field"]) == ("vid", "vid", "vid")
+    assert orjson.loads(c.encode("o", 3, b"ID").value) == {**orders("o", 3), "vid": "ID"}
+    assert "id_field" not in read_contract(module(), "p.py").to_json()
