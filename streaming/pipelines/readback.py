@@ -11,12 +11,15 @@ Where the output is, and how Spark users read it:
   read_committed by a plain kafka-python consumer.
 
 Every value is decoded by the same function as the plain reader's (record format 1);
-a value that does not decode is a foreign row. The output's ``batch`` column, when it has
+a value that does not decode is a foreign row, unless the pipeline file names an
+``ID_FIELD`` and the value is the user's JSON object holding it: then that field is
+decoded the same way. The output's ``batch`` column, when it has
 one, is kept as evidence, and so are the checkpoints' planned batches.
 """
 
 from __future__ import annotations
 
+import orjson
 import pyarrow as pa
 from kafka import KafkaConsumer, TopicPartition
 
@@ -28,18 +31,37 @@ from verifier.rundata.waiting import wait_until
 
 
 def decode_values(run_id: str, values: list, batches: list | None = None,
-                  tasks: list | None = None) -> pa.Table:
+                  tasks: list | None = None, id_field: str | None = None) -> pa.Table:
     """Identity rows of the given values (bytes or text), with their batch ids and task
-    attempts when known."""
+    attempts when known. With ``id_field`` (the pipeline file's ID_FIELD), a value that
+    is not itself an identity but a JSON object holding that field (the user's record
+    as the producer wrote it) is named by the field."""
     rows = []
     for i, v in enumerate(values):
         if isinstance(v, str):
             v = v.encode()
         row = decode_row(run_id, v)
+        if row["foreign"] and id_field is not None:
+            inner = field_identity(v, id_field)
+            if inner is not None:
+                row = decode_row(run_id, inner)
         row["batch"] = None if batches is None else batches[i]
         row["task"] = None if tasks is None else tasks[i]
         rows.append({k: row.get(k) for k in OUTPUT_SCHEMA.names})
     return pa.Table.from_pylist(rows, schema=OUTPUT_SCHEMA)
+
+
+def field_identity(value: bytes | None, id_field: str) -> bytes | None:
+    """The identity text in the top-level field ``id_field`` of a JSON object value, or
+    None when the value is no such object."""
+    if not value or not value.lstrip().startswith(b"{"):
+        return None
+    try:
+        obj = orjson.loads(value)
+    except orjson.JSONDecodeError:
+        return None
+    inner = obj.get(id_field) if isinstance(obj, dict) else None
+    return inner.encode() if isinstance(inner, str) else None
 
 
 def frame_values(df, value_column: str) -> tuple[list, list | None]:
@@ -170,6 +192,6 @@ def checkpoint_batches(where: PipelineLayout) -> list[dict]:
     return out
 
 
-__all__ = ["checkpoint_batches", "decode_values",
+__all__ = ["checkpoint_batches", "decode_values", "field_identity",
            "frame_values", "read_frame", "read_topic", "read_topic_records", "read_whole",
            "source_of"]

@@ -1,6 +1,7 @@
 """The pipelines' own input in a chaos run (issue 46): the topics a pipeline file's
 ``INPUT`` declares, created under the run's prefix, and one producer per topic writing
-``make_record``'s records (producers.user_records) with their identity in a header.
+``make_record``'s (or its SAMPLES file's) records (producers.user_records) with their
+identity in a header (and in the value's ID_FIELD when the file names one).
 
 A declared topic ``orders`` is ``<run>.in.orders`` on the cluster; its producer's column
 is ``input:orders``, judged by the producer-side checks like any mode's (its mode: the
@@ -13,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from verifier.rundata.errors import UsageError
-from verifier.rundata.pipeline_file import TRIED, encode_record, input_topic
+from verifier.rundata.pipeline_file import TRIED, input_topic
 from verifier.rundata.plan import PlannedProducer
 from verifier.rundata.vocab import COPIER
 
@@ -56,9 +57,14 @@ def check_shared(loaded) -> None:
             other = first.setdefault(topic, p)
             if other is p:
                 continue
+            if other.file.id_field != p.file.id_field:
+                raise UsageError(
+                    f"input topic {topic!r} is declared by {other.spec} (ID_FIELD "
+                    f"{other.file.id_field!r}) and {p.spec} (ID_FIELD {p.file.id_field!r}),"
+                    " whose records differ: give one another name")
             for i in TRIED:
-                a = encode_record(other.file.make_record(topic, i))
-                b = encode_record(p.file.make_record(topic, i))
+                a = other.file.encode(topic, i)
+                b = p.file.encode(topic, i)
                 if a != b:
                     raise UsageError(
                         f"input topic {topic!r} is declared by {other.spec} and {p.spec}, "

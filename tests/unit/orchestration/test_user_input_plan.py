@@ -80,3 +80,25 @@ def test_a_run_without_modes_plans_its_input_producers_too():
     assert UI.input_producers([], empty) == []
     declared = UI.declared_topics(plan_pipelines((ORDERS,), None), "r1")
     assert [p.expect for p in UI.input_producers(declared, empty)] == ["idempotent"]
+
+
+def test_two_files_declaring_one_topic_must_carry_the_identity_alike(tmp_path):
+    """The same records, one with the identity in a field of its value: not one topic."""
+    text = ("INPUT = {{'orders': 3}}\nORACLE = 'reference'\nGUARANTEE = 'exactly-once'\n{}"
+            "def make_record(topic, i):\n    return {{'n': i}}\n"
+            "def build(spark, source):\n    return None\n")
+    (tmp_path / "a.py").write_text(text.format(""))
+    (tmp_path / "b.py").write_text(text.format("ID_FIELD = 'vid'\n"))
+    plan_pipelines((str(tmp_path / "a.py"),), None)  # each alone is fine
+    with pytest.raises(UsageError, match="ID_FIELD None.*ID_FIELD 'vid'"):
+        plan_pipelines((str(tmp_path / "a.py"), str(tmp_path / "b.py")), None)
+
+
+def test_the_samples_example_plans_its_identity_field_and_trace_column():
+    sampled = str(PROJECT_ROOT / "examples" / "pipelines" / "orders_from_samples.py")
+    planned = plan_pipelines((sampled,), None)
+    entry = plan_entries(planned, "r1", hold=True, run_topics=[])["orders-from-samples"]
+    assert (entry["oracle"], entry["trace_column"], entry["id_field"]) == (
+        "identity", "verifier_id", "verifier_id")
+    assert UI.plan_entries(UI.declared_topics(planned, "r1"))["in-orders-0"]["spec"] == \
+        sampled
