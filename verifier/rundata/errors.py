@@ -9,8 +9,9 @@ rendered from them, so callers can still inspect the parts. The tree::
     ├── UsageError (64)          bad input: config, flags, files, scenarios
     │   ├── PipelineError        a pipeline under test breaks its contract
     │   │                        (streaming.pipelines.contract)
-    │   └── PipelineFileError    a pipeline file whose INPUT, make_record or oracle names
-    │                            break the contract (verifier.rundata.pipeline_file)
+    │   └── PipelineFileError    a pipeline file whose INPUT, make_record, SAMPLES or
+    │                            oracle names break the contract
+    │                            (verifier.rundata.pipeline_file)
     ├── EnvironmentProblem       the machine lacks something (Java, a port, jars)
     │   └── CommandFailed        an external command (mvn, java) failed
     ├── WaitTimeout              a condition did not hold before its deadline

@@ -46,6 +46,8 @@ def test_record_i_is_sample_i_mod_n_varied(tmp_path):
     ids = [orjson.loads(encode_record(make("orders", i)).value)["order_id"]
            for i in range(300)]
     assert len(set(map(str, ids))) == 300
+    # and making records never changes the samples: record 5 is still what it was
+    assert make("orders", 5)["value"]["order_id"] == "A-7-5"
 
 
 def test_without_vary_the_values_repeat_and_the_file_is_not_changed(tmp_path):
