@@ -272,3 +272,15 @@ def test_an_error_answer_rule_counts_what_it_forged_not_what_it_chose():
     doc = rule.to_json()
     assert doc["clients"] == {"verifier.generator.a": [2, 1], "verifier.generator.b": [1, 0]}
     assert (doc["matched"], doc["chosen"], doc["hits"], doc["unforged"]) == (3, 2, 1, 1)
+
+
+def test_an_error_answer_to_one_client_concerns_that_client_s_column_alone():
+    rule = {"kind": "error_answer", "api_keys": [0], "variant": "refuse",
+            "error": "NOT_LEADER_OR_FOLLOWER", "client_id": "verifier.generator.alo-1"}
+    nem = fault(1, "error-answer", {"all": True}, T0, T0 + 10_000, start_detail={"rule": rule},
+                heal_detail={"matched": 9, "hits": 3,
+                             "clients": {"verifier.generator.alo-1": [9, 3]}})
+    got = run(nem, [col("a", ("alo-0",)), col("b", ("alo-1",))],
+              sends={"alo-0": sends(steady()), "alo-1": sends(steady())})
+    assert got["a"]["faults"] == [] and got["a"]["exercised"] is True
+    assert got["b"]["faults"][0]["acted"] == 3

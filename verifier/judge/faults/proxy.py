@@ -1,13 +1,14 @@
 """Proxy faults (ack-loss, latency, blackhole, reset, hold, error-answer) as the verdict
 sees them.
 
-A rule on one transactional id concerns the column whose producer uses it, and only that
-one, whatever came of the rule (a hold whose trigger never came is recorded with its rule,
-verifier.harness.faults.kinds.proxy); a rule that acts on Produce requests of any
-transactional id concerns every producer column; a rule on other requests (EndTxn,
-AddPartitionsToTxn, ...) concerns the columns whose requests it met, by client id (a
-user's own ``client.id`` included) or by the transactional id a request carries (a copy of
-the coordinator's WriteTxnMarkers is its producer's column's).
+A rule on one transactional id (or an error answer to one client id) concerns the column
+whose producer uses it, and only that one, whatever came of the rule (a hold whose
+trigger never came is recorded with its rule, verifier.harness.faults.kinds.proxy); a rule
+that acts on Produce requests of any transactional id concerns every producer column; a
+rule on other requests (EndTxn, AddPartitionsToTxn, ...) concerns the columns whose
+requests it met, by client id (a user's own ``client.id`` included) or by the
+transactional id a request carries (a copy of the coordinator's WriteTxnMarkers is its
+producer's column's).
 
 What a rule acted on is the column's requests and responses it matched and acted on: the
 rule's per-client counts (heal detail ``clients``, verifier.harness.faults.rules). A hold
@@ -42,6 +43,8 @@ def concerns(w: Window, col: ColumnSpec, producers_mode: dict[str, str]) -> bool
     rule = _rule(w)
     if rule.get("transactional_id"):
         return rule["transactional_id"] in col.transactional_ids or _met(w, col)
+    if rule.get("client_id"):  # an error answer to one client's requests
+        return owns(col, rule["client_id"]) or _met(w, col)
     if API_PRODUCE in (rule.get("api_keys") or [API_PRODUCE]):
         return True
     return _met(w, col)
