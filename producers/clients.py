@@ -186,6 +186,25 @@ def require_built(client: str, say: Callable[[str], None] = print) -> None:
         say(f"java generator {gen.version} built")
 
 
+def require_java_apps(say: Callable[[str], None] = print) -> None:
+    """Build the Java applications under test (producers/java-apps: the Java copier and
+    Kafka Streams presets) against the client version if they are not built yet."""
+    jars = jvm.java_apps_jars()
+    if jvm.project_built(jvm.APPS_PROJECT, jars):
+        return
+    say(f"building the Java applications (copier, Kafka Streams) against Kafka "
+        f"{jars.version} into {jars.folder} (once, Maven) ...")
+    try:
+        jvm.build_project(jvm.APPS_PROJECT, jars)
+    except CommandFailed as exc:
+        raise EnvironmentProblem(
+            f"the Java application presets cannot be built against "
+            f"org.apache.kafka:kafka-streams:{jars.version} (tried `mvn ... "
+            f"-Dkafka.clients.version={jars.version} package` with Maven Central); "
+            f"Maven said: {_maven_error(exc.output_tail)}") from None
+    say(f"java applications {jars.version} built")
+
+
 def _maven_error(tail: str) -> str:
     """Maven's first [ERROR] line, without its colour codes and help boilerplate."""
     lines = [re.sub(r"\x1b\[[0-9;]*m", "", x).strip() for x in tail.splitlines()]

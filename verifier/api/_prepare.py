@@ -253,10 +253,13 @@ def _apps(request: ChaosRequest) -> tuple:
         return ()
     import sys
 
-    from verifier.rundata.apps import DEFAULT_INSTANCES, plan_apps
+    from verifier.rundata import jvm
+    from verifier.rundata.apps import DEFAULT_INSTANCES, java_presets, plan_apps
 
+    java = jvm.java_executable() if java_presets(request.app) else "java"
     return tuple(plan_apps(request.app, request.app_guarantee,
-                           request.app_instances or DEFAULT_INSTANCES, python=sys.executable))
+                           request.app_instances or DEFAULT_INSTANCES, python=sys.executable,
+                           java=java, classpath=jvm.java_apps_jars().classpath()))
 
 
 def _check_scenarios(scenarios: list[Scenario], opts: RunOptions, env) -> None:
@@ -291,8 +294,9 @@ def _check_machine(request: ChaosRequest, opts: RunOptions, env, client: str,
                    client_config: dict) -> None:
     """Java, the pipelines' jars and Spark versions, the clients' builds, the external
     cluster and the Docker engine: each present, or one line (exit 2)."""
-    from producers.clients import require_built
+    from producers.clients import require_built, require_java_apps
     from verifier.rundata import jvm
+    from verifier.rundata.apps import java_presets
 
     jvm.choose_java()
     if opts.pipelines:  # the Delta jars the pipelines' sessions load (once, from Maven)
@@ -306,6 +310,8 @@ def _check_machine(request: ChaosRequest, opts: RunOptions, env, client: str,
         check_user_pipelines(list(opts.pipelines), env={**os.environ, **spark_env()})
     for name in opts.clients or (client,):
         require_built(name)
+    if request.app and java_presets(request.app):
+        require_java_apps()
     if request.bootstrap_servers:
         _check_reachable(request.bootstrap_servers,
                         client_config.get("security_protocol", "PLAINTEXT"))

@@ -14,8 +14,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                        epilog=epilog(
                            ("verifier setup", "everything: broker, Spark connector, tools, "
                             "the Java generator"),
-                           ("verifier setup --no-spark --no-java-generator", "only what a "
-                            "producer-only chaos run needs"),
+                           ("verifier setup --no-spark --no-java-generator --no-java-apps",
+                            "only what a producer-only chaos run needs"),
                            ("verifier setup --kafka-versions 3.5.2,3.6.2", "also these broker "
                             "releases, for chaos --kafka-versions"),
                            ("verifier setup --clients java:3.9.1,librdkafka:2.0.2", "also "
@@ -25,6 +25,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-tools", action="store_true", help="skip kafka-tools (benchmarks)")
     p.add_argument("--no-java-generator", action="store_true",
                    help="skip building the Java generator (producers/java, --client java)")
+    p.add_argument("--no-java-apps", action="store_true",
+                   help="skip building the Java application presets (producers/java-apps: "
+                        "java-copier-*, streams-*; else built at their first --app run)")
     p.add_argument("--kafka-versions", default=None, metavar="V1,V2",
                    help="also resolve the broker jars of these releases (KRaft 3.3 to 4.x), "
                         "each into .jars/broker-<version>, side by side")
@@ -56,6 +59,12 @@ def run(args: argparse.Namespace) -> int:
         jvm.build_java_generator(gen)
         note = "present" if was else "built"
         print(f"{gen.profile:<14} {gen.version:<8} {note:<9} {gen.folder}")
+    if not args.no_java_apps:
+        apps = jvm.java_apps_jars()
+        was = jvm.project_built(jvm.APPS_PROJECT, apps)
+        jvm.build_project(jvm.APPS_PROJECT, apps)
+        note = "present" if was else "built"
+        print(f"{apps.profile:<14} {apps.version:<8} {note:<9} {apps.folder}")
     if args.clients:
         from producers.clients import parse_clients, require_built
 

@@ -49,27 +49,61 @@ CONTRACT = (ENV_BOOTSTRAP, ENV_INPUTS, ENV_OUTPUT, ENV_GROUP, ENV_TXN_PREFIX, EN
             ENV_STATE_FILE)
 
 
+#: how a preset is started: its runtime (``python``: producers.app_copier on this
+#: interpreter; ``java``: producers/java-apps on the JVM, verifier.rundata.jvm.APPS_PROJECT)
+RUNTIMES = ("python", "java")
+JAVA_MAIN = "verifier.apps.Main"
+#: JVM flags of the Java presets: a small heap, one GC thread, a quick start
+JAVA_OPTS = ("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
+             "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+             "-Dorg.slf4j.simpleLogger.showDateTime=true")
+
+
 @dataclass(frozen=True)
 class Preset:
-    """A consume-transform-produce application the tool ships: its module, the commit
-    strategy it runs, and what its users usually believe it gives (issue 47: a naive
-    one FAILs where the belief is wrong)."""
+    """A consume-transform-produce application the tool ships: how it is started, and what
+    its users usually believe it gives (issue 47: a naive one FAILs where the belief is
+    wrong)."""
 
     name: str
-    strategy: str  # producers.app_copier's --commit
+    args: tuple[str, ...]  # after the program: producers.app_copier's or verifier.apps.Main's
     claims: str
+    runtime: str = "python"
+
+    def argv(self, python: str, java: str, classpath: str) -> tuple[str, ...]:
+        if self.runtime == "java":
+            return (java, *JAVA_OPTS, "-cp", classpath, JAVA_MAIN, *self.args)
+        return (python, "-u", "-m", "producers.app_copier", *self.args)
 
 
-#: the kafka-python copiers (producers.app_copier), one per commit strategy
+#: the kafka-python copiers (producers.app_copier), one per commit strategy, their Java
+#: twins (verifier.apps.Copier) and the Kafka Streams pass-through (verifier.apps.PassThrough)
 PRESETS: dict[str, Preset] = {p.name: p for p in (
     # commits the batch's offsets, then writes it: a crash in between loses the batch;
     # users believe it at-least-once (auto-commit "usually works")
-    Preset("copier-commit-before", "before", "at-least-once"),
+    Preset("copier-commit-before", ("--commit", "before"), "at-least-once"),
     # writes and flushes the batch, then commits: a crash in between writes it again
-    Preset("copier-commit-after", "after", "at-least-once"),
+    Preset("copier-commit-after", ("--commit", "after"), "at-least-once"),
     # KIP-447: the batch and its offsets in one transaction, with the group's metadata
-    Preset("copier-transactional", "transactional", "exactly-once"),
+    Preset("copier-transactional", ("--commit", "transactional"), "exactly-once"),
+    Preset("java-copier-commit-before", ("copier", "--commit", "before"), "at-least-once",
+           "java"),
+    Preset("java-copier-commit-after", ("copier", "--commit", "after"), "at-least-once",
+           "java"),
+    Preset("java-copier-transactional", ("copier", "--commit", "transactional"),
+           "exactly-once", "java"),
+    # Kafka Streams, stateless: input topics -> output topic (key, value, headers kept)
+    Preset("streams-at-least-once", ("streams", "--guarantee", "at_least_once"),
+           "at-least-once", "java"),
+    Preset("streams-exactly-once-v2", ("streams", "--guarantee", "exactly_once_v2"),
+           "exactly-once", "java"),
 )}
+
+
+def java_presets(value: str) -> list[str]:
+    """The presets ``--app``'s value names that run on the JVM (to build before a run)."""
+    return [n for n in (v.strip() for v in value.split(","))
+            if n in PRESETS and PRESETS[n].runtime == "java"]
 
 
 @dataclass(frozen=True)
@@ -95,17 +129,19 @@ class PlannedApp:
 
 
 def plan_apps(value: str, guarantee: str | None, instances: int,
-              python: str = "python") -> list[PlannedApp]:
+              python: str = "python", java: str = "java",
+              classpath: str = ".jars/java-apps/*") -> list[PlannedApp]:
     """``--app``'s value as applications: a comma-separated list of preset names, or one
     command (any program; ``guarantee`` is what it claims). Pure: the checks that
-    need the machine (the program exists) are the CLI's."""
+    need the machine (the program exists, the Java presets are built: ``classpath``) are
+    the CLI's."""
     names = [v.strip() for v in value.split(",")]
     if all(n in PRESETS for n in names):
         out = []
         for n in names:
             p = PRESETS[n]
-            argv = (python, "-u", "-m", "producers.app_copier", "--commit", p.strategy)
-            out.append(PlannedApp(n, argv, p.claims, instances, preset=n))
+            out.append(PlannedApp(n, p.argv(python, java, classpath), p.claims, instances,
+                                  preset=n))
         return out
     return [PlannedApp("user", tuple(shlex.split(value)), guarantee or "", instances)]
 
@@ -211,7 +247,8 @@ def read_readback(where: AppLayout, isolation: str) -> tuple[pa.Table, dict]:
     return rows, info
 
 
-__all__ = ["COLUMN_PREFIX", "CONTRACT", "DEFAULT_INSTANCES", "GUARANTEES", "PRESETS",
-           "PROCESS_PREFIX", "READBACK_SCHEMA", "AppLayout", "PlannedApp", "Preset",
-           "READBACK_FORMAT", "config_entry", "environment", "group_id", "output_topic",
-           "plan_apps", "read_readback", "transactional_id_prefix", "write_readback"]
+__all__ = ["COLUMN_PREFIX", "CONTRACT", "DEFAULT_INSTANCES", "GUARANTEES", "JAVA_MAIN",
+           "JAVA_OPTS", "PRESETS", "PROCESS_PREFIX", "READBACK_FORMAT", "READBACK_SCHEMA",
+           "RUNTIMES", "AppLayout", "PlannedApp", "Preset", "config_entry", "environment",
+           "group_id", "java_presets", "output_topic", "plan_apps", "read_readback",
+           "transactional_id_prefix", "write_readback"]

@@ -271,55 +271,86 @@ def resolve(jarset: JarSet, *, quiet: bool = True) -> Path:
 
 #: the Java load generator's Maven project (plain Java on kafka-clients)
 JAVA_GENERATOR = PROJECT_ROOT / "producers" / "java"
+#: the Java applications under test (issue 47): the copier and the Kafka Streams presets
+JAVA_APPS = PROJECT_ROOT / "producers" / "java-apps"
 
 
-def _generator_sources_digest() -> str:
-    import hashlib
+@dataclass(frozen=True)
+class MavenProject:
+    """A Maven project of ours built into a jar set (its jar beside its runtime classpath)."""
 
-    h = hashlib.sha256()
-    for f in sorted([JAVA_GENERATOR / "pom.xml", *(JAVA_GENERATOR / "src").rglob("*")]):
-        if f.is_file():
-            h.update(str(f.relative_to(JAVA_GENERATOR)).encode() + b"\0" + f.read_bytes())
-    return h.hexdigest()[:16]
+    folder: Path
+    build_prop: str  # the pom's property naming where Maven builds
+    jar: str  # the jar Maven makes
+    what: str  # for messages
+
+    def digest(self) -> str:
+        import hashlib
+
+        h = hashlib.sha256()
+        for f in sorted([self.folder / "pom.xml", *(self.folder / "src").rglob("*")]):
+            if f.is_file():
+                h.update(str(f.relative_to(self.folder)).encode() + b"\0" + f.read_bytes())
+        return h.hexdigest()[:16]
 
 
-def java_generator_built(jarset: JarSet | None = None) -> bool:
+GENERATOR_PROJECT = MavenProject(JAVA_GENERATOR, "generator.build.dir",
+                                 "verifier-java-generator.jar", "the Java generator")
+APPS_PROJECT = MavenProject(JAVA_APPS, "apps.build.dir", "verifier-java-apps.jar",
+                            "the Java applications (copier, Kafka Streams)")
+
+
+def java_apps_jars(version: str | None = None) -> JarSet:
+    """The Java applications under test (``producers/java-apps``) and their runtime
+    classpath, built against kafka-clients and kafka-streams ``version`` (default
+    :func:`clients_version`) into ``.jars/java-apps-<version>``."""
+    return JarSet("java-apps", version or clients_version())
+
+
+def project_built(project: MavenProject, jarset: JarSet) -> bool:
     """Built from the current sources (the marker names their digest)."""
-    jarset = jarset or java_generator_jars()
     marker = jarset.folder / ".complete"
-    return marker.exists() and marker.read_text().startswith(_generator_sources_digest())
+    return marker.exists() and marker.read_text().startswith(project.digest())
 
 
-def build_java_generator(jarset: JarSet | None = None) -> Path:
-    """Compile the Java generator against ``kafka-clients`` at the set's version and copy
-    it with its runtime dependencies into the set's folder (once per source change)."""
-    jarset = jarset or java_generator_jars()
-    if java_generator_built(jarset):
+def build_project(project: MavenProject, jarset: JarSet) -> Path:
+    """Compile ``project`` against Kafka at the set's version and copy it with its runtime
+    dependencies into the set's folder (once per source change)."""
+    if project_built(project, jarset):
         return jarset.folder
     mvn = shutil.which("mvn")
     if mvn is None:
-        raise EnvironmentProblem("Maven (`mvn`) is required once, to build the Java generator "
+        raise EnvironmentProblem(f"Maven (`mvn`) is required once, to build {project.what} "
                                  "against kafka-clients; install it and run `make setup` again.")
     folder = jarset.folder
     if folder.exists():
         shutil.rmtree(folder)
     build = folder / "build"
     cmd = [
-        mvn, "-B", "-q", "-gs", str(MAVEN_SETTINGS), "-f", str(JAVA_GENERATOR / "pom.xml"),
-        f"-Dkafka.clients.version={jarset.version}", f"-Dgenerator.build.dir={build}",
+        mvn, "-B", "-q", "-gs", str(MAVEN_SETTINGS), "-f", str(project.folder / "pom.xml"),
+        f"-Dkafka.clients.version={jarset.version}", f"-D{project.build_prop}={build}",
         "package",
         "org.apache.maven.plugins:maven-dependency-plugin:3.6.1:copy-dependencies",
         "-DincludeScope=runtime", f"-DoutputDirectory={folder}",
     ]  # fmt: skip
     proc = subprocess.run(cmd, capture_output=True, text=True, check=False)
-    jar = build / "verifier-java-generator.jar"
+    jar = build / project.jar
     if proc.returncode != 0 or not jar.exists():
         tail = "\n".join((proc.stdout + proc.stderr).strip().splitlines()[-15:])
         raise CommandFailed(command=cmd, returncode=proc.returncode, output_tail=tail,
-                            hint="Maven could not build the Java generator (producers/java) "
-                                 f"against kafka-clients {jarset.version}: is that version on "
+                            hint=f"Maven could not build {project.what} "
+                                 f"({project.folder.relative_to(PROJECT_ROOT)}) against "
+                                 f"kafka-clients {jarset.version}: is that version on "
                                  "Maven Central (KAFKA_CLIENTS_VERSION)? Retry `make setup`.")
     shutil.copy2(jar, folder / jar.name)
     shutil.rmtree(build)
-    (folder / ".complete").write_text(_generator_sources_digest() + " " + " ".join(cmd) + "\n")
+    (folder / ".complete").write_text(project.digest() + " " + " ".join(cmd) + "\n")
     return folder
+
+
+def java_generator_built(jarset: JarSet | None = None) -> bool:
+    return project_built(GENERATOR_PROJECT, jarset or java_generator_jars())
+
+
+def build_java_generator(jarset: JarSet | None = None) -> Path:
+    return build_project(GENERATOR_PROJECT, jarset or java_generator_jars())

@@ -155,7 +155,7 @@ def test_setup_builds_the_client_versions_it_is_given(monkeypatch, capsys):
     monkeypatch.setattr("producers.clients.require_built", built.append)
     monkeypatch.setattr(jvm_mod, "require_java", lambda: None)
     monkeypatch.setattr(jvm_mod, "resolve", lambda s: s.folder)  # nothing downloaded here
-    assert main(["setup", "--no-spark", "--no-tools", "--no-java-generator",
+    assert main(["setup", "--no-spark", "--no-tools", "--no-java-generator", "--no-java-apps",
                  "--clients", "java:3.9.1,librdkafka:2.0.2"]) == 0
     assert built == ["java:3.9.1", "librdkafka:2.0.2"]
     assert "librdkafka:2.0.2 ready" in capsys.readouterr().out

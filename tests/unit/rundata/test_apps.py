@@ -45,3 +45,39 @@ def test_an_application_has_a_column_per_isolation_level_after_the_others():
     assert names == ["idempotent", "app:copier-commit-after@read_committed",
                      "app:copier-commit-after@read_uncommitted"]
     assert is_app_column(names[1]) and not is_app_column(names[0])
+
+
+def test_the_java_presets_start_the_java_apps_main_with_the_given_classpath():
+    planned = A.plan_apps("java-copier-transactional,streams-exactly-once-v2", None, 2,
+                          "py", java="/jdk/bin/java", classpath="/j/java-apps-4.1.1/*")
+    copier, streams = planned
+    assert copier.argv == ("/jdk/bin/java", *A.JAVA_OPTS, "-cp", "/j/java-apps-4.1.1/*",
+                           "verifier.apps.Main", "copier", "--commit", "transactional")
+    assert streams.argv[-4:] == ("verifier.apps.Main", "streams", "--guarantee",
+                                 "exactly_once_v2")
+    assert (copier.preset, streams.preset) == ("java-copier-transactional",
+                                              "streams-exactly-once-v2")
+
+
+def test_each_preset_claims_what_its_users_believe():
+    claims = {n: p.claims for n, p in A.PRESETS.items()}
+    assert claims == {
+        "copier-commit-before": "at-least-once", "copier-commit-after": "at-least-once",
+        "copier-transactional": "exactly-once",
+        "java-copier-commit-before": "at-least-once",
+        "java-copier-commit-after": "at-least-once",
+        "java-copier-transactional": "exactly-once",
+        "streams-at-least-once": "at-least-once", "streams-exactly-once-v2": "exactly-once"}
+    # the Java copier runs the same three strategies as the kafka-python one
+    py = {p.args[-1] for p in A.PRESETS.values() if p.runtime == "python"}
+    java = {p.args[-1] for p in A.PRESETS.values()
+            if p.runtime == "java" and p.args[0] == "copier"}
+    assert py == java == {"before", "after", "transactional"}
+
+
+def test_only_the_java_presets_need_the_jvm_build():
+    assert A.java_presets("copier-commit-after, streams-at-least-once,java-copier-"
+                          "commit-before") == ["streams-at-least-once",
+                                               "java-copier-commit-before"]
+    assert A.java_presets("copier-commit-after") == []
+    assert A.java_presets("java -jar streams-at-least-once.jar") == []

@@ -1,0 +1,92 @@
+package verifier.apps;
+
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/**
+ * The Java applications under test (docs/applications.md):
+ *
+ * <pre>
+ *   java -cp '.jars/java-apps-V/*' verifier.apps.Main copier --commit before|after|transactional [--process-ms N]
+ *   java -cp '.jars/java-apps-V/*' verifier.apps.Main streams --guarantee at_least_once|exactly_once_v2
+ * </pre>
+ *
+ * Everything else comes from the VERIFIER_* environment. Exit 64 on a usage error.
+ */
+public final class Main {
+    private Main() {
+    }
+
+    static String option(List<String> args, String name, String fallback) {
+        int i = args.indexOf(name);
+        return i >= 0 && i + 1 < args.size() ? args.get(i + 1) : fallback;
+    }
+
+    public static void main(String[] argv) throws Exception {
+        System.exit(run(Arrays.asList(argv), System.getenv()));
+    }
+
+    static int run(List<String> args, Map<String, String> environment) throws Exception {
+        String kind = args.isEmpty() ? "" : args.get(0);
+        String missing = Env.missing(environment);
+        if (!missing.isEmpty()) {
+            System.err.println("verifier.apps: the environment lacks " + missing
+                + " (docs/applications.md)");
+            return 64;
+        }
+        Env env = new Env(environment);
+        if (kind.equals("streams")) {
+            String guarantee = option(args, "--guarantee", "");
+            if (!Arrays.asList(PassThrough.GUARANTEES).contains(guarantee)) {
+                System.err.println("verifier.apps streams: --guarantee "
+                    + String.join("|", PassThrough.GUARANTEES));
+                return 64;
+            }
+            return PassThrough.run(env, guarantee);
+        }
+        String strategy = option(args, "--commit", "");
+        if (!kind.equals("copier") || !Copier.STRATEGIES.contains(strategy)) {
+            System.err.println("usage: verifier.apps.Main copier --commit "
+                + String.join("|", Copier.STRATEGIES) + " [--process-ms N] | streams "
+                + "--guarantee " + String.join("|", PassThrough.GUARANTEES));
+            return 64;
+        }
+        long processMs = Long.parseLong(option(args, "--process-ms", "200"));
+        return copy(new Copier(strategy, env, processMs));
+    }
+
+    /** As a service would: on an error, log, new clients, start over; stop on SIGTERM. */
+    private static int copy(Copier copier) throws InterruptedException {
+        AtomicBoolean stopping = new AtomicBoolean();
+        CountDownLatch done = new CountDownLatch(1);
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            stopping.set(true);
+            try {
+                done.await();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }));
+        try {
+            while (!stopping.get()) {
+                try {
+                    copier.run(stopping::get);
+                } catch (RuntimeException e) {
+                    // a commit refused after a rebalance, a fenced producer: the group's
+                    // committed offsets, new clients, go on
+                    System.out.println("java copier: " + e + "; starting over");
+                    System.out.flush();
+                    if (!stopping.get()) {
+                        Thread.sleep(1000);
+                    }
+                }
+            }
+        } finally {
+            done.countDown();
+        }
+        return 0;
+    }
+}

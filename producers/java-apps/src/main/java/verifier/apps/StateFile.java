@@ -1,0 +1,114 @@
+package verifier.apps;
+
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.List;
+
+/**
+ * What the instance says it is doing, as JSON replaced whole after every step (the same
+ * fields as producers/app_copier.py's): {@code at_risk} is the number of records between a
+ * batch's two steps, which a kill now would lose, write again or abort (the exposure of an
+ * instance kill, verifier/harness/faults/kinds/application.py).
+ */
+final class StateFile {
+    private final Path path;
+    private final String instance;
+    private final String strategy;
+    private final long pid = ProcessHandle.current().pid();
+    private List<String> assigned = new ArrayList<>();
+    private long rebalances;
+    private boolean inTransaction;
+    private long atRisk;
+    private long written;
+    private long batches;
+
+    StateFile(String path, String instance, String strategy) {
+        this.path = path == null ? null : Path.of(path);
+        this.instance = instance;
+        this.strategy = strategy;
+    }
+
+    synchronized long atRisk() {
+        return atRisk;
+    }
+
+    synchronized void assigned(Collection<String> partitions) {
+        assigned = new ArrayList<>(partitions);
+        assigned.sort(null);
+        write();
+    }
+
+    synchronized void revoked() {
+        assigned = new ArrayList<>();
+        rebalances++;
+        write();
+    }
+
+    /** {@code n} records are now between the batch's two steps. */
+    synchronized void atRisk(long n, boolean transaction) {
+        atRisk = n;
+        inTransaction = transaction;
+        write();
+    }
+
+    /** One more record handed over without a write of the file (a hot path). */
+    synchronized void oneMore(boolean transaction) {
+        boolean first = atRisk == 0 || inTransaction != transaction;
+        atRisk++;
+        inTransaction = transaction;
+        if (first) {
+            write();  // the moment the window opens is what a trigger waits for
+        }
+    }
+
+    /** The batch's second step is done: its records are safe. */
+    synchronized void done() {
+        written += atRisk;
+        if (atRisk > 0) {
+            batches++;
+        }
+        atRisk = 0;
+        inTransaction = false;
+        write();
+    }
+
+    /** An aborted transaction: its records are not written. */
+    synchronized void aborted() {
+        atRisk = 0;
+        inTransaction = false;
+        write();
+    }
+
+    synchronized void write() {
+        if (path == null) {
+            return;
+        }
+        StringBuilder b = new StringBuilder("{\"instance\": ").append(Json.str(instance))
+            .append(", \"pid\": ").append(pid)
+            .append(", \"strategy\": ").append(Json.str(strategy))
+            .append(", \"assigned\": [");
+        for (int i = 0; i < assigned.size(); i++) {
+            b.append(i == 0 ? "" : ", ").append(Json.str(assigned.get(i)));
+        }
+        b.append("], \"rebalances\": ").append(rebalances)
+            .append(", \"in_transaction\": ").append(inTransaction)
+            .append(", \"at_risk\": ").append(atRisk)
+            .append(", \"written\": ").append(written)
+            .append(", \"batches\": ").append(batches)
+            .append(", \"t\": ").append(System.currentTimeMillis() / 1000.0)
+            .append("}\n");
+        Path tmp = path.resolveSibling("." + path.getFileName() + "." + pid);
+        try {
+            Files.writeString(tmp, b.toString(), StandardCharsets.UTF_8);
+            Files.move(tmp, path, StandardCopyOption.REPLACE_EXISTING,
+                StandardCopyOption.ATOMIC_MOVE);
+        } catch (IOException e) {
+            System.err.println("state file " + path + ": " + e);
+        }
+    }
+}

@@ -1,0 +1,76 @@
+"""The Java application presets' Maven project (producers/java-apps, issue 47): built
+against kafka-streams at the client's version, rebuilt when a source changes."""
+
+from __future__ import annotations
+
+import re
+import xml.etree.ElementTree as ET
+
+from verifier.rundata import jvm
+
+POM_NS = {"m": "http://maven.apache.org/POM/4.0.0"}
+
+
+def test_kafka_streams_is_taken_at_the_java_clients_version():
+    pom = ET.parse(jvm.JAVA_APPS / "pom.xml").getroot()
+    versions = {d.findtext("m:artifactId", namespaces=POM_NS): d.findtext("m:version",
+                                                                          namespaces=POM_NS)
+                for d in pom.iterfind("m:dependencies/m:dependency", POM_NS)}
+    assert versions["kafka-streams"] == versions["kafka-clients"] == "${kafka.clients.version}"
+    # the build folder the launcher passes is the property the pom builds in
+    assert pom.findtext("m:build/m:directory", namespaces=POM_NS) == \
+        "${" + jvm.APPS_PROJECT.build_prop + "}"
+    assert pom.findtext("m:build/m:finalName", namespaces=POM_NS) + ".jar" == \
+        jvm.APPS_PROJECT.jar
+
+
+def test_the_java_apps_jar_set_follows_the_client_version(monkeypatch):
+    monkeypatch.setenv("KAFKA_CLIENTS_VERSION", "3.9.1")
+    monkeypatch.setenv("VERIFIER_JARS_DIR", "/j")
+    assert str(jvm.java_apps_jars().folder) == "/j/java-apps-3.9.1"
+
+
+def test_a_build_counts_only_for_the_sources_it_was_made_from(tmp_path, monkeypatch):
+    monkeypatch.setenv("VERIFIER_JARS_DIR", str(tmp_path / "jars"))
+    src = tmp_path / "proj"
+    (src / "src" / "main").mkdir(parents=True)
+    (src / "pom.xml").write_text("<project/>")
+    (src / "src" / "main" / "A.java").write_text("class A {}")
+    project = jvm.MavenProject(src, "x.build.dir", "x.jar", "x")
+    jars = jvm.JarSet("x", "1.0.0")
+    assert not jvm.project_built(project, jars)
+    jars.folder.mkdir(parents=True)
+    (jars.folder / ".complete").write_text(project.digest() + " mvn ...\n")
+    assert jvm.project_built(project, jars)
+    (src / "src" / "main" / "A.java").write_text("class A { int x; }")
+    assert not jvm.project_built(project, jars)
+
+
+def test_the_java_main_knows_every_argument_a_java_preset_passes():
+    from verifier.rundata.apps import PRESETS
+
+    main = (jvm.JAVA_APPS / "src/main/java/verifier/apps").glob("*.java")
+    text = "\n".join(f.read_text() for f in main)
+    for p in PRESETS.values():
+        if p.runtime != "java":
+            continue
+        kind, flag, value = p.args
+        assert f'kind.equals("{kind}")' in text, p.name
+        assert f'"{flag}"' in text, p.name
+        assert re.search(rf'"{value}"', text), p.name
+
+
+def test_setup_builds_the_java_apps_unless_told_not_to(monkeypatch, capsys):
+    from verifier.cli import main
+
+    built = []
+    monkeypatch.setattr(jvm, "require_java", lambda: None)
+    monkeypatch.setattr(jvm, "resolve", lambda s: s.folder)  # nothing downloaded here
+    monkeypatch.setattr(jvm, "project_built", lambda p, s: False)
+    monkeypatch.setattr(jvm, "build_project", lambda p, s: built.append((p, s.profile)))
+    base = ["setup", "--no-spark", "--no-tools", "--no-java-generator"]
+    assert main([*base, "--no-java-apps"]) == 0
+    assert built == []
+    assert main(base) == 0
+    assert built == [(jvm.APPS_PROJECT, "java-apps")]
+    assert "java-apps" in capsys.readouterr().out
