@@ -32,7 +32,9 @@ def test_a_command_needs_its_claim_and_its_program():
     said = problems("--app", "my-svc", "--app-guarantee", "at-least-once",
                     which=lambda name: None)
     assert said == ["--app 'my-svc': 'my-svc' is neither a preset (copier-commit-before, "
-                    "copier-commit-after, copier-transactional) nor a program on PATH"]
+                    "copier-commit-after, copier-transactional, java-copier-commit-before, "
+                    "java-copier-commit-after, java-copier-transactional, "
+                    "streams-at-least-once, streams-exactly-once-v2) nor a program on PATH"]
     said = problems("--app", "copier-commit-befor", "--app-guarantee", "at-least-once",
                     which=lambda name: None)
     assert "did you mean copier-commit-before?" in said[0]
