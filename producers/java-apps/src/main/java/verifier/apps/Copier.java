@@ -101,7 +101,9 @@ final class Copier {
                     state.assigned(names);
                 }
             });
-            state.write();
+            // started over after an error: the batch that was between its steps is gone
+            // (aborted, or to be read again), nothing is at risk until the next one
+            state.atRisk(0, false);
             int outPartitions = producer.partitionsFor(env.output).size();
             while (!stop.getAsBoolean()) {
                 ConsumerRecords<byte[], byte[]> batch = consumer.poll(Duration.ofMillis(POLL_MS));
