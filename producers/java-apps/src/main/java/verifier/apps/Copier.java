@@ -122,6 +122,7 @@ final class Copier {
                         consumer.commitSync(offsets);
                         state.atRisk(n, false);
                         Thread.sleep(processMs);
+                        state.step("writing");
                         write(producer, batch, outPartitions);
                         producer.flush();
                     }
@@ -130,6 +131,7 @@ final class Copier {
                         producer.flush();
                         state.atRisk(n, false);
                         Thread.sleep(processMs);
+                        state.step("committing");
                         consumer.commitSync(offsets);
                     }
                     default -> {
@@ -139,6 +141,7 @@ final class Copier {
                         producer.flush();
                         state.atRisk(n, true);
                         Thread.sleep(processMs);
+                        state.step("committing");
                         producer.sendOffsetsToTransaction(offsets, consumer.groupMetadata());
                         producer.commitTransaction();
                     }

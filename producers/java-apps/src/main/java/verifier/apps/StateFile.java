@@ -26,6 +26,9 @@ final class StateFile {
     private long atRisk;
     private long written;
     private long batches;
+    /** where in the batch the instance is: "" between batches, "processing" (the sleep
+     * between the two steps), "writing" or "committing" (the second step under way) */
+    private String step = "";
 
     StateFile(String path, String instance, String strategy) {
         this.path = path == null ? null : Path.of(path);
@@ -53,17 +56,22 @@ final class StateFile {
     synchronized void atRisk(long n, boolean transaction) {
         atRisk = n;
         inTransaction = transaction;
+        step = n > 0 ? "processing" : "";
         write();
     }
 
-    /** One more record handed over without a write of the file (a hot path). */
+    /** The batch's second step has begun: a kill now may or may not undo it. */
+    synchronized void step(String name) {
+        step = name;
+        write();
+    }
+
+    /** One more record handed to the producer, the count on disk at once (a kill's detail
+     * reads it: a count written only when the window opened said 1 where 2264 were). */
     synchronized void oneMore(boolean transaction) {
-        boolean first = atRisk == 0 || inTransaction != transaction;
         atRisk++;
         inTransaction = transaction;
-        if (first) {
-            write();  // the moment the window opens is what a trigger waits for
-        }
+        write();
     }
 
     /** The batch's second step is done: its records are safe. */
@@ -74,6 +82,7 @@ final class StateFile {
         }
         atRisk = 0;
         inTransaction = false;
+        step = "";
         write();
     }
 
@@ -81,6 +90,7 @@ final class StateFile {
     synchronized void aborted() {
         atRisk = 0;
         inTransaction = false;
+        step = "";
         write();
     }
 
@@ -100,6 +110,7 @@ final class StateFile {
             .append(", \"at_risk\": ").append(atRisk)
             .append(", \"written\": ").append(written)
             .append(", \"batches\": ").append(batches)
+            .append(", \"step\": ").append(Json.str(step))
             .append(", \"t\": ").append(System.currentTimeMillis() / 1000.0)
             .append("}\n");
         Path tmp = path.resolveSibling("." + path.getFileName() + "." + pid);
