@@ -82,3 +82,15 @@ def test_setup_builds_the_java_apps_unless_told_not_to(monkeypatch, capsys):
     assert main(base) == 0
     assert built == [(jvm.APPS_PROJECT, "java-apps")]
     assert "java-apps" in capsys.readouterr().out
+
+
+def test_the_java_state_file_has_the_kafka_python_copiers_fields():
+    """The instance-kill fault and its exposure read the same fields from every preset's
+    state file (verifier.judge.faults.application reads at_risk)."""
+    from producers.app_copier import State
+
+    text = (jvm.JAVA_APPS / "src/main/java/verifier/apps/StateFile.java").read_text()
+    java = set(re.findall(r'\\"(\w+)\\": ', text))
+    python = set(State(None, "0", "before").doc) | {"t"}
+    assert python <= java, python - java
+    assert java - python == {"step"}
