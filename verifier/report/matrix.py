@@ -87,8 +87,8 @@ def _grid_html(grid: dict, docs: list[dict], out_dir: Path) -> str:
             exposed = exposure_text(cell["exposure"])  # the legend's "exp N", as on the terminal
             exp = f"<span class='f exp'>{escape(exposed)}</span>" if exposed else ""
             tds.append(f"<td class='cell {css_class(cell['verdict'])}' "
-                       f"title='{escape(cell['text'])}'><b>{escape(text)}</b>{obs}{exp}"
-                       f"{_runs_html(cell, out_dir)}</td>")
+                       f"title='{escape(cell['text'])}'><b>{escape(text)}</b>{obs}{exp} "
+                       f"{_runs_html(cell, out_dir)}</td>")  # "exp 3 #1 PASS", not "exp 3#1"
         wall = sum(d.get("phases", {}).get("total_s", 0) for d in group)
         href = _href(group[0].get("run_dir"), out_dir)
         name = f"<a href='{href}'>{escape(sc)}</a>"

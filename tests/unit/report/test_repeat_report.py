@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 import xml.etree.ElementTree as ET
 from html import escape
 from pathlib import Path
@@ -143,6 +144,8 @@ def test_the_html_grid_shows_the_outcomes_and_links_every_run(docs, tmp_path):
     assert "3 runs" in page and escape(REPEAT_LEGEND) in page
     # the run links may wrap between them: three runs of five columns fit 1280 px
     assert "#1&nbsp;FAIL</a> <a href=" in page
+    # the exposure and the first run's link apart ("exp 3 #1 PASS", not "exp 3#1 PASS")
+    assert re.search(r"</span> <span class='runs'>", page), page
     assert page.count("<tr id='s-producer-kill'>") == 1
     single = matrix_html(combined(docs[:1]), docs[:1], tmp_path)
     assert "<b>PASS</b>" in single and "1/1" not in single
