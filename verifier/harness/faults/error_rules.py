@@ -26,11 +26,7 @@ def matches(rule, request: RequestIdentity) -> bool:
         return False
     if rule.client_id is not None and request.client_id != rule.client_id:
         return False
-    if rule.partition is not None or rule.topic is not None:
-        return any((rule.partition is None or p.partition == rule.partition)
-                   and (rule.topic is None or p.topic == rule.topic)
-                   for p in request.partitions)
-    return True
+    return request.touches(rule.partition, rule.topic)
 
 
 def choose(rule, request: RequestIdentity) -> bool:

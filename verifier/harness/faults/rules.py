@@ -154,11 +154,7 @@ class Rule:
             return False
         if self.records is not None and request.records_abort != (self.records == "abort"):
             return False
-        if self.partition is not None or self.topic is not None:
-            return any((self.partition is None or p.partition == self.partition)
-                       and (self.topic is None or p.topic == self.topic)
-                       for p in request.partitions)
-        return True
+        return request.touches(self.partition, self.topic)
 
     def decide_hold(self, request: RequestIdentity) -> bool:
         """Count a match; True for the ones to hold (after ``skip``, up to ``limit``,

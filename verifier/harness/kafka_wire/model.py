@@ -68,6 +68,13 @@ class RequestIdentity:
     def api_name(self) -> str:
         return API_NAMES.get(self.api_key, str(self.api_key))
 
+    def touches(self, partition: int | None, topic: str | None) -> bool:
+        """Whether one of its partitions is ``partition`` of ``topic`` (None: any)."""
+        if partition is None and topic is None:
+            return True
+        return any((partition is None or p.partition == partition)
+                   and (topic is None or p.topic == topic) for p in self.partitions)
+
     def to_json(self) -> dict:
         """The identity as the hold events and the nemesis history record it."""
         out = {"api": self.api_name, "api_key": self.api_key, "api_version": self.api_version,
