@@ -96,7 +96,7 @@ def app_problems(args: argparse.Namespace, profile, given: set[str],
                  which=shutil.which) -> list[str]:
     """What is wrong with the ``--app`` flags (issue 47), each naming what to write
     instead; ``which``: how a program is found (shutil.which)."""
-    from verifier.rundata.apps import PRESETS, plan_apps
+    from verifier.rundata.apps import PRESETS, plan_apps, preset_names
 
     app = getattr(args, "app", None)
     if app is None:
@@ -113,18 +113,23 @@ def app_problems(args: argparse.Namespace, profile, given: set[str],
         out.append(f"--app-instances {instances}: an application needs at least 1 instance")
     planned = plan_apps(app, args.app_guarantee, instances or 1)
     presets = [a for a in planned if a.preset]
+    chosen = [a.preset for a in presets]
+    twice = sorted({p for p in chosen if chosen.count(p) > 1})
+    if twice:
+        out.append(f"--app {app!r} names " + ", ".join(twice) + " twice (a preset's two "
+                   "names are one application): name each once")
     if presets and "app_guarantee" in given:
         out.append(f"--app-guarantee does not apply to the presets ({app}): each claims its "
                    "own (" + ", ".join(f"{a.name}: {a.guarantee}" for a in presets) + ")")
     if not presets:
         argv = planned[0].argv
         if not argv:
-            out.append("--app is empty: name presets (" + ", ".join(PRESETS) + ") or give "
-                       "the command that starts one instance of your application")
+            out.append("--app is empty: name presets (" + ", ".join(preset_names())
+                       + ") or give the command that starts one instance of your application")
         elif "/" not in argv[0] and which(argv[0]) is None:
             near = [n for n in PRESETS if n in app or app in n]
             out.append(f"--app {app!r}: {argv[0]!r} is neither a preset ("
-                       + ", ".join(PRESETS) + ") nor a program on PATH"
+                       + ", ".join(preset_names()) + ") nor a program on PATH"
                        + (f"; did you mean {near[0]}?" if near else ""))
         elif "/" in argv[0] and which(argv[0]) is None:
             out.append(f"--app {app!r}: {argv[0]} is not an executable file")

@@ -69,6 +69,8 @@ class Preset:
     args: tuple[str, ...]  # after the program: producers.app_copier's or verifier.apps.Main's
     claims: str
     runtime: str = "python"
+    #: a second name ``--app`` takes (``streams-eos``); the column is named as typed
+    short: str = ""
 
     def argv(self, python: str, java: str, classpath: str) -> tuple[str, ...]:
         if self.runtime == "java":
@@ -94,16 +96,28 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
            "exactly-once", "java"),
     # Kafka Streams, stateless: input topics -> output topic (key, value, headers kept)
     Preset("streams-at-least-once", ("streams", "--guarantee", "at_least_once"),
-           "at-least-once", "java"),
+           "at-least-once", "java", short="streams-alo"),
     Preset("streams-exactly-once-v2", ("streams", "--guarantee", "exactly_once_v2"),
-           "exactly-once", "java"),
+           "exactly-once", "java", short="streams-eos"),
 )}
+#: every name ``--app`` takes for a preset (its name or its short one) -> the preset
+_BY_NAME: dict[str, Preset] = {**PRESETS, **{p.short: p for p in PRESETS.values() if p.short}}
+
+
+def preset_named(name: str) -> Preset | None:
+    """The preset ``name`` (its name or its short one) names, or None."""
+    return _BY_NAME.get(name.strip())
+
+
+def preset_names() -> list[str]:
+    """The presets as a message lists them: ``name`` or ``name (short)``."""
+    return [p.name + (f" ({p.short})" if p.short else "") for p in PRESETS.values()]
 
 
 def java_presets(value: str) -> list[str]:
     """The presets ``--app``'s value names that run on the JVM (to build before a run)."""
     return [n for n in (v.strip() for v in value.split(","))
-            if n in PRESETS and PRESETS[n].runtime == "java"]
+            if (p := preset_named(n)) is not None and p.runtime == "java"]
 
 
 @dataclass(frozen=True)
@@ -136,12 +150,12 @@ def plan_apps(value: str, guarantee: str | None, instances: int,
     need the machine (the program exists, the Java presets are built: ``classpath``) are
     the CLI's."""
     names = [v.strip() for v in value.split(",")]
-    if all(n in PRESETS for n in names):
+    if all(preset_named(n) is not None for n in names):
         out = []
         for n in names:
-            p = PRESETS[n]
+            p = preset_named(n)
             out.append(PlannedApp(n, p.argv(python, java, classpath), p.claims, instances,
-                                  preset=n))
+                                  preset=p.name))
         return out
     return [PlannedApp("user", tuple(shlex.split(value)), guarantee or "", instances)]
 
@@ -250,5 +264,5 @@ def read_readback(where: AppLayout, isolation: str) -> tuple[pa.Table, dict]:
 __all__ = ["COLUMN_PREFIX", "CONTRACT", "DEFAULT_INSTANCES", "GUARANTEES", "JAVA_MAIN",
            "JAVA_OPTS", "PRESETS", "PROCESS_PREFIX", "READBACK_FORMAT", "READBACK_SCHEMA",
            "RUNTIMES", "AppLayout", "PlannedApp", "Preset", "config_entry", "environment",
-           "group_id", "java_presets", "output_topic", "plan_apps", "read_readback",
-           "transactional_id_prefix", "write_readback"]
+           "group_id", "java_presets", "output_topic", "plan_apps", "preset_named",
+           "preset_names", "read_readback", "transactional_id_prefix", "write_readback"]

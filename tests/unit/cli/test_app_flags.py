@@ -34,10 +34,19 @@ def test_a_command_needs_its_claim_and_its_program():
     assert said == ["--app 'my-svc': 'my-svc' is neither a preset (copier-commit-before, "
                     "copier-commit-after, copier-transactional, java-copier-commit-before, "
                     "java-copier-commit-after, java-copier-transactional, "
-                    "streams-at-least-once, streams-exactly-once-v2) nor a program on PATH"]
+                    "streams-at-least-once (streams-alo), streams-exactly-once-v2 "
+                    "(streams-eos)) nor a program on PATH"]
     said = problems("--app", "copier-commit-befor", "--app-guarantee", "at-least-once",
                     which=lambda name: None)
     assert "did you mean copier-commit-before?" in said[0]
+
+
+def test_a_preset_named_by_both_its_names_is_refused_not_run_twice():
+    # issue 47's done-when names the Streams presets by their short names
+    assert problems("--app", "streams-eos,streams-alo,copier-commit-before") == []
+    assert problems("--app", "streams-eos,streams-exactly-once-v2") == [
+        "--app 'streams-eos,streams-exactly-once-v2' names streams-exactly-once-v2 twice (a "
+        "preset's two names are one application): name each once"]
 
 
 def test_flags_about_applications_without_one_are_refused():

@@ -59,6 +59,21 @@ def test_the_java_presets_start_the_java_apps_main_with_the_given_classpath():
                                               "streams-exactly-once-v2")
 
 
+def test_the_streams_presets_short_names_start_the_same_program_under_the_name_typed():
+    short = A.plan_apps("streams-eos,streams-alo", None, 2, "py", classpath="/j/*")
+    long = A.plan_apps("streams-exactly-once-v2,streams-at-least-once", None, 2, "py",
+                       classpath="/j/*")
+    assert [a.argv for a in short] == [a.argv for a in long]
+    assert [(a.name, a.preset, a.guarantee) for a in short] == [
+        ("streams-eos", "streams-exactly-once-v2", "exactly-once"),
+        ("streams-alo", "streams-at-least-once", "at-least-once")]
+    assert short[0].label == "app:streams-eos"
+    assert A.java_presets("streams-eos,copier-commit-before") == ["streams-eos"]
+    # one table: a short name is no preset of its own
+    assert "streams-eos" not in A.PRESETS and A.preset_named("streams-eos") is \
+        A.PRESETS["streams-exactly-once-v2"]
+
+
 def test_each_preset_claims_what_its_users_believe():
     claims = {n: p.claims for n, p in A.PRESETS.items()}
     assert claims == {
