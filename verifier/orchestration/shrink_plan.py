@@ -123,7 +123,8 @@ def scenario_toml(spec: dict, header: list[str] = ()) -> str:
     for key, value in spec["workload"].items():
         out.append(f"{key} = {_value(value)}")
     options = {"sink": spec.get("sink", "exactly-once"),
-               "drain_timeout_s": spec.get("drain_timeout_s", 120.0)}
+               "drain_timeout_s": spec.get("drain_timeout_s", 120.0),
+               **({"proxy_replication": True} if spec.get("proxy_replication") else {})}
     out += ["", "[options]"] + [f"{k} = {_value(v)}" for k, v in options.items()]
     for table in ("connections", "clients"):
         if spec.get(table):

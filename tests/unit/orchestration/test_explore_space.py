@@ -1,0 +1,150 @@
+"""`verifier explore`'s space (docs/explore.md): every generated scenario is one the
+runner accepts, each classifies back into its own cell, and the known bugs' hand-written
+schedules fall into cells of the space and are recognized there."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from verifier.orchestration.explore.fingerprint import (
+    Fingerprint,
+    cells_of,
+    classify,
+    known_text,
+    recognize,
+    signatures,
+)
+from verifier.orchestration.explore.space import (
+    EVENTS,
+    PERTURBATIONS,
+    REQUESTS,
+    Perturbation,
+    expressible,
+    key_of,
+    plan,
+    scenario_spec,
+    space,
+    speaks_tv2,
+)
+from verifier.orchestration.known_bugs import load_known_bugs
+from verifier.orchestration.planning import RunOptions, validate_scenario
+from verifier.orchestration.scenario import load_scenario, parse_scenario
+from verifier.orchestration.shrink_plan import scenario_toml
+
+COMBOS = [("3.5.2", "kafka-python"), ("4.1.1", "java"), ("4.1.1", "java:3.9.1")]
+
+
+@pytest.mark.parametrize(("kafka", "client"), COMBOS)
+def test_every_planned_trial_is_a_scenario_the_runner_accepts(kafka, client):
+    env = SimpleNamespace(skipped_kinds=lambda: set(), client_config={})
+    opts = RunOptions(out=Path("o"), client=client)
+    for trial in plan(client):
+        spec = scenario_spec(trial, kafka, client)
+        scenario = parse_scenario(scenario_toml(spec), spec["name"])
+        assert scenario.to_json() == spec  # the file shrink writes parses back to it
+        assert validate_scenario(scenario, opts, env) == [], key_of(trial)
+        assert cells_of(scenario.faults) == trial  # each fault classifies into its cell
+
+
+def test_the_space_is_what_the_fault_params_express():
+    cells = space()
+    assert len(cells) == len(set(cells))
+    every = {Perturbation(r, k, e) for r in REQUESTS for k in PERTURBATIONS for e in EVENTS}
+    assert set(cells) == {c for c in every if expressible(c)}
+    keys = {c.key for c in cells}
+    # a held request is never released by its own answer; markers only for what writes a log
+    assert "endtxn-held-own-answer" not in keys and "endtxn-held-abort-marker" not in keys
+    assert "produce-held-abort-marker" in keys and "txnoffsetcommit-copy-abort-marker" in keys
+    # error answers and drops have no other event; no error answer on the replication listener
+    assert not any(c.kind in ("refused", "replaced", "dropped") and c.event != "own-answer"
+                   for c in cells)
+    assert not any(c.request == "WriteTxnMarkers" and c.kind not in ("held", "copy")
+                   for c in cells)
+    # the copier is kafka-python's only
+    assert not any(c.request == "TxnOffsetCommit" for c in space("java"))
+
+
+def test_budget_order_singles_first_then_pairs():
+    trials = plan()
+    sizes = [len(t) for t in trials]
+    assert sizes == sorted(sizes) and sizes[0] == 1 and sizes[-1] == 2
+    singles = [t[0] for t in trials if len(t) == 1]
+    assert singles[0] == Perturbation("Produce", "held", "abort-marker")
+    order = list(REQUESTS)
+    assert [order.index(c.request) for c in singles] == \
+        sorted(order.index(c.request) for c in singles)
+    for a, b in (t for t in trials if len(t) == 2):
+        assert a.request != b.request
+
+
+def test_release_events_by_client():
+    produce_next = Perturbation("Produce", "held", "next-write")
+    kp = scenario_spec((produce_next,), "3.5.2", "kafka-python")["faults"][0]["params"]
+    tv2 = scenario_spec((produce_next,), "4.1.1", "java")["faults"][0]["params"]
+    # the next transaction's first write: its AddPartitionsToTxn, or its Produce at version 2
+    assert kp["release_on"]["api_key"] == 24 and tv2["release_on"]["api_key"] == 0
+    assert speaks_tv2("4.1.1", "java") and speaks_tv2("4.1.1", "java:4.1.1")
+    assert not speaks_tv2("3.5.2", "java") and not speaks_tv2("4.1.1", "java:3.9.1")
+    assert not speaks_tv2("4.1.1", "kafka-python")
+    marker = scenario_spec((Perturbation("Produce", "held", "abort-marker"),), "3.5.2",
+                           "kafka-python")
+    assert marker["faults"][0]["params"]["after_marker"] == "abort"
+    assert marker["workload"]["abort_fraction"] == 0.0
+    wtm = scenario_spec((Perturbation("WriteTxnMarkers", "copy", "next-write"),), "4.1.1", "java")
+    assert wtm["proxy_replication"] is True
+    assert parse_scenario(scenario_toml(wtm), "x").proxy_replication
+
+
+def _sigs():
+    return signatures(load_known_bugs(), load_scenario)
+
+
+def test_known_bug_schedules_fall_into_the_space():
+    sigs = _sigs()
+    cells = {s.bug: s.cell.key for s in sigs}
+    assert cells["KAFKA-14402"] in ("produce-held-abort-marker", "produce-held-next-end-txn")
+    assert {s.cell.key for s in sigs if s.bug == "KAFKA-14402"} == \
+        {"produce-held-abort-marker", "produce-held-next-end-txn"}
+    assert cells["KAFKA-17754 (b)"] == "produce-held-next-write"
+    assert cells["KAFKA-17754"] == "endtxn-copy-next-write"
+    assert cells["KAFKA-15449"] == "txnoffsetcommit-copy-abort-marker"
+    assert cells["KAFKA-19446"] == "writetxnmarkers-copy-next-write"
+    keys = {t[0].key for t in plan() if len(t) == 1}
+    assert {s.cell.key for s in sigs} <= keys
+
+
+def test_a_finding_is_named_and_recognized_by_its_fingerprint():
+    sigs = _sigs()
+    held = Perturbation("Produce", "held", "abort-marker")
+    fp = Fingerprint("transactional", "duplicate", (held,))
+    assert fp.name == "transactional-duplicate-produce-held-abort-marker" and fp.own
+    known = recognize(fp, sigs, "3.5.2", "kafka-python")
+    assert known == [{"bug": "KAFKA-14402", "status": "affected"}]
+    assert "documented affected here" in known_text(known)
+    # fixed on 4.1.1 at the defaults: a finding there contradicts the table
+    assert recognize(fp, sigs, "4.1.1", "kafka-python")[0]["status"] == "fixed"
+    # the same cell in another column kind, or another cell: not that bug
+    assert recognize(Fingerprint("copier", "lost", (held,)), sigs, "3.5.2",
+                     "kafka-python") == []
+    other = Fingerprint("transactional", "duplicate",
+                        (Perturbation("AddOffsetsToTxn", "refused", "own-answer"),))
+    assert recognize(other, sigs, "3.5.2", "kafka-python") == []
+    assert "new finding" in known_text([])
+    copy = Fingerprint("transactional", "aborted-read",
+                       (Perturbation("EndTxn", "copy", "next-write"),))
+    assert not copy.own
+    assert recognize(copy, sigs, "4.1.1", "java:3.9.1") == \
+        [{"bug": "KAFKA-17754", "status": "affected"}]
+
+
+def test_classify_reads_the_schedule_not_the_name():
+    assert classify({"kind": "broker-kill", "params": {}}) is None
+    assert classify({"kind": "hold", "params": {"release_after_ms": 100}}) is None
+    assert classify({"kind": "ack-loss", "params": {}}) == \
+        Perturbation("Produce", "dropped", "own-answer")
+    assert classify({"kind": "error-answer", "params": {"api": "end-txn",
+                                                        "variant": "replace"}}) == \
+        Perturbation("EndTxn", "replaced", "own-answer")

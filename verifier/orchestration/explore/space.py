@@ -1,0 +1,234 @@
+"""The space `verifier explore` searches, pure: every perturbation of one transactional
+request that the proxy's existing fault params can express, in budget order, each as a
+scenario `verifier chaos` runs (docs/explore.md).
+
+A perturbation is a request type x what happens to it x the event that releases it:
+
+- ``held``: the client's own request is kept (it times out, retries: its retries are kept
+  too) and sent to the broker when the event passes (a ``hold``, ``client_view`` timeout);
+- ``copy``: the request goes on, a copy is kept and sent when the event passes (a retry
+  whose original was delayed; a ``hold`` with ``client_view`` copy);
+- ``dropped``: the broker's answer never reaches the client (``ack-loss``), released by
+  nothing: its own answer is the event;
+- ``refused`` / ``replaced``: answered with a retriable error instead of being forwarded,
+  or after the broker did the work (``error-answer``); its own answer is the event.
+
+Events: ``own-answer`` (the original's answer: a copy released at once), ``next-end-txn``
+(the EndTxn answer of the same transactional id), ``next-write`` (the next transaction's
+first write: its AddPartitionsToTxn answered, or its Produce where the client speaks
+transaction version 2 and sends none), ``abort-marker`` (the transaction's abort marker
+in the partition's log; Produce and TxnOffsetCommit only, the only ones ``after_marker``
+takes). Every released request gates the client's next transactional requests until the
+broker answered it (``then_hold``), so it lands before the client's next step.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from itertools import combinations
+
+#: request type -> (api key, the error-answer fault's api name or None)
+REQUESTS: dict[str, tuple[int, str | None]] = {
+    "Produce": (0, "produce"),
+    "EndTxn": (26, "end-txn"),
+    "AddPartitionsToTxn": (24, "add-partitions-to-txn"),
+    "TxnOffsetCommit": (28, "txn-offset-commit"),
+    "AddOffsetsToTxn": (25, "add-offsets-to-txn"),
+    "InitProducerId": (22, "init-producer-id"),
+    "WriteTxnMarkers": (27, None),  # the coordinator's, on the replication listener
+}
+API_NAMES = {key: name for name, (key, _) in REQUESTS.items()}
+PERTURBATIONS = ("held", "copy", "refused", "replaced", "dropped")
+EVENTS = ("abort-marker", "next-write", "next-end-txn", "own-answer")
+#: the copier's requests run on the copier workload (an idempotent input, a copier)
+COPIER_REQUESTS = frozenset({"TxnOffsetCommit", "AddOffsetsToTxn"})
+#: a retriable error each request type is refused with (the client retries it) and one
+#: a broker that did the work may answer (replace: retriable only)
+REFUSE_ERROR = {"Produce": "NOT_LEADER_OR_FOLLOWER"}
+REPLACE_ERROR = {"Produce": "REQUEST_TIMED_OUT"}
+TXN_ERROR = "COORDINATOR_LOAD_IN_PROGRESS"
+#: the transactional APIs a released request gates until its answer (then_hold)
+GATED = [0, 22, 24, 25, 26, 28]
+HOLD_START_S = 3
+LOAD_S = 24
+#: a hold's bound: before the fault's heal (start + 20 s), which would release it too
+RELEASE_BOUND_MS = 15000
+
+
+@dataclass(frozen=True, order=True)
+class Perturbation:
+    """One cell of the space: a request type, what happens to it, its release event."""
+
+    request: str
+    kind: str
+    event: str
+
+    @property
+    def key(self) -> str:
+        """``produce-held-abort-marker``: its name in files and in the ledger."""
+        return f"{self.request.lower()}-{self.kind}-{self.event}"
+
+    @property
+    def own(self) -> bool:
+        """Whether the client itself sends what the perturbation delivers (its own request
+        held, answered with an error, its answer lost, so it retries) or only a replay
+        does (a copy the client never sent twice)."""
+        return self.kind != "copy"
+
+    def __str__(self) -> str:
+        what = {"held": "held", "copy": "a copy", "refused": "refused with an error",
+                "replaced": "its answer replaced by an error",
+                "dropped": "its answer dropped"}[self.kind]
+        when = {"own-answer": "", "next-end-txn": " until the next EndTxn answer",
+                "next-write": " until the next transaction's first write",
+                "abort-marker": " until the abort marker is in the log"}[self.event]
+        return f"{self.request} {what}{when}"
+
+
+def expressible(p: Perturbation) -> bool:
+    """Whether the existing fault params express ``p`` (and it can happen at all)."""
+    api, error_api = REQUESTS[p.request]
+    if p.kind in ("refused", "replaced", "dropped"):
+        # released by nothing but their own answer; the error-answer fault answers no
+        # WriteTxnMarkers, and a dropped answer on the replication listener is left out
+        return p.event == "own-answer" and error_api is not None
+    if p.event == "own-answer":  # a held request's own answer never comes
+        return p.kind == "copy"
+    if p.event == "abort-marker":  # after_marker: held Produce and TxnOffsetCommit only
+        return p.request in ("Produce", "TxnOffsetCommit")
+    return True
+
+
+def space(client: str = "kafka-python") -> list[Perturbation]:
+    """Every expressible single perturbation for ``client``, in budget order
+    (:func:`ordered`). The copier, whose requests are TxnOffsetCommit and AddOffsetsToTxn,
+    is kafka-python's only: another client's space leaves them out."""
+    cells = [Perturbation(r, k, e) for r in REQUESTS for k in PERTURBATIONS for e in EVENTS]
+    copier = client.partition(":")[0] == "kafka-python"
+    return ordered([c for c in cells if expressible(c)
+                    and (copier or c.request not in COPIER_REQUESTS)])
+
+
+def ordered(cells: list[Perturbation]) -> list[Perturbation]:
+    """Cheapest and most likely first: request types in the order a transaction sends
+    them most (Produce, then the EndTxn that ends it, ...; the copier's and the
+    coordinator's last: more processes, a rolling restart for the replication listener);
+    the client's own request held before a copy, before error answers and drops (what a
+    slow network does most); events that reach into a later transaction first."""
+    rank = {name: i for i, name in enumerate(REQUESTS)}
+    return sorted(cells, key=lambda c: (rank[c.request], PERTURBATIONS.index(c.kind),
+                                        EVENTS.index(c.event)))
+
+
+def plan(client: str = "kafka-python", budget_pairs: int = 12
+         ) -> list[tuple[Perturbation, ...]]:
+    """What to try, in order: every single perturbation, then pairs of the first singles
+    of one workload (``budget_pairs`` of them at most; two perturbations of one request
+    type are not a pair: the first rule would take the request)."""
+    singles = space(client)
+    pairs = [(a, b) for a, b in combinations(singles, 2)
+             if a.request != b.request and workload_of(a) == workload_of(b)
+             and "WriteTxnMarkers" not in (a.request, b.request)]
+    return [(s,) for s in singles] + pairs[:budget_pairs]
+
+
+def key_of(trial: tuple[Perturbation, ...]) -> str:
+    return "+".join(p.key for p in trial)
+
+
+# ----- a perturbation as a scenario ----------------------------------------------------
+
+
+def workload_of(p: Perturbation) -> str:
+    return "copier" if p.request in COPIER_REQUESTS else "transactional"
+
+
+def speaks_tv2(kafka_version: str, client: str) -> bool:
+    """Does the client speak transaction version 2 with this broker (no AddPartitionsToTxn:
+    a partition joins a transaction with its first write)? The Java client 4.x on a 4.x
+    broker; kafka-python, librdkafka and the Java client before 4.0 do not."""
+    name, _, version = client.partition(":")
+    java4 = name == "java" and (not version or not version.startswith(("2.", "3.")))
+    return java4 and not kafka_version.startswith(("2.", "3."))
+
+
+def _release(p: Perturbation, tv2: bool) -> dict:
+    api = REQUESTS[p.request][0]
+    same = {"direction": "response", "transactional_id": "same"}
+    if p.event == "own-answer":
+        return {"release_on": {"api_key": api, **same}}
+    if p.event in ("next-end-txn", "abort-marker"):
+        out: dict = {"release_on": {"api_key": 26, **same}}
+        if p.request == "EndTxn":  # the next one: not its own (or its original's) answer
+            out["release_on"]["after"] = {"api_key": 26, "direction": "response"}
+        if p.event == "abort-marker":
+            out["after_marker"] = "abort"
+        return out
+    first = {"api_key": 0 if tv2 else 24, **same, "ok": True,
+             "after": {"api_key": 26, "direction": "response"}}
+    if p.request in ("Produce", "WriteTxnMarkers"):
+        first["partition"] = "same"
+    return {"release_on": first}
+
+
+def fault_of(p: Perturbation, tv2: bool, start: float = HOLD_START_S) -> dict:
+    """The fault that makes ``p`` happen, in the scenario schema of `verifier chaos`."""
+    api, error_api = REQUESTS[p.request]
+    txn = "@copier" if workload_of(p) == "copier" else "@transactional"
+    fault: dict = {"kind": "hold", "target": {"all": True}, "start": start, "duration": 20}
+    if p.kind in ("held", "copy"):
+        params: dict = {"api_keys": [api], "transactional_id": txn,
+                        "limit": 3 if p.kind == "held" else 1,
+                        "client_view": "timeout" if p.kind == "held" else "copy"}
+        if p.request in ("Produce", "WriteTxnMarkers"):
+            params["partition"] = 0
+        if p.kind == "copy" and p.event == "abort-marker":
+            params["records"] = "abort"  # a copy of a transaction that aborts
+        params.update(_release(p, tv2))
+        params.update(release_after_ms=RELEASE_BOUND_MS,
+                      then_hold={"api_keys": list(GATED), "max_ms": 10000}, trigger="held")
+    elif p.kind == "dropped":
+        fault.update(kind="ack-loss", duration=14)
+        params = {"api_keys": [api], "next": 2, "action": "drop"}
+        if p.request == "Produce":
+            params["trigger"] = "appended"
+    else:
+        fault.update(kind="error-answer", duration=14)
+        errors = REFUSE_ERROR if p.kind == "refused" else REPLACE_ERROR
+        params = {"api": error_api, "error": errors.get(p.request, TXN_ERROR),
+                  "variant": "refuse" if p.kind == "refused" else "replace",
+                  "transactional_id": txn, "next": 2, "trigger": "forged"}
+    fault["params"] = params
+    return fault
+
+
+def scenario_spec(trial: tuple[Perturbation, ...], kafka_version: str, client: str) -> dict:
+    """``trial`` as a scenario (``Scenario.to_json()`` form): the workload that gives its
+    events (transactions that commit and abort; a copier for the copier's requests; the
+    replication listener behind the proxy for WriteTxnMarkers), one fault per
+    perturbation (a pair's second starts 8 s later)."""
+    tv2 = speaks_tv2(kafka_version, client)
+    copier = any(workload_of(p) == "copier" for p in trial)
+    held_own = all(p.kind == "held" and p.request == "Produce" for p in trial)
+    faults = [fault_of(p, tv2, HOLD_START_S + 8 * i) for i, p in enumerate(trial)]
+    # the load outlasts every fault (they must heal before the drain)
+    load_s = max([LOAD_S] + [f["start"] + f["duration"] + 1 for f in faults])
+    workload = {"modes": ["idempotent", "copier"] if copier else ["transactional"],
+                "partitions": 3, "record_size": 100, "rate": 100.0, "duration_s": load_s,
+                "txn_size": 5 if copier else 10,
+                # a held Produce aborts its own transaction (the batch expires): every other
+                # transaction commits, so what lands late is committed with one of them
+                "abort_fraction": 0.0 if held_own else 0.5}
+    return {
+        "name": f"explore-{key_of(trial)}",
+        "description": "verifier explore: " + "; ".join(str(p) for p in trial),
+        "workload": workload,
+        "faults": faults,
+        "sink": "exactly-once", "drain_timeout_s": 60.0, "connections": {},
+        # the client gives a held request up after 3 s and a batch after 7 s; one batch
+        # per partition per transaction (docs/known-bugs.md, "Why one batch")
+        "clients": {"request_timeout_ms": 3000, "delivery_timeout_ms": 7000,
+                    "linger_ms": 200},
+        **({"proxy_replication": True}
+           if any(p.request == "WriteTxnMarkers" for p in trial) else {}),
+    }
