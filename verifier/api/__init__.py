@@ -14,10 +14,13 @@ Run scenarios (`verifier chaos`)::
 the frame a command needs (signals, the ledger of children, a network namespace for
 partitions). One scenario on an environment already up: :func:`run_scenario`.
 Analyze a finished run folder offline: :func:`analyze_run`. Shrink a FAILed run:
-:func:`plan_shrink`, then :func:`shrink` inside :func:`run_prepared`.
+:func:`plan_shrink`, then :func:`shrink` inside :func:`run_prepared`. Explore the
+transaction protocol's perturbations (`verifier explore`): :func:`plan_explore`, then
+:func:`run_explore` inside :func:`run_prepared`.
 """
 
 from verifier.api._analyze import Analyzed, analyze_run
+from verifier.api._explore import plan_explore, run_explore
 from verifier.api._prepare import Prepared, prepare
 from verifier.api._process import cleanup, rerun_in_namespace, run_prepared
 from verifier.api._request import DEFAULT_BASE_PORT, DEFAULT_STATE, ChaosRequest
@@ -37,12 +40,14 @@ __all__ = [
     "analyze_run",
     "cleanup",
     "derive_mode",
+    "plan_explore",
     "plan_shrink",
     "prepare",
     "read_user_producer",
     "request_from_plan",
     "rerun_in_namespace",
     "run_chaos",
+    "run_explore",
     "run_prepared",
     "run_scenario",
     "shrink",

@@ -33,6 +33,7 @@ COMMAND_MODULES = [
     "verifier.cli.produce",
     "verifier.cli.chaos",
     "verifier.cli.shrink",
+    "verifier.cli.explore",
     "verifier.cli.image",
 ]
 
