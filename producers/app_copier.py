@@ -21,7 +21,8 @@ in the value or a header travels, and order per input partition is observable).
   instance whose partitions moved (a zombie): exactly-once at read_committed.
 
 The state file (JSON, replaced whole) says what the instance is doing: its partitions,
-whether a transaction is open, and ``at_risk``: the records of the batch between its
+whether a transaction is open, the errors that made it start over (``errors``: a
+commit refused after a rebalance, a fenced producer), and ``at_risk``: the records of the batch between its
 two steps (commit-before: committed, not yet written; commit-after: written, not yet
 committed; transactional: in the open transaction); a kill's detail reads it (the
 exposure of an instance kill).
@@ -52,7 +53,8 @@ class State:
         self.path = Path(path) if path else None
         self.doc = {"instance": instance, "pid": os.getpid(), "strategy": strategy,
                     "assigned": [], "rebalances": 0, "in_transaction": False,
-                    "at_risk": 0, "written": 0, "batches": 0}
+                    "at_risk": 0, "written": 0, "batches": 0,
+                    "errors": previous_errors(self.path)}
 
     def update(self, **fields) -> None:
         self.doc.update(fields, t=round(time.time(), 3))
@@ -61,6 +63,37 @@ class State:
         tmp = self.path.with_name(f".{self.path.name}.{os.getpid()}")
         tmp.write_text(json.dumps(self.doc) + "\n")
         tmp.replace(self.path)
+
+
+#: the errors a state file keeps (the latest): a zombie's refused commit is among them
+KEEP_ERRORS = 10
+
+
+def previous_errors(path: Path | None) -> list[dict]:
+    """The errors an earlier run of this instance's loop reported (kept across its
+    starting over: the instance-pause fault reads whether a zombie's commit was refused)."""
+    try:
+        doc = json.loads(path.read_text()) if path is not None else {}
+    except (OSError, ValueError):
+        return []
+    return [e for e in doc.get("errors") or () if isinstance(e, dict)][-KEEP_ERRORS:]
+
+
+def record_error(path: str | None, exc: BaseException) -> None:
+    """Add ``exc`` to the state file's ``errors`` ({type, message, t})."""
+    if not path:
+        return
+    p = Path(path)
+    try:
+        doc = json.loads(p.read_text())
+    except (OSError, ValueError):
+        doc = {}
+    doc["errors"] = [*previous_errors(p), {"type": type(exc).__name__,
+                                           "message": str(exc)[:300],
+                                           "t": round(time.time(), 3)}][-KEEP_ERRORS:]
+    tmp = p.with_name(f".{p.name}.{os.getpid()}")
+    tmp.write_text(json.dumps(doc) + "\n")
+    tmp.replace(p)
 
 
 def _listener(state: State, on_revoke):
@@ -182,6 +215,7 @@ def main(argv: list[str] | None = None) -> int:
             # committed offsets, go on; what was written and not committed is written
             # again (commit-after) or was aborted (transactional)
             print(f"app_copier: {type(exc).__name__}: {exc}; starting over", flush=True)
+            record_error(os.environ.get("VERIFIER_STATE_FILE"), exc)
             time.sleep(1.0)
     return 0
 

@@ -13,6 +13,10 @@ from verifier.rundata.naming import own_ids
 from verifier.rundata.plan import PlannedProducer
 from verifier.rundata.vocab import COPIER
 
+#: fault kinds that act on the applications under test (--app): a scenario with one
+#: needs them (verifier.harness.faults.kinds: the application and group families)
+APP_FAULTS = ("instance-kill", "instance-pause")
+
 #: one logical producer of the run, as the plan holds it
 ProducerPlan = PlannedProducer
 
@@ -229,8 +233,8 @@ def validate_scenario(scenario: Scenario, opts: RunOptions, env) -> list[str]:
     if kills_pipelines(scenario.faults) and not opts.pipelines:
         problems.append(f"scenario {scenario.name} kills the pipelines under test: name "
                         "them with --pipeline (e.g. --pipeline kafka-sink,delta)")
-    if any(f.get("kind") == "instance-kill" for f in scenario.faults) and not opts.apps:
-        problems.append(f"scenario {scenario.name} kills the applications under test: name "
+    if any(f.get("kind") in APP_FAULTS for f in scenario.faults) and not opts.apps:
+        problems.append(f"scenario {scenario.name} acts on the applications under test: name "
                         "them with --app (e.g. --app copier-commit-before)")
     try:
         specs, _ = _resolve_faults(scenario, plans, run_id, _Checked(env), processes)

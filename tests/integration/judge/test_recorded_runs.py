@@ -23,6 +23,9 @@ NOT_RECORDED = {
                       "no run of it keeps every promise",
     "instance-kill": "it kills an application's instances (refused without --app); its "
                      "runs are the chaos test tests/chaos/test_apps_instance_kill.py",
+    "instance-pause": "it pauses an application's instance (refused without --app); its "
+                      "run is in docs/applications.md, its chaos test "
+                      "tests/chaos/test_apps_instance_pause.py",
     "error-answer-refused": "not yet run end to end (issue 50); its chaos test is "
                             "tests/chaos/test_error_answers.py",
     "error-answer-replaced": "not yet run end to end (issue 50); its chaos test is "

@@ -42,7 +42,7 @@ def test_each_trigger_is_taken_by_the_kinds_that_declare_it():
         "copy-committed": ("producer-kill",),
         "appended": ("ack-loss",), "held": ("hold",), "pipelines-down": ("retention",),
         "batch-planned": ("process-kill",), "every-column": ("observer-kill",),
-        "at-risk": ("instance-kill",), "forged": ("error-answer",)}
+        "at-risk": ("instance-kill", "instance-pause"), "forged": ("error-answer",)}
     with pytest.raises(UsageError, match="trigger 'mid-batch' applies to process-kill, "
                                          "checkpoint-lost, executor-kill, worker-kill, "
                                          "not observer-kill"):

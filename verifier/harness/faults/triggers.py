@@ -40,8 +40,8 @@ trigger                       kinds                the state
                                                    latest start (its checkpoint's offsets log,
                                                    not in its commits): a restart asks for
                                                    those offsets again
-``at-risk``                   instance-kill        an application's instance says (its state
-                                                   file) it is between a batch's two steps:
+``at-risk``                   instance-kill,       an application's instance says (its state
+                              instance-pause       file) it is between a batch's two steps:
                                                    processed and not committed, or committed
                                                    and not processed, or in a transaction
 ``pipelines-down``            retention            every pipeline under test's driver is down

@@ -1,7 +1,7 @@
 """The fault kinds as the verdict sees them: one registry, one module per family (pure).
 
 Each family (:mod:`.proxy`, :mod:`.broker`, :mod:`.process`, :mod:`.spark`,
-:mod:`.config`, :mod:`.retention`, :mod:`.application`) names its kinds, the report
+:mod:`.config`, :mod:`.retention`, :mod:`.application`, :mod:`.group`) names its kinds, the report
 columns a fault of it concerns and how its exposure is counted (:class:`.family.Family`).
 The verdict (verifier.judge.verdict), the exposure (verifier.judge.exposure) and the
 harness's runnable kinds (verifier.harness.faults.kinds, which must name the same kinds)
@@ -11,14 +11,24 @@ runnable half in the harness.
 
 from __future__ import annotations
 
-from verifier.judge.faults import application, broker, config, process, proxy, retention, spark
+from verifier.judge.faults import (
+    application,
+    broker,
+    config,
+    group,
+    process,
+    proxy,
+    retention,
+    spark,
+)
 from verifier.judge.faults.facts import ColumnSpec, RunFacts
 from verifier.judge.faults.family import Family
 from verifier.judge.faults.windows import Window, read_windows
 from verifier.rundata.columns import is_app_column
 
 FAMILIES: tuple[Family, ...] = (proxy.FAMILY, broker.FAMILY, process.FAMILY, spark.FAMILY,
-                                config.FAMILY, retention.FAMILY, application.FAMILY)
+                                config.FAMILY, retention.FAMILY, application.FAMILY,
+                                group.FAMILY)
 #: every fault kind, in the order error messages list them
 KINDS: tuple[str, ...] = tuple(k for f in FAMILIES for k in f.kinds)
 _FAMILY_OF = {k: f for f in FAMILIES for k in f.kinds}

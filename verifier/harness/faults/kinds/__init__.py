@@ -1,7 +1,7 @@
 """The fault kinds the nemesis can run: one registry, one module per family.
 
 Each family module (:mod:`.proxy`, :mod:`.broker`, :mod:`.process`, :mod:`.spark`,
-:mod:`.config`, :mod:`.retention`, :mod:`.application`) declares its kinds
+:mod:`.config`, :mod:`.retention`, :mod:`.application`, :mod:`.group`) declares its kinds
 (:class:`.base.Kind`): how a spec of it is validated, how it starts and heals, the
 triggers it may wait for, the part of the run it needs (what decides which environments
 skip it), and its family as the verdict sees it (verifier.judge.faults: the columns it
@@ -20,6 +20,7 @@ from verifier.harness.faults.kinds import (
     application,
     broker,
     config,
+    group,
     process,
     proxy,
     retention,
@@ -39,7 +40,7 @@ from verifier.rundata.errors import UsageError
 
 #: every kind the nemesis can run, by name, in the verdict's order
 KINDS: dict[str, Kind] = {k.name: k for m in (proxy, broker, process, spark, config, retention,
-                                              application)
+                                              application, group)
                           for k in m.KINDS}
 if tuple(KINDS) != judged.KINDS:
     raise ImportError(f"the runnable fault kinds {tuple(KINDS)} are not the judged ones "

@@ -1,0 +1,95 @@
+"""Faults of a consumer application's group as the verdict sees them (pure; issue 47).
+
+    instance-pause   an instance stopped (SIGSTOP) past the group's session timeout, so
+                     its partitions move to another instance, then resumed (SIGCONT): a
+                     zombie. Under exactly-once its writes after the resume must be
+                     refused (fenced by the group's generation, KIP-447)
+
+A pause concerns the columns of the applications whose instances it paused (both
+isolation levels of each), and no producer or pipeline column. What it acted on is
+counted from the fault's own records (verifier.harness.faults.kinds.group): the batch
+the instance had in flight at the pause (its state file's ``at_risk``), only if some of
+its partitions were taken by another instance before the resume (``moved``): a pause
+shorter than the session timeout moves nothing and tests no zombie. What the instance
+did after the resume (``after``: its writes or commits ``refused``, with the errors it
+reported; its batch ``completed``; or nothing seen) is said in the exposure's text, so
+the report says whether the zombie was fenced; the verdict itself is the expectation
+table's, on the duplicates an unfenced zombie writes.
+"""
+
+from __future__ import annotations
+
+from verifier.judge.faults.application import app_of
+from verifier.judge.faults.facts import ColumnSpec, RunFacts
+from verifier.judge.faults.family import Family
+from verifier.judge.faults.windows import Window
+
+KINDS = ("instance-pause",)
+
+#: what a resumed instance did (heal detail ``resumed[].after``)
+REFUSED, COMPLETED, UNSEEN, EXITED = "refused", "completed", "nothing-seen", "exited"
+
+
+def paused(w: Window) -> list[dict]:
+    """The instances a pause's start detail says it stopped: {app, instance, state}."""
+    return [k for k in w.start_detail.get("paused", ()) if isinstance(k, dict)]
+
+
+def resumed(w: Window) -> dict[str, dict]:
+    """Process name -> what the heal saw of it: ``moved`` (its partitions another
+    instance held before the resume), ``after`` and ``errors`` (after the resume)."""
+    return {r["process"]: r for r in w.heal_detail.get("resumed", ())
+            if isinstance(r, dict) and "process" in r}
+
+
+def concerns(w: Window, col: ColumnSpec, producers_mode: dict[str, str]) -> bool:
+    app = app_of(col)
+    if app is None:
+        return False
+    if w.start is None:  # not applied: whom it was meant for
+        return (w.target or {}).get("app") in (None, app)
+    return any(k.get("app") == app for k in paused(w))
+
+
+def fenced_text(entry: dict) -> str:
+    """What the report says of one resumed instance: fenced or not."""
+    after = entry.get("after")
+    if after == REFUSED:
+        kinds = sorted({e.get("type", "?") for e in entry.get("errors", ())})
+        return f"its writes after the resume were refused ({', '.join(kinds)}): fenced"
+    if after == COMPLETED:
+        return "its batch went through after the resume: NOT fenced"
+    if after == EXITED:
+        return "it exited after the resume"
+    return "nothing it did after the resume was seen"
+
+
+def acted_on(w: Window, col: ColumnSpec, facts: RunFacts) -> tuple[int | None, str]:
+    app = app_of(col)
+    mine = [k for k in paused(w) if k.get("app") == app]
+    if not mine:
+        return 0, "no instance of it paused"
+    states = [k.get("state") for k in mine]
+    if any(not isinstance(s, dict) or "at_risk" not in s for s in states):
+        return None, ("the application keeps no state file: what its instance was doing "
+                      "at the pause is not known")
+    seen = resumed(w)
+    if not seen:
+        return None, "its resume was not recorded (the heal did not finish)"
+    n, parts = 0, []
+    for k in mine:
+        entry = seen.get(k.get("process"), {})
+        moved = entry.get("moved") or []
+        if not moved:
+            parts.append(f"instance {k.get('instance')}: none of its partitions moved while "
+                         "it was paused (shorter than the session timeout?)")
+            continue
+        n += int(k["state"]["at_risk"])
+        parts.append(f"instance {k.get('instance')}: {k['state']['at_risk']} records in "
+                     f"flight, {len(moved)} partition(s) taken by another instance; "
+                     + fenced_text(entry))
+    return n, ("records of a batch in flight in an instance paused while its partitions "
+               "moved (a zombie): " + "; ".join(parts))
+
+
+FAMILY = Family("group", KINDS, concerns, acted_on)
