@@ -15,6 +15,7 @@ from pathlib import Path
 
 from verifier.judge import verdict as V
 from verifier.judge.exposure import exposure
+from verifier.judge.faults import app_prefixes
 from verifier.judge.faults.facts import Batch, ColumnSpec, RunFacts, Sends, Txn
 from verifier.rundata.checkpoint import planned_batches
 from verifier.rundata.columns import is_app_column
@@ -108,7 +109,8 @@ def facts_of(run_dir: Path, doc: dict, run, history=None) -> RunFacts:
             pipeline=pipeline, app=c["mode"] if is_app_column(c["mode"]) else None,
             isolations=tuple(c.get("isolations") or ISOLATIONS),
             transactional_ids=tuple(t for t, pid in txn_pid.items() if pid in pids),
-            client_ids=tuple(i for i, pid in client_pid.items() if pid in pids)))
+            client_ids=tuple(i for i, pid in client_pid.items() if pid in pids),
+            client_prefixes=app_prefixes(config.run, c["mode"])))
     if history is None:
         try:
             history, _ = read_histories(RunLayout(run_dir).histories, config.run,

@@ -172,6 +172,16 @@ def transactional_id_prefix(run_id: str, name: str) -> str:
     return f"{run_id}.app.{name}."
 
 
+def client_prefixes(run_id: str, name: str) -> tuple[str, ...]:
+    """How the client ids and transactional ids of the application's instances begin:
+    the presets' ``<group>.<i>.consumer`` / ``.producer`` / ``<group>.<i>``, Kafka
+    Streams' ``<application.id>-<process id>-StreamThread-1-...`` (application.id is
+    the group id); a user's service that names its clients otherwise is not
+    recognised (its proxy faults concern its columns only through these)."""
+    group = group_id(run_id, name)
+    return (group + ".", group + "-")
+
+
 def environment(run_id: str, name: str, bootstrap_servers: str, input_topics: list[str],
                 instance: int, state_file: Path | None = None) -> dict[str, str]:
     """The environment an instance of application ``name`` is started with."""
@@ -263,6 +273,7 @@ def read_readback(where: AppLayout, isolation: str) -> tuple[pa.Table, dict]:
 
 __all__ = ["COLUMN_PREFIX", "CONTRACT", "DEFAULT_INSTANCES", "GUARANTEES", "JAVA_MAIN",
            "JAVA_OPTS", "PRESETS", "PROCESS_PREFIX", "READBACK_FORMAT", "READBACK_SCHEMA",
-           "RUNTIMES", "AppLayout", "PlannedApp", "Preset", "config_entry", "environment",
-           "group_id", "java_presets", "output_topic", "plan_apps", "preset_named",
-           "preset_names", "read_readback", "transactional_id_prefix", "write_readback"]
+           "RUNTIMES", "AppLayout", "PlannedApp", "Preset", "client_prefixes", "config_entry",
+           "environment", "group_id", "java_presets", "output_topic", "plan_apps",
+           "preset_named", "preset_names", "read_readback", "transactional_id_prefix",
+           "write_readback"]

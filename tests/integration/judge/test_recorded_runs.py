@@ -26,6 +26,12 @@ NOT_RECORDED = {
     "instance-pause": "it pauses an application's instance (refused without --app); its "
                       "run is in docs/applications.md, its chaos test "
                       "tests/chaos/test_apps_instance_pause.py",
+    "group-coordinator-kill": "it kills the broker coordinating the applications' groups "
+                              "(refused without --app); its run is in "
+                              "docs/applications.md",
+    "offset-commit-loss": "it loses the answers to the applications' offset commits "
+                          "(without --app it acts on nothing); its run is in "
+                          "docs/applications.md",
     "error-answer-refused": "not yet run end to end (issue 50); its chaos test is "
                             "tests/chaos/test_error_answers.py",
     "error-answer-replaced": "not yet run end to end (issue 50); its chaos test is "

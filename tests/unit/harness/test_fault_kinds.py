@@ -17,7 +17,7 @@ from verifier.judge.faults import process as judged_process
 from verifier.rundata.errors import UsageError
 
 PROXY = {"ack-loss", "latency", "blackhole", "reset", "hold", "error-answer"}
-BROKER = {"broker-kill", "broker-pause", "network-partition"}
+BROKER = {"broker-kill", "broker-pause", "network-partition", "group-coordinator-kill"}
 
 
 def test_the_runnable_kinds_are_the_judged_kinds_in_one_order():

@@ -93,4 +93,4 @@ def test_the_java_state_file_has_the_kafka_python_copiers_fields():
     java = set(re.findall(r'\\"(\w+)\\": ', text))
     python = set(State(None, "0", "before").doc) | {"t"}
     assert python <= java, python - java
-    assert java - python == {"step"}
+    assert java - python == {"step", "type", "message"}  # type, message: an error's

@@ -26,6 +26,15 @@ from verifier.judge.faults.family import Family
 from verifier.judge.faults.windows import Window, read_windows
 from verifier.rundata.columns import is_app_column
 
+
+def app_prefixes(run_id: str, mode: str) -> tuple[str, ...]:
+    """The client id prefixes of an application's column (``app:<name>``); () else."""
+    from verifier.rundata.apps import client_prefixes
+    from verifier.rundata.columns import APP_PREFIX
+
+    return client_prefixes(run_id, mode.removeprefix(APP_PREFIX)) if is_app_column(mode) \
+        else ()
+
 FAMILIES: tuple[Family, ...] = (proxy.FAMILY, broker.FAMILY, process.FAMILY, spark.FAMILY,
                                 config.FAMILY, retention.FAMILY, application.FAMILY,
                                 group.FAMILY)
@@ -73,7 +82,8 @@ def column_of(config, mode: str) -> ColumnSpec:
                  if getattr(config.producers[p], "expect", None) == "transactional")
     return ColumnSpec(name=mode, mode=mode, pids=pids, topics=(),
                       pipeline=None if pids else labels.get(mode), transactional_ids=tids,
-                      app=mode if is_app_column(mode) else None)
+                      app=mode if is_app_column(mode) else None,
+                      client_prefixes=app_prefixes(getattr(config, "run", ""), mode))
 
 
 def unknown_outcomes(nemesis: list[dict], config, mode: str) -> list[str]:

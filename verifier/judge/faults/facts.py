@@ -58,6 +58,9 @@ class ColumnSpec:
     #: the client ids its producers' own settings name (a user's ``client.id``); the
     #: others are the generators' ``verifier.generator.<pid>``
     client_ids: tuple[str, ...] = ()
+    #: how the client ids and transactional ids of an application's instances begin (its
+    #: group id then ``.`` or ``-``: verifier.rundata.apps.client_prefixes)
+    client_prefixes: tuple[str, ...] = ()
 
 
 @dataclass

@@ -64,12 +64,15 @@ def owns(col: ColumnSpec, client_id: str | None, transactional_id: str | None = 
     """Whether a request of ``client_id`` carrying ``transactional_id`` is the column's:
     its transactional id is one of the column's (whoever sent it: the coordinator's
     WriteTxnMarkers for its producer too), or its client is one of the column's
-    producers (a user-set ``client.id`` of the column, ``extra``'s, or a generator's)."""
-    if transactional_id is not None and transactional_id in col.transactional_ids:
+    producers (a user-set ``client.id`` of the column, ``extra``'s, or a generator's) or
+    an instance of its application (an id that begins with one of its prefixes)."""
+    if transactional_id is not None and (transactional_id in col.transactional_ids or
+                                         transactional_id.startswith(col.client_prefixes)):
         return True
     if not client_id:
         return False
-    return client_id in col.client_ids or pid_of_client(client_id, extra or {}) in col.pids
+    return client_id in col.client_ids or client_id.startswith(col.client_prefixes) or \
+        pid_of_client(client_id, extra or {}) in col.pids
 
 
 def client_counts(w: Window, col: ColumnSpec, facts: RunFacts | None) -> tuple[int, int]:

@@ -15,6 +15,16 @@ did after the resume (``after``: its writes or commits ``refused``, with the err
 reported; its batch ``completed``; or nothing seen) is said in the exposure's text, so
 the report says whether the zombie was fenced; the verdict itself is the expectation
 table's, on the duplicates an unfenced zombie writes.
+
+    group-coordinator-kill   the broker that coordinates the applications' groups
+                             killed (and restarted)
+
+It concerns the columns of the applications it targeted. It acted on an application
+whose group the killed broker coordinated (start detail ``groups``: app -> node): the
+count is its instances that held partitions at the kill (each must find the new
+coordinator before it can commit); the text adds the records they had in flight and the
+errors they reported before the broker was back (heal detail ``errors``). An application
+whose group another broker coordinated was not acted on (0).
 """
 
 from __future__ import annotations
@@ -24,7 +34,7 @@ from verifier.judge.faults.facts import ColumnSpec, RunFacts
 from verifier.judge.faults.family import Family
 from verifier.judge.faults.windows import Window
 
-KINDS = ("instance-pause",)
+KINDS = ("instance-pause", "group-coordinator-kill")
 
 #: what a resumed instance did (heal detail ``resumed[].after``)
 REFUSED, COMPLETED, UNSEEN, EXITED = "refused", "completed", "nothing-seen", "exited"
@@ -48,6 +58,8 @@ def concerns(w: Window, col: ColumnSpec, producers_mode: dict[str, str]) -> bool
         return False
     if w.start is None:  # not applied: whom it was meant for
         return (w.target or {}).get("app") in (None, app)
+    if w.fault == "group-coordinator-kill":
+        return app in (w.start_detail.get("groups") or {})
     return any(k.get("app") == app for k in paused(w))
 
 
@@ -64,8 +76,31 @@ def fenced_text(entry: dict) -> str:
     return "nothing it did after the resume was seen"
 
 
+def coordinator_acted_on(w: Window, app: str | None) -> tuple[int | None, str]:
+    node, coord = w.start_detail.get("node"), (w.start_detail.get("groups") or {}).get(app)
+    if coord is None:
+        return None, "its group's coordinator at the kill is not known"
+    if coord != node:
+        return 0, f"its group's coordinator was node {coord}, not the killed node {node}"
+    states = (w.start_detail.get("instances") or {}).get(app) or []
+    if not states or any(not isinstance(s, dict) or "assigned" not in s for s in states):
+        return None, ("the application keeps no state file: which instances held "
+                      "partitions at the kill is not known")
+    holding = [s for s in states if s.get("assigned")]
+    at_risk = sum(int(s.get("at_risk") or 0) for s in states)
+    errors = (w.heal_detail.get("errors") or {}).get(app) or []
+    kinds = sorted({e.get("type", "?") for e in errors if isinstance(e, dict)})
+    said = (f"{len(errors)} error(s) reported before the broker was back "
+            f"({', '.join(kinds)})" if errors else "no error reported before the broker "
+            "was back")
+    return len(holding), (f"instances holding partitions whose group coordinator (node "
+                          f"{node}) was killed, {at_risk} records in flight; {said}")
+
+
 def acted_on(w: Window, col: ColumnSpec, facts: RunFacts) -> tuple[int | None, str]:
     app = app_of(col)
+    if w.fault == "group-coordinator-kill":
+        return coordinator_acted_on(w, app)
     mine = [k for k in paused(w) if k.get("app") == app]
     if not mine:
         return 0, "no instance of it paused"

@@ -38,6 +38,8 @@ def _rule(w: Window) -> dict:
 
 
 def concerns(w: Window, col: ColumnSpec, producers_mode: dict[str, str]) -> bool:
+    if col.app is not None:  # an application: the rule met its instances' clients
+        return _met(w, col)
     if not is_producer_column(col):  # a pipeline is judged on its own driver's faults
         return False
     rule = _rule(w)

@@ -19,6 +19,18 @@ default :data:`OBSERVE_S`): an error it reports after the resume (``errors``: a 
 refused, a fenced producer) means its writes were refused; its batch counter rising with
 no error means the batch went through. The heal's history line is written when that is
 known (:class:`~.base.Settling`), so the schedule goes on meanwhile.
+
+    group-coordinator-kill   SIGKILL the broker that coordinates the applications' groups
+                             (the leader of the group's __consumer_offsets partition, as
+                             FindCoordinator answers), restarted at the heal
+
+Its target is ``{"apps": true}`` (the broker coordinating the most of the run's
+application groups; the lowest node id on a tie) or ``{"app": NAME}``. The start keeps
+every application's coordinator then (``groups``: app -> node) and each instance's state
+(``instances``: app -> [state]); the kill and the restart are the broker-kill's
+(verifier.harness.faults.kinds.broker), so its detail also says which of the run's
+partitions the broker led. The heal adds the errors each instance reported between the
+kill and the broker's return (``errors``: app -> [error]).
 """
 
 from __future__ import annotations
@@ -39,6 +51,7 @@ from verifier.harness.faults.kinds.base import (
     ScheduledFault,
     Settling,
 )
+from verifier.harness.faults.kinds.broker import heal_broker_kill, start_broker_kill
 from verifier.harness.faults.triggers import Gate, NotTriggered
 from verifier.judge.faults.group import COMPLETED, EXITED, FAMILY, REFUSED, UNSEEN
 from verifier.rundata.errors import UsageError
@@ -156,7 +169,96 @@ def heal_instance_pause(fault: ScheduledFault, env: FaultEnv, state: dict) -> Se
     return Settling({"signal": "SIGCONT"}, watch)
 
 
+# ----- the group coordinator's broker ------------------------------------------------------
+
+GROUP_ENV = "VERIFIER_GROUP_ID"
+
+
+def apps_target(target, node_ids, processes) -> None:
+    """``{"apps": true}`` or ``{"app": NAME}`` (an application the run has, when known)."""
+    ok = target == {"apps": True} or (isinstance(target, dict) and list(target) == ["app"]
+                                      and isinstance(target["app"], str))
+    if not ok:
+        raise UsageError(f"target must be {{\"apps\": true}} or {{\"app\": NAME}}, not "
+                         f"{target!r}")
+    if processes is not None and not app_groups(target, processes):
+        raise UsageError(f"no application matches {target!r} (name the applications "
+                         "with --app)")
+
+
+def app_groups(target: dict, processes) -> dict[str, list[str]]:
+    """App name -> its instances' process names, for the applications ``target`` names."""
+    out: dict[str, list[str]] = {}
+    for name in sorted(processes):
+        parts = name.split("/")
+        if len(parts) == 3 and parts[0] == "app" and target.get("app") in (None, parts[1]):
+            out.setdefault(parts[1], []).append(name)
+    return out
+
+
+def group_coordinators(env: FaultEnv, groups: list[str]) -> dict[str, int | None]:
+    """Group id -> the node of its coordinator now (FindCoordinator; None: not found)."""
+    from verifier.harness.topics import admin
+
+    out: dict[str, int | None] = dict.fromkeys(groups)
+    try:
+        with admin(env.bootstrap_servers, **env.client_config) as a:
+            # kafka-python 3 has no public call for it: the one its group calls use
+            found = a._manager.run(a._find_coordinator_ids, list(groups))
+        out.update({g: int(n) for g, n in found.items() if n is not None and int(n) >= 0})
+    except Exception:  # noqa: BLE001 - unknown coordinators: the start says so
+        pass
+    return out
+
+
+def pick_coordinator(coords: dict[str, int | None]) -> int:
+    """The node coordinating the most of ``coords``' groups (lowest id on a tie)."""
+    counts: dict[int, int] = {}
+    for node in coords.values():
+        if node is not None:
+            counts[node] = counts.get(node, 0) + 1
+    if not counts:
+        raise NotApplied(f"the coordinator of no application group is known: {coords}")
+    return min(counts, key=lambda n: (-counts[n], n))
+
+
+def start_coordinator_kill(fault: ScheduledFault, env: FaultEnv, state: dict) -> dict:
+    apps = app_groups(fault.target, env.processes)
+    if not apps:
+        raise NotApplied(f"no application matches {fault.target!r}")
+    group_of = {app: env.processes[names[0]].env.get(GROUP_ENV, "") if
+                hasattr(env.processes[names[0]], "env") else "" for app, names in apps.items()}
+    coords = group_coordinators(env, sorted(g for g in group_of.values() if g))
+    node = pick_coordinator(coords)
+    instances = {app: [read_state(env.processes[n]) for n in names]
+                 for app, names in apps.items()}
+    as_broker = ScheduledFault(fault.id, "broker-kill", {"node": node}, fault.start,
+                               fault.duration, {})
+    detail = start_broker_kill(as_broker, env, state)
+    state["since"], state["apps"] = time.time(), apps
+    return {**detail, "groups": {app: coords.get(g) for app, g in group_of.items()},
+            "group_ids": group_of, "instances": instances}
+
+
+def heal_coordinator_kill(fault: ScheduledFault, env: FaultEnv, state: dict) -> Settling:
+    settling = heal_broker_kill(fault, env, state)
+
+    def ready() -> dict:
+        more = settling.wait()
+        errors = {}
+        for app, names in state.get("apps", {}).items():
+            errs = [e for n in names for e in (read_state(env.processes[n]) or {})
+                    .get("errors") or () if isinstance(e, dict)
+                    and float(e.get("t", 0)) >= state["since"]]
+            errors[app] = errs
+        return {**more, "errors": errors}
+
+    return Settling(settling.detail, ready)
+
+
 KINDS = (
     Kind("instance-pause", FAMILY, start_instance_pause, heal_instance_pause,
          instance_target, check_params=check_params, triggers=("at-risk",)),
+    Kind("group-coordinator-kill", FAMILY, start_coordinator_kill, heal_coordinator_kill,
+         apps_target, needs="cluster", on_brokers=True),
 )

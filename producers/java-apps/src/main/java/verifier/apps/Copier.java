@@ -76,6 +76,15 @@ final class Copier {
     /** Copy until {@code stop} is true, checked between batches (a poll lasts at most
      * POLL_MS), so a clean stop never leaves a batch half done. */
     void run(BooleanSupplier stop) throws InterruptedException {
+        try {
+            copy(stop);
+        } catch (RuntimeException e) {
+            state.error(e);  // a commit refused after a rebalance, a fenced producer
+            throw e;
+        }
+    }
+
+    private void copy(BooleanSupplier stop) throws InterruptedException {
         boolean transactional = strategy.equals("transactional");
         try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(producerConfig(),
                  new ByteArraySerializer(), new ByteArraySerializer());

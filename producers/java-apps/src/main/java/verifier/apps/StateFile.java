@@ -29,6 +29,10 @@ final class StateFile {
     /** where in the batch the instance is: "" between batches, "processing" (the sleep
      * between the two steps), "writing" or "committing" (the second step under way) */
     private String step = "";
+    /** the latest errors that made the copier start over ({type, message, t}, JSON): a
+     * zombie's refused commit (the instance-pause fault reads them) */
+    private final List<String> errors = new ArrayList<>();
+    static final int KEEP_ERRORS = 10;
 
     StateFile(String path, String instance, String strategy) {
         this.path = path == null ? null : Path.of(path);
@@ -94,6 +98,17 @@ final class StateFile {
         write();
     }
 
+    /** An error that ends this run of the loop (the copier starts over). */
+    synchronized void error(Throwable e) {
+        errors.add("{\"type\": " + Json.str(e.getClass().getSimpleName())
+            + ", \"message\": " + Json.str(String.valueOf(e.getMessage()))
+            + ", \"t\": " + System.currentTimeMillis() / 1000.0 + "}");
+        while (errors.size() > KEEP_ERRORS) {
+            errors.remove(0);
+        }
+        write();
+    }
+
     synchronized void write() {
         if (path == null) {
             return;
@@ -111,6 +126,7 @@ final class StateFile {
             .append(", \"written\": ").append(written)
             .append(", \"batches\": ").append(batches)
             .append(", \"step\": ").append(Json.str(step))
+            .append(", \"errors\": [").append(String.join(", ", errors)).append("]")
             .append(", \"t\": ").append(System.currentTimeMillis() / 1000.0)
             .append("}\n");
         Path tmp = path.resolveSibling("." + path.getFileName() + "." + pid);
