@@ -23,9 +23,9 @@ in the value or a header travels, and order per input partition is observable).
 The state file (JSON, replaced whole) says what the instance is doing: its partitions,
 whether a transaction is open, the errors that made it start over (``errors``: a
 commit refused after a rebalance, a fenced producer), and ``at_risk``: the records of
-the batch between its two steps (commit-before: committed, not yet written; commit-after: written, not yet
-committed; transactional: in the open transaction); a kill's detail reads it (the
-exposure of an instance kill).
+the batch between its two steps (commit-before: committed, not yet written;
+commit-after: written, not yet committed; transactional: in the open transaction); a
+kill's detail reads it (the exposure of an instance kill).
 """
 
 from __future__ import annotations
