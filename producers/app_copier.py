@@ -24,8 +24,10 @@ The state file (JSON, replaced whole) says what the instance is doing: its parti
 whether a transaction is open, the errors that made it start over (``errors``: a
 commit refused after a rebalance, a fenced producer), and ``at_risk``: the records of
 the batch between its two steps (commit-before: committed, not yet written;
-commit-after: written, not yet committed; transactional: in the open transaction); a
-kill's detail reads it (the exposure of an instance kill).
+commit-after: written, not yet committed; transactional: in the open transaction), and
+``step``: ``processing`` in that window, then ``writing`` or ``committing`` once the
+batch's second step has begun (a kill then may not undo it); a kill's detail reads it
+(the exposure of an instance kill).
 """
 
 from __future__ import annotations
@@ -53,7 +55,7 @@ class State:
         self.path = Path(path) if path else None
         self.doc = {"instance": instance, "pid": os.getpid(), "strategy": strategy,
                     "assigned": [], "rebalances": 0, "in_transaction": False,
-                    "at_risk": 0, "written": 0, "batches": 0,
+                    "at_risk": 0, "written": 0, "batches": 0, "step": "",
                     "errors": previous_errors(self.path)}
 
     def update(self, **fields) -> None:
@@ -160,17 +162,21 @@ def run(strategy: str, env: dict[str, str], stop, process_ms: int = PROCESS_MS) 
             # written), write again (after: written, not committed) or abort
             # (transactional: in the open transaction); the processing time falls
             # inside that window, between the batch's two steps
+            # step: "processing" in the window, then the second step ("writing",
+            # "committing"), which a kill may no longer undo (the trigger waits past it)
             if strategy == "before":
                 consumer.commit(offsets)
-                state.update(at_risk=n)
+                state.update(at_risk=n, step="processing")
                 time.sleep(process_ms / 1000)
+                state.update(step="writing")
                 write(producer, output, batch, out_partitions)
                 producer.flush()
             elif strategy == "after":
                 write(producer, output, batch, out_partitions)
                 producer.flush()
-                state.update(at_risk=n)
+                state.update(at_risk=n, step="processing")
                 time.sleep(process_ms / 1000)
+                state.update(step="committing")
                 consumer.commit(offsets)
             else:
                 producer.begin_transaction()
@@ -178,12 +184,13 @@ def run(strategy: str, env: dict[str, str], stop, process_ms: int = PROCESS_MS) 
                 # flushed: at risk means in the log, uncommitted (a kill right after an
                 # unflushed write left nothing to abort: 262 "at risk", 0 aborted read)
                 producer.flush()
-                state.update(at_risk=n, in_transaction=True)
+                state.update(at_risk=n, in_transaction=True, step="processing")
                 time.sleep(process_ms / 1000)
+                state.update(step="committing")
                 producer.send_offsets_to_transaction(offsets, consumer.group_metadata())
                 producer.commit_transaction()
             state.update(at_risk=0, in_transaction=False, written=state.doc["written"] + n,
-                         batches=state.doc["batches"] + 1)
+                         batches=state.doc["batches"] + 1, step="")
     finally:
         consumer.close(autocommit=False)
         producer.close(timeout=10)

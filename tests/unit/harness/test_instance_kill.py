@@ -30,15 +30,22 @@ NAMES = ["app/a/0", "app/a/1", "app/b/0", "app/b/1", "observer", "pipeline/x"]
 class FakeInstance:
     def __init__(self, tmp_path, name: str, at_risk: int | None = 0) -> None:
         self.name, self.pid, self.alive, self.starts = name, 100, True, 1
+        self.dying: tuple | None = None
         self.state_file = tmp_path / (name.replace("/", "_") + ".json")
         if at_risk is not None:
             self.say(at_risk)
 
-    def say(self, at_risk: int) -> None:
-        self.state_file.write_text(json.dumps({"at_risk": at_risk, "assigned": ["t-0"]}))
+    def say(self, at_risk: int, step: str = "processing", **more) -> None:
+        # replaced whole, as the presets do (a reader never sees half a file)
+        tmp = self.state_file.with_suffix(".tmp")
+        tmp.write_text(json.dumps({"at_risk": at_risk, "assigned": ["t-0"],
+                                   "step": step if at_risk else "", **more}))
+        tmp.replace(self.state_file)
 
     def kill(self) -> int:
         self.alive = False
+        if self.dying is not None:  # what it wrote between the look and the SIGKILL
+            self.say(*self.dying)
         return -9
 
     def restart(self) -> int:
@@ -88,9 +95,48 @@ def test_at_risk_waits_for_a_batch_between_its_two_steps(tmp_path):
     assert detail["killed"][0]["waited_s"] >= 0.25
 
 
+def test_a_batch_in_its_second_step_is_no_longer_at_risk(tmp_path):
+    # the Java commit-before copier killed 0.29 s into its 200 ms window had begun
+    # writing: nothing lost; the trigger waits for the next batch's window instead
+    proc = FakeInstance(tmp_path, "app/a/0", at_risk=0)
+    proc.say(44, "writing")
+    with pytest.raises(NotApplied, match=r"second step \(writing\)"):
+        start_instance_kill(fault({"instance": 0}, trigger="at-risk", within=0.3),
+                            FaultEnv("b:1", processes={proc.name: proc}), {})
+    assert proc.alive
+    proc.say(44, "committing")
+    timer = threading.Timer(0.2, proc.say, (50, "processing"))
+    timer.start()
+    try:
+        detail = start_instance_kill(fault({"instance": 0}, trigger="at-risk", within=5),
+                                     FaultEnv("b:1", processes={proc.name: proc}), {})
+    finally:
+        timer.cancel()
+    assert detail["killed"][0]["state"]["at_risk"] == 50
+
+
+def test_the_kill_keeps_the_last_state_the_instance_wrote_before_it_died(tmp_path):
+    proc = FakeInstance(tmp_path, "app/a/0", at_risk=44)
+    proc.dying = (44, "writing")
+    killed = start_instance_kill(fault({"instance": 0}, trigger="at-risk", within=5),
+                                 FaultEnv("b:1", processes={proc.name: proc}), {})["killed"]
+    assert killed[0]["state"]["step"] == "processing"
+    assert killed[0]["state_at_kill"]["step"] == "writing"
+    # the verdict counts what it last said: the write had begun, so not acted on
+    count, why = acted_on(window(killed), column("app:a"), RunFacts(nemesis=[], columns=[]))
+    assert count == 0 and "second step, not counted" in why
+    proc.restart()
+    proc.say(44)
+    proc.dying = None
+    killed = start_instance_kill(fault({"instance": 0}), FaultEnv(
+        "b:1", processes={proc.name: proc}), {})["killed"]
+    assert "state_at_kill" not in killed[0]  # nothing new said: the one look is kept
+    assert acted_on(window(killed), column("app:a"), RunFacts(nemesis=[], columns=[]))[0] == 44
+
+
 def test_an_instance_never_at_risk_is_not_killed(tmp_path):
     proc = FakeInstance(tmp_path, "app/a/0", at_risk=0)
-    with pytest.raises(NotApplied, match="between batches"):
+    with pytest.raises(NotApplied, match=r"between batches \(assigned 1 partition"):
         start_instance_kill(fault({"instance": 0}, trigger="at-risk", within=0.3),
                             FaultEnv("b:1", processes={proc.name: proc}), {})
     assert proc.alive

@@ -90,8 +90,9 @@ PARAMS = ("trigger", "within")
 #: how often a waiting trigger looks (a hold lasts 2 s: 20 looks)
 POLL_S = 0.1
 #: triggers that look more often: an open transaction can last a few tens of ms on a
-#: machine where transactions are short, and a look reads only its history's latest lines
-POLL_S_OF = {"in-transaction": 0.01, "copy-committed": 0.01}
+#: machine where transactions are short, and a look reads only its history's latest lines;
+#: an application's window is its 200 ms of processing, a look one small state file
+POLL_S_OF = {"in-transaction": 0.01, "copy-committed": 0.01, "at-risk": 0.01}
 #: triggers whose state the fault that takes it uses up (a held batch ends with its
 #: kill): faults waiting for one on the same target take it in turn (Gate.first_in_line)
 IN_TURN = frozenset({"mid-batch"})

@@ -9,15 +9,21 @@ the presets say they are doing: verifier.rundata.apps, producers.app_copier) and
 the start's detail: the exposure (verifier.judge.faults.application). With the trigger
 ``at-risk`` each instance is killed only once its state says it is between a batch's two
 steps, at most ``within`` seconds after the planned start each, one after the other.
+An instance whose state says the batch's second step has begun (``step``: ``writing``
+or ``committing``) is not at risk: a kill then may or may not undo the batch (the Java
+commit-before copier killed 0.29 s into its 200 ms window had begun writing and lost
+nothing). After the SIGKILL the state file is read again: the last thing the instance
+said before it died (``state_at_kill``), what the verdict counts.
 """
 
 from __future__ import annotations
 
 import json
+import time
 
 from verifier.harness.faults.kinds.base import FaultEnv, Kind, NotApplied, ScheduledFault
 from verifier.harness.faults.triggers import Gate, NotTriggered
-from verifier.judge.faults.application import FAMILY
+from verifier.judge.faults.application import FAMILY, SECOND_STEPS
 from verifier.rundata.apps import PROCESS_PREFIX
 from verifier.rundata.errors import UsageError
 
@@ -58,6 +64,15 @@ def read_state(proc) -> dict | None:
         return None
 
 
+def idle_why(proc, state: dict) -> str:
+    """Why an instance is not at risk, with what it last said (a missed trigger's
+    evidence: no partitions means its group has not assigned it any since it joined)."""
+    age = time.time() - float(state.get("t") or 0)
+    return (f"{proc.name} is between batches (assigned {len(state.get('assigned') or ())} "
+            f"partition(s), {state.get('rebalances', '?')} rebalance(s), its state "
+            f"written {age:.1f} s before)")
+
+
 def probe_at_risk(proc) -> tuple[dict | None, str]:
     if not proc.alive:
         return None, f"{proc.name} is not running"
@@ -65,7 +80,9 @@ def probe_at_risk(proc) -> tuple[dict | None, str]:
     if state is None:
         raise NotTriggered(f"{proc.name} keeps no state file to show a batch in")
     if int(state.get("at_risk") or 0) <= 0:
-        return None, f"{proc.name} is between batches"
+        return None, idle_why(proc, state)
+    if state.get("step") in SECOND_STEPS:
+        return None, f"{proc.name}'s batch is in its second step ({state['step']})"
     return {"state": state}, ""
 
 
@@ -83,9 +100,11 @@ def start_instance_kill(fault: ScheduledFault, env: FaultEnv, state: dict,
             raise NotApplied(f"process {name!r} is not running")
         seen = found.get("state", read_state(proc))
         exit_code = proc.kill()
+        last = read_state(proc)  # the instance is dead: the last thing it said
         _, app, instance = name.split("/")
         entry = {"process": name, "app": app, "instance": int(instance),
                  "pid": getattr(proc, "pid", None), "exit": exit_code, "state": seen,
+                 **({"state_at_kill": last} if last is not None and last != seen else {}),
                  **{k: v for k, v in found.items() if k != "state"}}
         killed.append(entry)
         return entry
