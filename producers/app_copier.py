@@ -46,6 +46,12 @@ MAX_RECORDS = 200  # per batch (and transaction)
 #: how long processing a batch takes, between its two steps (``--process-ms``): a real
 #: application's work; without it the window a kill must hit is a few milliseconds
 PROCESS_MS = 200
+#: how long the group waits for a member that stopped heartbeating (a SIGKILLed one)
+#: before it moves its partitions: Kafka's default, 45 s, left a killed instance's
+#: partitions unread until then and the scenario's second kill found nothing at risk
+#: (the commit-before copier's second instance was next at risk 44.8 s after the first
+#: kill). 10 s, as services that want a quick failover set it (the broker's minimum is 6 s)
+SESSION_TIMEOUT_MS = 10_000
 
 
 class State:
@@ -140,7 +146,8 @@ def run(strategy: str, env: dict[str, str], stop, process_ms: int = PROCESS_MS) 
         bootstrap_servers=bootstrap, group_id=env["VERIFIER_GROUP_ID"],
         client_id=f"{env['VERIFIER_GROUP_ID']}.{instance}.consumer",
         enable_auto_commit=False, auto_offset_reset="earliest",
-        isolation_level="read_committed", max_poll_records=MAX_RECORDS)
+        isolation_level="read_committed", max_poll_records=MAX_RECORDS,
+        session_timeout_ms=SESSION_TIMEOUT_MS)
     if transactional:
         producer.init_transactions()
     # a partition revoked mid-batch: nothing is open between two polls (each batch is

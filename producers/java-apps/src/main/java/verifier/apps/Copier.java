@@ -36,6 +36,8 @@ final class Copier {
     static final List<String> STRATEGIES = List.of("before", "after", "transactional");
     static final int POLL_MS = 200;
     static final int MAX_RECORDS = 200;
+    /** how long the group waits for a silent (killed) member before moving its partitions */
+    static final int SESSION_TIMEOUT_MS = 10_000;
 
     private final String strategy;
     private final Env env;
@@ -70,6 +72,9 @@ final class Copier {
         p.put("auto.offset.reset", "earliest");
         p.put("isolation.level", "read_committed");
         p.put("max.poll.records", String.valueOf(MAX_RECORDS));
+        // a killed instance's partitions move after 10 s, not Kafka's 45 s (the same as
+        // producers/app_copier.py's SESSION_TIMEOUT_MS, docs/applications.md)
+        p.put("session.timeout.ms", String.valueOf(SESSION_TIMEOUT_MS));
         return p;
     }
 

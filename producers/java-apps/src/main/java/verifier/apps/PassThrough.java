@@ -46,6 +46,8 @@ final class PassThrough {
         // default is read_uncommitted, which would copy aborted input records)
         p.put("consumer.isolation.level", "read_committed");
         p.put("consumer.auto.offset.reset", "earliest");
+        // a killed instance's tasks move after 10 s, not Kafka's 45 s, as the copiers'
+        p.put("consumer.session.timeout.ms", String.valueOf(Copier.SESSION_TIMEOUT_MS));
         return p;
     }
 
