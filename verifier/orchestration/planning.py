@@ -15,7 +15,8 @@ from verifier.rundata.vocab import COPIER
 
 #: fault kinds that act on the applications under test (--app): a scenario with one
 #: needs them (verifier.harness.faults.kinds: the application and group families)
-APP_FAULTS = ("instance-kill", "instance-pause", "group-coordinator-kill")
+APP_FAULTS = ("instance-kill", "instance-pause", "group-coordinator-kill", "scale-out",
+              "scale-in")
 
 #: one logical producer of the run, as the plan holds it
 ProducerPlan = PlannedProducer

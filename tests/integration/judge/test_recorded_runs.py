@@ -29,6 +29,8 @@ NOT_RECORDED = {
     "group-coordinator-kill": "it kills the broker coordinating the applications' groups "
                               "(refused without --app); its run is in "
                               "docs/applications.md",
+    "scale-out-in": "it adds and removes application instances (refused without --app); "
+                    "its run is in docs/applications.md",
     "offset-commit-loss": "it loses the answers to the applications' offset commits "
                           "(without --app it acts on nothing); its run is in "
                           "docs/applications.md",

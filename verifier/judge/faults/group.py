@@ -34,7 +34,9 @@ from verifier.judge.faults.facts import ColumnSpec, RunFacts
 from verifier.judge.faults.family import Family
 from verifier.judge.faults.windows import Window
 
-KINDS = ("instance-pause", "group-coordinator-kill")
+KINDS = ("instance-pause", "group-coordinator-kill", "scale-out", "scale-in")
+#: the kinds counted by the rebalances the instances saw
+SCALING = ("scale-out", "scale-in")
 
 #: what a resumed instance did (heal detail ``resumed[].after``)
 REFUSED, COMPLETED, UNSEEN, EXITED = "refused", "completed", "nothing-seen", "exited"
@@ -60,6 +62,9 @@ def concerns(w: Window, col: ColumnSpec, producers_mode: dict[str, str]) -> bool
         return (w.target or {}).get("app") in (None, app)
     if w.fault == "group-coordinator-kill":
         return app in (w.start_detail.get("groups") or {})
+    if w.fault in SCALING:
+        acted = w.start_detail.get("added") or w.start_detail.get("stopped") or ()
+        return any(isinstance(a, dict) and a.get("app") == app for a in acted)
     return any(k.get("app") == app for k in paused(w))
 
 
@@ -97,10 +102,28 @@ def coordinator_acted_on(w: Window, app: str | None) -> tuple[int | None, str]:
                           f"{node}) was killed, {at_risk} records in flight; {said}")
 
 
+def rebalances_seen(w: Window, app: str | None) -> tuple[int | None, str]:
+    """The rebalances the application's instances that stayed up saw between the
+    fault's start and the end of its heal (their state files' counters)."""
+    before = w.start_detail.get("rebalances_before", w.start_detail.get("rebalances"))
+    after = w.heal_detail.get("rebalances")
+    if after is None:
+        return None, "its heal's rebalance counts were not recorded"
+    mine = [n for n in before or {} if n.split("/")[1:2] == [app]]
+    if any(before[n] is None or after.get(n) is None for n in mine):
+        return None, ("the application keeps no state file: the rebalances its "
+                      "instances saw are not known")
+    n = sum(max(0, after[p] - before[p]) for p in mine)
+    what = "one added, then removed" if w.fault == "scale-out" else "one removed, then back"
+    return n, f"rebalances seen by {len(mine)} instance(s) that stayed up ({what})"
+
+
 def acted_on(w: Window, col: ColumnSpec, facts: RunFacts) -> tuple[int | None, str]:
     app = app_of(col)
     if w.fault == "group-coordinator-kill":
         return coordinator_acted_on(w, app)
+    if w.fault in SCALING:
+        return rebalances_seen(w, app)
     mine = [k for k in paused(w) if k.get("app") == app]
     if not mine:
         return 0, "no instance of it paused"

@@ -24,6 +24,7 @@ from verifier.harness.faults.kinds import (
     process,
     proxy,
     retention,
+    scaling,
     spark,
 )
 from verifier.harness.faults.kinds.base import (
@@ -40,7 +41,7 @@ from verifier.rundata.errors import UsageError
 
 #: every kind the nemesis can run, by name, in the verdict's order
 KINDS: dict[str, Kind] = {k.name: k for m in (proxy, broker, process, spark, config, retention,
-                                              application, group)
+                                              application, group, scaling)
                           for k in m.KINDS}
 if tuple(KINDS) != judged.KINDS:
     raise ImportError(f"the runnable fault kinds {tuple(KINDS)} are not the judged ones "
