@@ -34,7 +34,8 @@ from verifier.rundata.plan import (  # noqa: F401 - secrets are the plan's, re-e
 from verifier.rundata.vocab import MODES  # noqa: E402
 
 #: settings the generator implements itself; never passed to KafkaProducer
-GENERATOR_KEYS = frozenset({"buffer_memory", "record_size"})
+#: (``commit_after_flush_ms``: the Java generator's only, verifier.orchestration.scenario)
+GENERATOR_KEYS = frozenset({"buffer_memory", "record_size", "commit_after_flush_ms"})
 
 MAX_INT = 2**31 - 1  # Java's Integer.MAX_VALUE: "retry until delivery.timeout.ms"
 

@@ -164,6 +164,8 @@ def _transactional_ids(entry: dict, plans, run_id: str) -> list[dict] | None:
     if kind not in ("hold", "error-answer") or not isinstance(params, dict):
         return None
     release = params.get("release_on") if isinstance(params.get("release_on"), dict) else {}
+    if kind == "error-answer" and str(params.get("client_id") or "").startswith("@"):
+        return _client_ids(entry, plans)
     refs = {v for v in (params.get("transactional_id"), release.get("transactional_id"))
             if isinstance(v, str) and v.startswith("@")}
     if not refs:
@@ -184,6 +186,17 @@ def _transactional_ids(entry: dict, plans, run_id: str) -> list[dict] | None:
             new["release_on"] = {**release, "transactional_id": tid}
         out.append({**entry, "params": new})
     return out
+
+
+def _client_ids(entry: dict, plans) -> list[dict]:
+    """An error answer whose ``client_id`` names a mode (``"@at-least-once"``): one
+    fault per generator of that mode, every client's, on its client id."""
+    ref = entry["params"]["client_id"]
+    matches = [p for p in plans if _named(ref, p)]
+    if not matches:
+        raise VerifierError(f"error-answer: no producer of mode {ref[1:]!r} in this run")
+    return [{**entry, "params": {**entry["params"], "client_id": str(
+        p.overrides.get("client_id") or f"verifier.generator.{p.pid}")}} for p in matches]
 
 
 def _per_client(entry: dict, processes: set[str], plans=(), run_id: str = "") -> list[dict]:

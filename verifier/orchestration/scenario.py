@@ -266,13 +266,16 @@ def parse_broker(where: str, data, duration_s: float) -> BrokerSettings:
     return BrokerSettings(settings=settings, apply=apply, at=float(at))
 
 
-#: producer settings a scenario may give every generator: connection behaviour, the
-#: request and delivery timeouts (how long a client waits for a held request before it
-#: retries or gives up) and the linger (how a transaction's records are batched: one
-#: batch per partition when it outlasts the transaction's sends), never what defines a mode
+#: producer settings a scenario may give every generator, never what defines a mode:
+#: connections, request and delivery timeouts, how records are batched (linger, batch
+#: size, compression) and the Java generator's ``commit_after_flush_ms`` (it commits its
+#: input after flush(), as Kafka Streams at-least-once; kafka-python's does not)
 CLIENT_KEYS = frozenset({"connections_max_idle_ms", "reconnect_backoff_ms",
                          "reconnect_backoff_max_ms", "metadata_max_age_ms",
-                         "request_timeout_ms", "delivery_timeout_ms", "linger_ms"})
+                         "request_timeout_ms", "delivery_timeout_ms", "linger_ms",
+                         "batch_size", "compression_type", "commit_after_flush_ms"})
+#: the [clients] keys whose value is a name, not a number
+_CLIENT_NAMES = frozenset({"compression_type"})
 
 
 def _connection_checks(source: str, data: dict) -> dict:
@@ -287,9 +290,13 @@ def _connection_checks(source: str, data: dict) -> dict:
 
 def _clients(source: str, data: dict) -> dict:
     _check_keys(f"{source} [clients]", data, set(CLIENT_KEYS))
-    bad = [k for k, v in data.items() if not isinstance(v, int) or isinstance(v, bool)]
+    bad = [k for k, v in data.items() if k not in _CLIENT_NAMES
+           and (not isinstance(v, int) or isinstance(v, bool))]
     if bad:
-        raise UsageError(f"{source} [clients]: {bad} must be integers (milliseconds)")
+        raise UsageError(f"{source} [clients]: {bad} must be integers (milliseconds, bytes)")
+    named = [k for k in _CLIENT_NAMES & set(data) if not isinstance(data[k], str)]
+    if named:
+        raise UsageError(f"{source} [clients]: {named} must be a name (\"lz4\")")
     return dict(data)
 
 

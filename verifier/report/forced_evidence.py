@@ -74,6 +74,31 @@ def forced_requests(ops: list[dict], client_key: str | None = None) -> list[dict
     return list(out.values())
 
 
+def forged_answers(ops: list[dict], client_key: str | None = None) -> list[dict]:
+    """The answers an ``error-answer`` fault forged to each generator (its heal detail's
+    ``clients``: [matched, forged] per client id), as forced requests: the proxy refused
+    (or replaced) them in the broker's place, so they are in their window by
+    construction; ``client_key``: only the generator of that client's column."""
+    out = []
+    for op in ops:
+        if op.get("type") != "ok" or op.get("f") != "heal" or op.get("fault") != "error-answer":
+            continue
+        d = op.get("detail") or {}
+        for cid, counts in (d.get("clients") or {}).items():
+            forged = int(counts[1]) if isinstance(counts, list | tuple) else 0
+            if not forged or (client_key and not cid.endswith(f"-{client_key}-0")):
+                continue
+            code = int(d.get("error_code") or 0)
+            out.append({"hold": None, "request": {"api": str(d.get("api") or "Produce"),
+                                                  "client_id": cid},
+                        "copy": False, "forged": forged, "held_t": op.get("t"),
+                        "released": f"{d.get('variant') or 'refuse'}d by the proxy",
+                        "in_window": True, "trigger": "error-answer",
+                        "answer": {"error_code": code}, "answered_t": op.get("t"),
+                        "errors": [code]})
+    return out
+
+
 def answer_errors(response: dict) -> list[int]:
     """The error codes of a response summary: a Produce's per partition, a
     WriteTxnMarkers' per marker, else its one code."""
@@ -130,6 +155,14 @@ def _offsets(anomaly: dict) -> list[int]:
 def tie(forced: dict, anomalies: list[dict], pid: str, txns: list[dict]) -> tuple[list, str]:
     """The anomalies tied to one forced request, and how (see the module's text)."""
     request, api = forced["request"], forced["request"].get("api")
+    if forced.get("forged"):
+        # the records the application committed after flush() while their send was in
+        # flight (KAFKA-19479): its history's ok lines with "in_flight"
+        committed = {(p, q) for p, q in txns if p is not None}
+        tied = [a for a in anomalies if a.get("pid") == pid
+                and (a.get("partition"), a.get("seq")) in committed]
+        return tied, (f"{len(committed)} records {pid} committed after flush() while their "
+                      "send was in flight")
     if api == "Produce":
         sizes = {p.get("partition"): int(p.get("records") or 1)
                  for p in request.get("partitions") or []}
@@ -172,6 +205,11 @@ def tie(forced: dict, anomalies: list[dict], pid: str, txns: list[dict]) -> tupl
 def forced_text(forced: dict) -> str:
     """``copy of EndTxn (producer 0, epoch 3) released by Produce response: accepted``."""
     r = forced["request"]
+    if forced.get("forged"):
+        name = _error_name(forced["errors"][0]) if forced["errors"] else "its error"
+        return (f"{forced['forged']} {r.get('api', '?')} {forced['released']} with {name} "
+                f"(to {r.get('client_id')}); the application was told of "
+                f"{forced.get('reported', '?')} failed sends before their commit")
     what = f"{'copy of ' if forced['copy'] else 'late '}{r.get('api', '?')}"
     who = f" (producer {r.get('producer_id')}, epoch {r.get('producer_epoch')})" \
         if r.get("producer_id") is not None else ""
@@ -182,17 +220,35 @@ def forced_text(forced: dict) -> str:
 
 
 def run_evidence(status: str, outcome: str, forced: list[dict], anomalies: list[dict],
-                 pid_of, txns_of) -> dict:
+                 pid_of, txns_of, in_flight_of=None, failed_of=None) -> dict:
     """One run's evidence for a row: ``shows`` (the run shows the bug: a forbidden
     anomaly tied to a forced request in its window), ``clean`` (the forced request went
     into its window and the broker refused it), the forced requests, the tied anomalies,
     and ``open``: why the run says nothing about the bug (None when it does).
     ``pid_of(transactional id)`` names a producer's history, ``txns_of(pid)`` its
-    transactions; ``anomalies``: the forbidden anomalies of the row's columns."""
+    transactions; ``anomalies``: the forbidden anomalies of the row's columns. For forged
+    error answers (:func:`forged_answers`): ``in_flight_of(pid)`` the records a generator
+    committed after flush() while in flight, ``failed_of(pid)`` how many sends it was told
+    failed with the forged error (the refusal reached the application before its commit:
+    without one, a PASS is not clean)."""
     in_window = [f for f in forced if f["in_window"]]
     tied: list[dict] = []
     hows: list[str] = []
     for f in in_window:
+        if f.get("forged"):
+            pid = str(f["request"].get("client_id") or "").removeprefix("verifier.generator.")
+            these, how = tie(f, anomalies, pid, (in_flight_of or (lambda _: []))(pid))
+            reported = (failed_of or (lambda _: 0))(pid)
+            f["reported"] = reported
+            if not reported and not these:
+                f["errors"] = []  # no refusal reached the application: not clean
+            hows.append(how)
+            seen = {(a["kind"], a["partition"], a["offset"], a["pid"], a.get("seq"))
+                    for a in tied}
+            tied += [{**_short(a), "hold": None, "by": how} for a in these
+                     if (a.get("kind"), a.get("partition"), a.get("offset"), a.get("pid"),
+                         a.get("seq")) not in seen]
+            continue
         pid = pid_of(str(f["request"].get("transactional_id") or ""))
         these, how = tie(f, anomalies, pid, txns_of(pid) if pid else [])
         hows.append(how)
@@ -273,5 +329,20 @@ def load_run_evidence(run_dir, status: str, outcome: str, client_key: str,
             return []
         return transactions(lines)
 
-    return run_evidence(status, outcome, forced_requests(ops, client_key), anomalies,
-                        pid_of, txns_of)
+    def lines_of(pid: str) -> list[dict]:
+        try:
+            return read_jsonl(layout.history(pid), "producer-history")[1]
+        except (RunFormatError, OSError):
+            return []
+
+    def in_flight_of(pid: str) -> list[tuple]:
+        return [(x.get("p"), x.get("seq")) for x in lines_of(pid)
+                if x.get("type") == "ok" and x.get("in_flight")]
+
+    def failed_of(pid: str) -> int:
+        return sum(1 for x in lines_of(pid) if x.get("type") in ("fail", "info")
+                   and x.get("f") == "send" and "TooLarge" in str(x.get("error") or ""))
+
+    forced = forced_requests(ops, client_key) + forged_answers(ops, client_key)
+    return run_evidence(status, outcome, forced, anomalies, pid_of, txns_of,
+                        in_flight_of, failed_of)

@@ -87,3 +87,16 @@ def test_a_java_users_file_runs_verbatim_and_is_checked_mapped(tmp_path):
     bad = RunOptions(out=Path("o"), client="java", user_config=f, user_mode="at-most-once",
                      user_settings=u.settings, user_overrides=u.overrides)
     assert any("your producer config" in p for p in validate_scenario(s, bad, env))
+
+
+def test_an_error_answer_naming_a_mode_by_client_id_hits_each_clients_generator():
+    """kafka-19479: `client_id = "@at-least-once"` is one error-answer fault per
+    at-least-once generator, on its own client id, so each client gets its first N."""
+    s = load_scenario("kafka-19479")
+    opts = RunOptions(out=Path("o"), clients=("java:4.1.0", "java:4.1.1"))
+    plans = plan_producers(s, "r1", opts)
+    processes = {p.process_name for p in plans} | {"observer"}
+    specs, _ = _resolve_faults(s, plans, "r1", ENV, processes)
+    assert sorted(sp.params["client_id"] for sp in specs) == [
+        f"verifier.generator.{p.pid}" for p in plans]
+    assert {sp.params["next"] for sp in specs} == {12}

@@ -55,6 +55,17 @@ final class Emitter {
     private volatile Thread sending;
     private long lastProducerId = Long.MIN_VALUE;
     private short lastEpoch = Short.MIN_VALUE;
+    /**
+     * {@code commit.after.flush.ms} (issue 50, KAFKA-19479): the application commits its
+     * input after {@code flush()} instead of waiting for each send's callback, as Kafka
+     * Streams at-least-once does: every record sent and not reported failed when flush()
+     * returns is taken as written. Then the records sent and not yet answered, by
+     * "p:seq", and those committed while still in flight (their later answer is not the
+     * application's outcome any more: one outcome line per record).
+     */
+    private final boolean commitAfterFlush;
+    private final java.util.Map<String, long[]> outstanding = new java.util.LinkedHashMap<>();
+    private final java.util.Set<String> committedInFlight = new java.util.HashSet<>();
 
     Emitter(KafkaProducer<byte[], byte[]> producer, History.Writer writer, Main.Spec spec, int ses) {
         this.producer = producer;
@@ -69,6 +80,7 @@ final class Emitter {
         // a send's future always completes by delivery.timeout.ms (batch expiry); the margin
         // covers the request in flight when the batch expires
         this.completionTimeoutMs = spec.ms("delivery.timeout.ms") + spec.ms("request.timeout.ms");
+        this.commitAfterFlush = spec.commitAfterFlushMs() > 0;
     }
 
     private static final byte[] SEQ = ",\"seq\":".getBytes(StandardCharsets.US_ASCII);
@@ -164,6 +176,7 @@ final class Emitter {
             int p = (int) idents.get(k)[0];
             long seq = idents.get(k)[1];
             byte[] key = key(pidColon, p, seq);
+            if (commitAfterFlush) outstanding.put(p + ":" + seq, new long[] {p, seq});
             Callback cb = (meta, exc) -> {
                 boolean inSend = Thread.currentThread() == sending;
                 done.add(new Completion(p, seq, txn, meta == null ? -1 : meta.offset(), exc,
@@ -173,6 +186,7 @@ final class Emitter {
             try {
                 futures.add(producer.send(new ProducerRecord<>(topic, p, key, values.get(k)), cb));
             } catch (RuntimeException exc) { // every exception is an outcome here
+                outstanding.remove(p + ":" + seq);
                 writer.writeRaw(completion(new Completion(p, seq, txn, -1, exc, History.nowMs(), "enqueue")));
                 futures.add(null);
             } finally {
@@ -213,11 +227,46 @@ final class Emitter {
         writer.writeRaw(completionLines());
     }
 
+    /**
+     * {@code flush()}, then the application's commit: every record sent and not answered
+     * yet is written {@code ok} without an offset and {@code "in_flight":true} (a correct
+     * flush() leaves none: it returns once every send is answered).
+     */
+    void flushAndCommit() {
+        try {
+            producer.flush();
+        } finally {
+            StringBuilder b = new StringBuilder(completionLines());
+            long t = History.nowMs();
+            for (long[] r : outstanding.values()) {
+                b.append("{\"type\":\"ok\",\"f\":\"send\",\"ses\":").append(ses).append(",\"p\":")
+                        .append(r[0]).append(",\"seq\":").append(r[1])
+                        .append(",\"txn\":null,\"offset\":null,\"in_flight\":true,\"t\":").append(t).append("}\n");
+            }
+            if (!outstanding.isEmpty()) {
+                System.out.println("flush() returned with " + outstanding.size()
+                        + " sends unanswered; committed them as written");
+            }
+            committedInFlight.addAll(outstanding.keySet());
+            outstanding.clear();
+            writer.writeRaw(b);
+        }
+    }
+
     private String completionLines() {
         if (done.isEmpty()) return "";
         StringBuilder b = new StringBuilder();
         Completion c;
-        while ((c = done.poll()) != null) b.append(completion(c));
+        while ((c = done.poll()) != null) {
+            String k = c.p + ":" + c.seq;
+            if (committedInFlight.remove(k)) { // committed after flush(): its outcome is written
+                System.out.println("record " + k + " answered after its commit: "
+                        + (c.exc == null ? "offset " + c.offset : Outcomes.describe(c.exc)));
+                continue;
+            }
+            outstanding.remove(k);
+            b.append(completion(c));
+        }
         b.append(producerIdentityLine());
         return b.toString();
     }

@@ -272,6 +272,9 @@ final class Generator {
                 }
             }
             Planner planner = new Planner(parts, resume.nextSeq);
+            // the application's input commit after flush() (KAFKA-19479), every so often
+            long commitNs = spec.commitAfterFlushMs() * 1_000_000L;
+            long lastCommit = System.nanoTime();
             while (running()) {
                 Long left = remaining();
                 int k = pacer.chunk(left == null ? CHUNK : Math.min(CHUNK, left));
@@ -280,8 +283,16 @@ final class Generator {
                 for (int j = 0; j < k; j++) ids.add(planner.next());
                 em.sendMany(ids, null, false);
                 newRecords += k;
+                if (commitNs > 0 && System.nanoTime() - lastCommit >= commitNs) {
+                    em.flushAndCommit();
+                    lastCommit = System.nanoTime();
+                }
             }
-            em.flush();
+            if (commitNs > 0) {
+                em.flushAndCommit();
+            } else {
+                em.flush();
+            }
         } catch (IOException e) {
             throw new Main.CannotRun("history: " + e);
         } finally {

@@ -72,6 +72,11 @@ public final class Main {
         long ms(String key) {
             return Long.parseLong(settings.get(key));
         }
+
+        /** {@code commit.after.flush.ms}, 0 when absent: commit on each send's callback. */
+        long commitAfterFlushMs() {
+            return Long.parseLong(settings.getOrDefault(Settings.COMMIT_AFTER_FLUSH_MS, "0"));
+        }
     }
 
     public static void main(String[] argv) {

@@ -18,6 +18,8 @@ final class Settings {
 
     /** Generator-side knob, never passed to the producer: the record value size. */
     static final String RECORD_SIZE = "record.size";
+    /** Generator-side knob: commit the input after flush() every so many ms (Emitter). */
+    static final String COMMIT_AFTER_FLUSH_MS = "commit.after.flush.ms";
 
     static Map<String, String> defaults() {
         Map<String, String> m = new TreeMap<>();
@@ -172,7 +174,7 @@ final class Settings {
     static java.util.Properties producerProperties(Map<String, String> s) {
         java.util.Properties p = new java.util.Properties();
         for (Map.Entry<String, String> e : s.entrySet()) {
-            if (!e.getKey().equals(RECORD_SIZE)) p.put(e.getKey(), e.getValue());
+            if (!e.getKey().equals(RECORD_SIZE) && !e.getKey().equals(COMMIT_AFTER_FLUSH_MS)) p.put(e.getKey(), e.getValue());
         }
         return p;
     }
