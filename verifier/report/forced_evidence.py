@@ -79,20 +79,25 @@ def forged_answers(ops: list[dict], client_key: str | None = None) -> list[dict]
     ``clients``: [matched, forged] per client id), as forced requests: the proxy refused
     (or replaced) them in the broker's place, so they are in their window by
     construction; ``client_key``: only the generator of that client's column."""
-    out = []
+    out, rules = [], {}
     for op in ops:
-        if op.get("type") != "ok" or op.get("f") != "heal" or op.get("fault") != "error-answer":
+        if op.get("type") != "ok" or op.get("fault") != "error-answer":
             continue
         d = op.get("detail") or {}
+        if op.get("f") == "start":  # the rule as set: its error and variant
+            rules[op.get("id")] = d.get("rule") or {}
+        if op.get("f") != "heal":
+            continue
+        rule = rules.get(op.get("id"), {})
         for cid, counts in (d.get("clients") or {}).items():
             forged = int(counts[1]) if isinstance(counts, list | tuple) else 0
             if not forged or (client_key and not cid.endswith(f"-{client_key}-0")):
                 continue
-            code = int(d.get("error_code") or 0)
-            out.append({"hold": None, "request": {"api": str(d.get("api") or "Produce"),
-                                                  "client_id": cid},
+            code = int(rule.get("error_code") or 0)
+            out.append({"hold": None, "request": {"api": "Produce" if rule.get(
+                "api_keys", [0]) == [0] else "request", "client_id": cid},
                         "copy": False, "forged": forged, "held_t": op.get("t"),
-                        "released": f"{d.get('variant') or 'refuse'}d by the proxy",
+                        "released": f"{rule.get('variant') or 'refuse'}d by the proxy",
                         "in_window": True, "trigger": "error-answer",
                         "answer": {"error_code": code}, "answered_t": op.get("t"),
                         "errors": [code]})

@@ -14,19 +14,24 @@ OLD = "verifier.generator.at-least-once-java-4.1.0-0"
 NEW = "verifier.generator.at-least-once-java-4.1.1-0"
 
 
-def _heal(clients: dict) -> dict:
-    return {"type": "ok", "f": "heal", "fault": "error-answer", "t": 20000,
-            "detail": {"hits": sum(c[1] for c in clients.values()), "chosen": 24,
-                       "unforged": 0, "error": "MESSAGE_TOO_LARGE", "error_code": 10,
-                       "variant": "refuse", "clients": clients}}
+def _heal(clients: dict) -> list[dict]:
+    """The fault's start (its rule: error and variant) and heal (per client [matched,
+    forged]), as the nemesis history has them."""
+    rule = {"kind": "error_answer", "api_keys": [0], "error": "MESSAGE_TOO_LARGE",
+            "error_code": 10, "variant": "refuse", "client_id": OLD, "next": 12}
+    return [{"type": "ok", "f": "start", "fault": "error-answer", "id": 1, "t": 6000,
+             "detail": {"rule": rule, "trigger": "forged"}},
+            {"type": "ok", "f": "heal", "fault": "error-answer", "id": 1, "t": 20000,
+             "detail": {"rule": 1, "hits": sum(c[1] for c in clients.values()),
+                        "chosen": 24, "unforged": 0, "clients": clients}}]
 
 
 def test_each_column_gets_the_answers_forged_to_its_own_generator():
-    ops = [_heal({OLD: [40, 12], NEW: [38, 12], "verifier.readback.x": [3, 0]})]
+    ops = [*_heal({OLD: [40, 12], NEW: [38, 12], "verifier.readback.x": [3, 0]})]
     assert [f["forged"] for f in forged_answers(ops, "java-4.1.0")] == [12]
     assert [f["request"]["client_id"] for f in forged_answers(ops, "java-4.1.1")] == [NEW]
     assert len(forged_answers(ops)) == 2  # one client: every generator's
-    assert forged_answers([_heal({OLD: [40, 0]})], "java-4.1.0") == []
+    assert forged_answers([*_heal({OLD: [40, 0]})], "java-4.1.0") == []
 
 
 def _lost(seq: int) -> dict:
@@ -45,7 +50,7 @@ def _lost(seq: int) -> dict:
     ([], 0, "fixed", "PASS", False, True)])
 def test_a_forged_refusal_ties_records_committed_in_flight(in_flight, reported, status,
                                                            outcome, shows, open_):
-    forced = forged_answers([_heal({OLD: [40, 12]})], "java-4.1.0")
+    forced = forged_answers([*_heal({OLD: [40, 12]})], "java-4.1.0")
     ev = run_evidence(status, outcome, forced, [_lost(7), _lost(8), _lost(9)],
                       lambda t: "", lambda pid: [],
                       lambda pid: in_flight, lambda pid: reported)
