@@ -264,7 +264,7 @@ def run_evidence(status: str, outcome: str, forced: list[dict], anomalies: list[
                      a.get("seq")) not in seen]
     refused = [f for f in in_window if f["answer"] is not None and any(f["errors"])]
     ev = {"forced": [{"hold": f["hold"], "api": f["request"].get("api"), "copy": f["copy"],
-                      "producer_id": f["request"].get("producer_id"),
+                      "forged": f.get("forged"), "producer_id": f["request"].get("producer_id"),
                       "producer_epoch": f["request"].get("producer_epoch"),
                       "released": f["released"], "in_window": f["in_window"],
                       "answer": answer_text(f), "error_codes": f["errors"],
@@ -286,9 +286,11 @@ def run_evidence(status: str, outcome: str, forced: list[dict], anomalies: list[
 
 def forced_by(evidence: list[dict]) -> str:
     """How a row's runs forced the bug: ``copy`` (a replayed copy of a request, which the
-    client never sent twice), ``own`` (the client's own request, held), both, or ``-``."""
-    kinds = {"copy" if f["copy"] else "own" for ev in evidence for f in ev.get("forced") or []}
-    return "+".join(k for k in ("copy", "own") if k in kinds) or "-"
+    client never sent twice), ``own`` (the client's own request, held), ``answer`` (an
+    error answer the proxy forged), several of them, or ``-``."""
+    kinds = {"answer" if f.get("forged") else "copy" if f["copy"] else "own"
+             for ev in evidence for f in ev.get("forced") or []}
+    return "+".join(k for k in ("copy", "own", "answer") if k in kinds) or "-"
 
 
 def _short(a: dict) -> dict:

@@ -8,7 +8,12 @@ from __future__ import annotations
 
 import pytest
 
-from verifier.report.forced_evidence import evidence_text, forged_answers, run_evidence
+from verifier.report.forced_evidence import (
+    evidence_text,
+    forced_by,
+    forged_answers,
+    run_evidence,
+)
 
 OLD = "verifier.generator.at-least-once-java-4.1.0-0"
 NEW = "verifier.generator.at-least-once-java-4.1.1-0"
@@ -55,6 +60,7 @@ def test_a_forged_refusal_ties_records_committed_in_flight(in_flight, reported, 
                       lambda t: "", lambda pid: [],
                       lambda pid: in_flight, lambda pid: reported)
     assert ev["shows"] == shows
+    assert forced_by([ev]) == "answer"
     assert (ev["open"] is not None) == open_, ev["open"]
     if shows:
         assert [a["seq"] for a in ev["anomalies"]] == [7, 8]
