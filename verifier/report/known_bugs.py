@@ -15,7 +15,8 @@ LEGEND = ("matches: yes = every run reproduced the documented status on its own 
           "contradicts it (a finding, exit 1); open = a run said nothing about the bug "
           "(UNKNOWN, NOT EXERCISED, SKIPPED, a FAIL not tied to the forced request, a "
           "request released at its bound, not into its window; exit 2). forced: copy = a "
-          "replayed copy the client never sent, own = the client's own request held")
+          "replayed copy the client never sent, own = the client's own request held, "
+          "answer = an error answer the proxy forged in the broker's place")
 
 
 def render_known_bug_grid(grid: dict) -> str:
