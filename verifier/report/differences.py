@@ -1,7 +1,10 @@
-"""The lines a pipeline judged by the reference oracle adds to the terminal report
-(issue 46): what was compared, and the differing rows of each forbidden kind."""
+"""What a pipeline judged by the reference oracle adds to the reports (issue 46): what
+was compared, and the differing rows of each forbidden (or tolerated) kind: lines for the
+terminal, a table per kind for report.html."""
 
 from __future__ import annotations
+
+from html import escape
 
 import orjson
 
@@ -13,38 +16,71 @@ def _text(row) -> str:
     return orjson.dumps(row, default=str).decode() if row is not None else "none"
 
 
-def difference_lines(col: dict) -> list[str]:
-    """For a column with an ``oracle`` entry: one line on the comparison, then up to
-    :data:`SHOWN` rows of each forbidden (or, when it passed, tolerated) difference."""
+def comparison_line(col: dict) -> str | None:
+    """What was compared with what, in one sentence (None: not the reference oracle)."""
     detail = col.get("oracle")
     if not detail:
-        return []
-    name = col["name"]
+        return None
     how = (f"final state per key {detail.get('keys')}" if detail.get("keys")
            else "multisets of rows")
     left = detail.get("varying") or []
-    lines = [f"{name}: compared with its fault-free run ({how}; {detail['rows']['faulted']} "
-             f"rows against {detail['rows']['reference']}"
-             + (f"; left out, differing between two fault-free runs: {left}" if left else "")
-             + (f"; ignored: {detail['ignored']}" if detail.get("ignored") else "") + ")"]
+    return (f"{col['name']}: compared with its fault-free run ({how}; "
+            f"{detail['rows']['faulted']} rows against {detail['rows']['reference']}"
+            + (f"; left out, differing between two fault-free runs: {left}" if left else "")
+            + (f"; ignored: {detail['ignored']}" if detail.get("ignored") else "") + ")")
+
+
+def _shown(col: dict):
+    """(kind, count, the samples that name a row) of each difference worth showing."""
     for kind, a in col["anomalies"].items():
         if not a["count"] or a["expectation"] not in ("forbidden", "tolerated"):
             continue
-        for s in a["sample"][:SHOWN]:
-            if "row" not in s and "reference" not in s:
-                continue
+        yield kind, a, [s for s in a["sample"] if "row" in s or "reference" in s]
+
+
+def _copies(ev: dict) -> str:
+    if ev.get("copies", 1) > 1 or "in_output" in ev:
+        return (f"x{ev.get('copies', 1)} (output {ev.get('in_output')}, fault-free "
+                f"{ev.get('in_reference')})")
+    return ""
+
+
+def _fault_free(s: dict) -> str:
+    ref = s.get("reference")
+    return _text(ref) if ref is not None and ref != s.get("row") else ""
+
+
+def difference_lines(col: dict) -> list[str]:
+    """For a column with an ``oracle`` entry: one line on the comparison, then up to
+    :data:`SHOWN` rows of each forbidden (or, when it passed, tolerated) difference."""
+    first = comparison_line(col)
+    if first is None:
+        return []
+    lines = [first]
+    for kind, a, samples in _shown(col):
+        for s in samples[:SHOWN]:
             ev = s.get("evidence") or {}
             what = (ev.get("difference") or kind).split(":")[0]
             line = f"  {kind} ({what}): {_text(s.get('row'))}"
-            if ev.get("copies", 1) > 1 or "in_output" in ev:
-                line += (f" x{ev.get('copies', 1)} (output {ev.get('in_output')}, fault-free "
-                         f"{ev.get('in_reference')})")
-            if s.get("reference") is not None and s.get("reference") != s.get("row"):
-                line += f"; fault-free: {_text(s['reference'])}"
+            if _copies(ev):
+                line += " " + _copies(ev)
+            if _fault_free(s):
+                line += f"; fault-free: {_fault_free(s)}"
             lines.append(line)
         if a["count"] > SHOWN:
             lines.append(f"  ... {a['count'] - SHOWN} more {kind} (verdict.json)")
     return lines
 
 
-__all__ = ["difference_lines"]
+def difference_table(samples: list[dict], kind: str) -> str:
+    """report.html's table of a kind's differing rows (the anomaly's samples)."""
+    rows = "".join(
+        "<tr>" + "".join(f"<td>{escape(c)}</td>" for c in (
+            ((s.get("evidence") or {}).get("difference") or kind).split(":")[0],
+            _text(s.get("row")), _copies(s.get("evidence") or {}), _fault_free(s)))
+        + "</tr>" for s in samples if "row" in s or "reference" in s)
+    return ("<table class='samples'><tr><th>difference</th><th>row</th><th>copies</th>"
+            f"<th>fault-free row of its key</th></tr>{rows}</table>")
+
+
+__all__ = ["comparison_line", "difference_lines", "difference_table"]

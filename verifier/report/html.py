@@ -8,6 +8,7 @@ from pathlib import Path
 from verifier.judge.model import KINDS
 from verifier.report.compare import anchor, load_of, load_text, workload
 from verifier.report.connections import lanes_svg, render_connections
+from verifier.report.differences import comparison_line, difference_table
 from verifier.report.evidence import evidence_text
 from verifier.report.selftest import selftest_html
 from verifier.report.svg import partition_plot, timeline
@@ -144,6 +145,8 @@ def _samples(doc: dict) -> str:
         for r in c.get("not_exercised") or []:
             out.append(f"<p><b>{escape(c['name'])}</b>: NOT EXERCISED because "
                        f"{escape(r)}</p>")
+        if comparison_line(c):  # the reference oracle: what it compared
+            out.append(f"<p><b>{escape(comparison_line(c))}</b></p>")
         for r in c.get("liveness") or []:
             out.append(f"<p><b>{escape(c['name'])}</b>: LIVENESS (a finding about the "
                        f"client, not a verdict): {escape(r)}</p>")
@@ -154,7 +157,8 @@ def _samples(doc: dict) -> str:
                     f"<h3 id='{anchor(c['name'], k)}'>{escape(c['name'])}: {a['count']} {k} "
                     f"<span class='{a['expectation']}'>({a['expectation']})</span></h3>"
                     f"<p class='note'>{len(shown)} of {a['count']} shown</p>"
-                    + _sample_table(doc, shown, plotted, k)
+                    + (difference_table(shown, k) if c.get("oracle")  # rows, not records
+                       else _sample_table(doc, shown, plotted, k))
                 )
     return "".join(out) or "<p>No anomalies.</p>"
 

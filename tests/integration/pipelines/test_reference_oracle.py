@@ -58,7 +58,7 @@ def anomalies(col: dict) -> dict[str, int]:
 def restart_run(tmp_path_factory, bootstrap):
     tmp = tmp_path_factory.mktemp("reference-oracle")
     specs = [EXAMPLES / "kafka_wordcount.py", EXAMPLES / "orders.py",
-             DATA / "orders_append.py"]
+             EXAMPLES / "orders_append.py"]
     return chaos(tmp, bootstrap, RESTART, "--pipeline", ",".join(map(str, specs)))
 
 

@@ -96,3 +96,21 @@ def test_the_cell_counts_rows_for_the_reference_oracle():
 
     assert cells([doc(True)])["s"]["pipeline:orders"]["text"] == "FAIL · 3 extra rows x"
     assert cells([doc(False)])["s"]["pipeline:orders"]["text"] == "FAIL · 3 redelivered x"
+
+
+def test_report_html_shows_the_comparison_and_the_differing_rows():
+    from verifier.report.html import _samples
+
+    extra = {"row": {"customer": "b", "total": "1"}, "reference": {"customer": "b",
+                                                                   "total": "1"},
+             "evidence": {"difference": "extra: ...", "copies": 1, "in_output": 2,
+                          "in_reference": 1}}
+    col = {"name": "pipeline:orders", "reasons": [],
+           "oracle": {"keys": ["customer"], "varying": [], "ignored": [],
+                      "rows": {"faulted": 3, "reference": 2}},
+           "anomalies": {DUP_DELIVERY: {"count": 1, "expectation": "forbidden",
+                                        "sample": [extra]}}}
+    page = _samples({"columns": [col]})
+    assert "compared with its fault-free run (final state per key" in page
+    assert "{&quot;customer&quot;:&quot;b&quot;,&quot;total&quot;:&quot;1&quot;}" in page
+    assert "x1 (output 2, fault-free 1)" in page and "identity (pid:p:seq)" not in page

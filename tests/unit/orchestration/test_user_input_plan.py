@@ -13,7 +13,7 @@ from verifier.rundata.errors import UsageError
 from verifier.rundata.jvm import PROJECT_ROOT
 
 ORDERS = str(PROJECT_ROOT / "examples" / "pipelines" / "orders.py")
-APPEND = str(PROJECT_ROOT / "tests" / "integration" / "pipelines" / "data" / "orders_append.py")
+APPEND = str(PROJECT_ROOT / "examples" / "pipelines" / "orders_append.py")
 WORDS = str(PROJECT_ROOT / "examples" / "pipelines" / "kafka_wordcount.py")
 
 

@@ -1,6 +1,17 @@
-"""The orders job of examples/pipelines/orders.py with a plain append instead of its
-upsert: a replayed batch's totals are appended again (the reference oracle's extra rows;
-claimed exactly-once, so a FAIL naming them)."""
+"""A WRONG orders job, kept to show what a FAIL looks like: the job of ``orders.py`` with
+a plain append instead of its MERGE. Run both side by side:
+
+    verifier chaos --pipeline examples/pipelines/orders.py,examples/pipelines/orders_append.py --scenario pipeline-restart
+
+Each micro-batch appends the changed totals per customer (update output) with its batch
+id. A driver killed after the append and before Spark committed the batch replays it on
+restart, and the replay appends the same totals again: rows the fault-free run wrote once
+are in the table twice. The reference oracle reports them as ``duplicate-delivery``
+(extra rows, each with its copies), forbidden because the job claims exactly-once: FAIL,
+naming the rows. The final total per customer is still right (the replay computes the
+same totals), so a check of the final state alone would miss it; a reader summing the
+table's rows would not.
+"""
 
 from pyspark.sql import functions as F
 from pyspark.sql.types import LongType, StringType, StructField, StructType
@@ -15,7 +26,7 @@ ORDER = StructType([
 ])
 
 
-def make_record(topic, i):  # the same records as examples/pipelines/orders.py
+def make_record(topic, i):  # the same records as orders.py (both may read one topic)
     customer = f"customer-{i % 40:02d}"
     return {"key": customer,
             "value": {"order_id": i, "customer": customer,
@@ -25,11 +36,11 @@ def make_record(topic, i):  # the same records as examples/pipelines/orders.py
 def build(spark, source):
     path = spark.conf.get("verifier.pipeline.output.path")
     orders = (source.select(F.from_json(F.col("value").cast("string"), ORDER).alias("o"))
-              .select("o.*"))
+              .select("o.*").where(F.col("order_id").isNotNull()))
     totals = orders.groupBy("customer").agg(F.count("order_id").alias("orders"),
                                             F.sum("amount_cents").alias("revenue_cents"))
 
-    def append(batch, batch_id):  # the batch id orders the appended updates
+    def append(batch, batch_id):  # WRONG: not idempotent; the batch id orders the rows
         batch.withColumn("batch", F.lit(batch_id)).write.format("delta").mode("append") \
             .save(path)
 
