@@ -39,10 +39,15 @@ def _shown(col: dict):
 
 
 def _copies(ev: dict) -> str:
-    if ev.get("copies", 1) > 1 or "in_output" in ev:
-        return (f"x{ev.get('copies', 1)} (output {ev.get('in_output')}, fault-free "
-                f"{ev.get('in_reference')})")
-    return ""
+    """How often the row was written against how often it should have been: the
+    fault-free run's count for append output; once for an update of keyed output (the
+    fault-free run, batched otherwise, may never have written that intermediate row)."""
+    if not (ev.get("copies", 1) > 1 or "in_output" in ev):
+        return ""
+    written, ref = ev.get("in_output"), ev.get("in_reference")
+    if ev.get("keys") and (ref or 0) <= 1:
+        return f"x{ev.get('copies', 1)} (written {written} times, an update once)"
+    return f"x{ev.get('copies', 1)} (written {written} times, by the fault-free run {ref})"
 
 
 def _fault_free(s: dict) -> str:

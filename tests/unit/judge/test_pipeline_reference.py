@@ -82,7 +82,11 @@ def test_the_report_prints_the_differing_rows():
                LOST: {"count": 0, "expectation": "forbidden", "sample": []}}}
     text = "\n".join(difference_lines(col))
     assert "final state per key ['customer']" in text and "['at']" in text
-    assert '{"customer":"b","total":"1"} x1 (output 2, fault-free 1)' in text
+    assert '{"customer":"b","total":"1"} x1 (written 2 times, by the fault-free run 1)' in text
+    col["anomalies"][DUP_DELIVERY]["sample"][0]["evidence"].update(keys=["customer"],
+                                                                   in_reference=0)
+    assert ('{"customer":"b","total":"1"} x1 (written 2 times, an update once)'
+            in "\n".join(difference_lines(col)))
 
 
 def test_the_cell_counts_rows_for_the_reference_oracle():
@@ -113,4 +117,5 @@ def test_report_html_shows_the_comparison_and_the_differing_rows():
     page = _samples({"columns": [col]})
     assert "compared with its fault-free run (final state per key" in page
     assert "{&quot;customer&quot;:&quot;b&quot;,&quot;total&quot;:&quot;1&quot;}" in page
-    assert "x1 (output 2, fault-free 1)" in page and "identity (pid:p:seq)" not in page
+    assert "x1 (written 2 times, by the fault-free run 1)" in page
+    assert "identity (pid:p:seq)" not in page
