@@ -142,8 +142,11 @@ def _clients(request: ChaosRequest, profile: Profile) -> tuple[str, tuple[str, .
 
 
 def _versions(request: ChaosRequest, profile: Profile) -> list[str]:
-    """The broker versions to run one after another: ``--kafka-versions``, else the
-    profile's list; ``[]`` for one run on ``--kafka-version`` (or KAFKA_VERSION)."""
+    """The clusters to run one after another: ``--kafka-versions``, else the profile's
+    list, each a broker version or a version at feature levels
+    (``4.4.0+transaction.version=0``); ``[]`` for one run on ``--kafka-version`` (or
+    KAFKA_VERSION)."""
+    from verifier.harness.features import parse_clusters
     from verifier.rundata import jvm
 
     if request.kafka_versions and request.kafka_version:
@@ -152,8 +155,8 @@ def _versions(request: ChaosRequest, profile: Profile) -> list[str]:
         jvm.parse_kafka_version(request.kafka_version)
         return []
     if request.kafka_versions:
-        return jvm.parse_kafka_versions(request.kafka_versions)
-    return [jvm.parse_kafka_versions(v)[0] for v in profile.kafka_versions]
+        return parse_clusters(request.kafka_versions.split(","))
+    return parse_clusters(list(profile.kafka_versions)) if profile.kafka_versions else []
 
 
 def _known_bug_runs(scenarios: list[Scenario], versions: list[str],
@@ -163,8 +166,11 @@ def _known_bug_runs(scenarios: list[Scenario], versions: list[str],
     combination's own schedule, by name). Returns the plans, every scenario variant (for
     the checks), the versions and every client the plans name."""
     from producers.clients import check_client
+    from verifier.harness.features import split_cluster
     from verifier.orchestration.known_bugs import load_known_bugs, plan_known_bugs
 
+    # the bugs' combinations name their own feature levels: only the versions filter them
+    versions = list(dict.fromkeys(split_cluster(v)[0] for v in versions))
     plans = plan_known_bugs(load_known_bugs(), {s.name: s for s in scenarios},
                             versions or None, list(clients) or None, load)
     if not plans:
@@ -195,6 +201,7 @@ def _environment(request: ChaosRequest, client_config: dict, versions: list[str]
     """Where the run happens (not started): an external cluster, containers, or the
     embedded local cluster (partitions possible only inside a namespace of its own)."""
     from verifier.harness.environment import ExternalEnvironment, LocalEnvironment
+    from verifier.harness.features import split_cluster
 
     if request.bootstrap_servers:
         return ExternalEnvironment(request.bootstrap_servers, client_config,
@@ -205,7 +212,8 @@ def _environment(request: ChaosRequest, client_config: dict, versions: list[str]
         return DockerEnvironment(request.state_dir.resolve(), base_port=request.base_port)
     return LocalEnvironment(request.state_dir.resolve(), base_port=request.base_port,
                             partitions=in_netns,
-                            kafka_version=(versions[0] if versions else request.kafka_version))
+                            kafka_version=(split_cluster(versions[0])[0] if versions
+                                           else request.kafka_version))
 
 
 def _spark_versions(text: str | None) -> list[str]:

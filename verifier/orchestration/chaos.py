@@ -266,31 +266,42 @@ def run_versions(make_env, versions: list[str], scenarios: list[Scenario], opts:
     """The ``versions`` profile: the scenarios on a fresh local cluster of each Kafka
     version in turn (outputs in ``OUT/kafka-<version>/``), then one grid, version x client
     x mode, printed and written to ``OUT/versions.json``. Returns the worst exit code.
+    A version may name feature levels (``4.4.0+transaction.version=0``), set with Kafka's
+    feature tool after the start; every 4.x cluster's levels are read back, for the line
+    that says which clients ran transaction version 2.
     ``collect`` and ``advice``: as :func:`run_matrix`'s, for every version's runs."""
+    from verifier.harness.features import TRANSACTION_VERSION, FeatureLevels, split_cluster
     from verifier.report.versions import (
         render_version_grid,
+        transaction_version_line,
         version_grid,
         write_version_grid,
     )
 
     t0 = time.monotonic()
     entries: list[tuple[str, list[dict]]] = []
+    tv: dict[str, int] = {}  # each cluster's transaction.version, as read after its start
     for version in versions:
         print(f"\n##### Kafka {version}: {', '.join(s.name for s in scenarios)}", file=out,
               flush=True)
         docs: list[dict] = []
         t1 = time.monotonic()
+        kafka, levels = split_cluster(version)
+        env, read = make_env(kafka), {}
+        if int(kafka.split(".")[0]) >= 4:  # 3.x brokers have no feature levels (level 0)
+            env = FeatureLevels(env, levels, out, record=read)
         try:
-            run_matrix(make_env(version), scenarios, replace(opts, out=Path(opts.out) /
-                                                               f"kafka-{version}"),
+            run_matrix(env, scenarios, replace(opts, out=Path(opts.out) / f"kafka-{version}"),
                        spark, out, collect=docs, advice=advice)
         except Exception as exc:  # noqa: BLE001 - one version's cluster failing is a row
             print(f"Kafka {version} could not run: {type(exc).__name__}: {exc}", file=out)
+        tv[version] = read.get(TRANSACTION_VERSION, 0)
         entries.append((version, docs))
         if collect is not None:
             collect.extend(docs)
         print(f"Kafka {version}: {time.monotonic() - t1:.0f}s", file=out, flush=True)
     grid = version_grid(entries)
+    grid["transaction_version"] = tv
     missing = [v for v, docs in entries if not docs]
     # a version whose cluster never ran: no row, and the run is incomplete
     X.set_versions(grid, [d.get("exit_code", 2) for _, docs in entries for d in docs],
@@ -302,6 +313,7 @@ def run_versions(make_env, versions: list[str], scenarios: list[Scenario], opts:
                         "scenarios": [s.name for s in scenarios]})
     print("\n=== verdicts: Kafka version x client x mode", file=out)
     print(render_version_grid(grid), file=out)
+    print(transaction_version_line(grid), file=out)
     for v in missing:
         print(f"Kafka {v}: no verdict (the run could not start; see above)", file=out)
     print(f"\nwall time {time.monotonic() - t0:.0f}s; outputs: {opts.out}/versions.json and "

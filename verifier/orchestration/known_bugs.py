@@ -312,37 +312,11 @@ def cluster_times(plans: list[VersionPlan], docs: dict[str, list[dict]],
     return rows
 
 
-class FeatureLevels:
-    """An environment whose cluster runs at the given feature levels, set with Kafka's
-    feature tool right after the start (everything else is the environment's own)."""
-
-    def __init__(self, env, levels: dict[str, int], out=sys.stdout) -> None:
-        self._env, self._levels, self._out = env, levels, out
-
-    def __getattr__(self, name):
-        return getattr(self._env, name)
-
-    def __enter__(self):
-        from verifier.harness.features import set_feature_levels
-
-        self._env.__enter__()
-        try:
-            before = set_feature_levels(self._env.bootstrap_servers, self._levels)
-        except BaseException:
-            self._env.__exit__(None, None, None)
-            raise
-        print(f"kafka-features: {self._levels} (before: "
-              f"{ {k: before.get(k, 0) for k in self._levels} })", file=self._out, flush=True)
-        return self
-
-    def __exit__(self, *exc):
-        return self._env.__exit__(*exc)
-
-
 def run_known_bugs(make_env, plans: list[VersionPlan], opts, spark, out=sys.stdout) -> int:
     """Run every version's plan on a fresh local cluster of that version (outputs in
     ``OUT/kafka-<version>/``), then print the grid and write ``OUT/known-bugs.json``.
     The exit code is the grid's: an affected combination that FAILs is what it should do."""
+    from verifier.harness.features import FeatureLevels
     from verifier.orchestration.chaos import run_matrix
     from verifier.report.known_bugs import render_known_bug_grid, write_known_bug_grid
 

@@ -159,6 +159,34 @@ def render_version_grid(grid: dict) -> str:
     return text + "\n" + CELL_LEGEND
 
 
+def speaks_transaction_v2(client: str) -> bool:
+    """Whether a client (``java 4.4.0``, ``kafka-python 3.0.12``) uses transaction version 2
+    (KIP-890 part 2: an epoch bump per transaction, no AddPartitionsToTxn from the client)
+    where the cluster runs at that level: the Java client from 4.0 does; kafka-python (3.0)
+    and librdkafka (2.16) do not, on any cluster."""
+    name, _, version = client.partition(" ")
+    major = version.split(".")[0]
+    return name == "java" and major.isdigit() and int(major) >= 4
+
+
+def transaction_version_line(grid: dict) -> str:
+    """One line under the versions grid: which of its clients ran transaction version 2,
+    on which clusters (``grid["transaction_version"]``: each cluster's level as read after
+    its start, 0 for a 3.x broker), and which never do."""
+    levels = grid.get("transaction_version") or {}
+    parts = []
+    for client in sorted({r["client"] for r in grid["rows"]}):
+        clusters = list(dict.fromkeys(r["kafka"] for r in grid["rows"] if r["client"] == client))
+        if not speaks_transaction_v2(client):
+            parts.append(f"{client} on none (the client does not speak it)")
+            continue
+        on = [k for k in clusters if levels.get(k, 0) >= 2]
+        off = [f"{k} at level {levels.get(k, 0)}" for k in clusters if levels.get(k, 0) < 2]
+        parts.append(f"{client} on {', '.join(on) or 'none'}"
+                     + (f" (not on {', '.join(off)})" if off else ""))
+    return "transaction version 2 (KIP-890 part 2): " + ("; ".join(parts) or "no client ran")
+
+
 def write_version_grid(grid: dict, path: Path, meta: dict) -> Path:
     """``OUT/versions.json``: the grid with the profile's facts (docs/formats.md)."""
     return write_json(path, VERSIONS_FORMAT, {**meta, **grid}, indent=True)

@@ -14,6 +14,8 @@ from verifier.cli import main
 from verifier.report.versions import (
     read_version_grid,
     render_version_grid,
+    speaks_transaction_v2,
+    transaction_version_line,
     version_grid,
     write_version_grid,
 )
@@ -39,8 +41,10 @@ def captured(monkeypatch):
 def test_the_versions_profile_brings_its_versions_and_clients(captured, tmp_path):
     assert main(["chaos", "--profile", "versions", "--out", str(tmp_path)]) == 0
     assert captured["scenarios"] == ["late-produce", "late-end-txn"]
-    assert captured["opts"].kafka_versions == ("3.5.2", "3.6.2", "4.1.1")
-    assert captured["env"].kafka_version == "3.5.2"  # checked against the first
+    assert captured["opts"].kafka_versions == (
+        "3.3.2", "3.5.2", "3.6.2", "4.1.1", "4.2.2", "4.3.1", "4.4.0",
+        "4.4.0+transaction.version=0")
+    assert captured["env"].kafka_version == "3.3.2"  # checked against the first
     assert captured["client"] == "kafka-python"
 
 
@@ -49,6 +53,15 @@ def test_kafka_versions_replace_the_profiles(captured, tmp_path):
                  "--scenario", "late-produce", "--out", str(tmp_path)]) == 0
     assert captured["opts"].kafka_versions == ("3.6.2", "4.1.1")
     assert captured["scenarios"] == ["late-produce"]
+
+
+def test_a_version_at_a_transaction_version_is_a_cluster_of_its_own(captured, tmp_path):
+    """Issue 50: transaction.version as a broker-setting dimension of the versions grid;
+    the cluster is the plain release (the level is set after its start)."""
+    assert main(["chaos", "--profile", "versions", "--kafka-versions",
+                 "4.4.0+transaction.version=0, 4.4.0", "--out", str(tmp_path)]) == 0
+    assert captured["opts"].kafka_versions == ("4.4.0+transaction.version=0", "4.4.0")
+    assert captured["env"].kafka_version == "4.4.0"
 
 
 def test_one_kafka_version_is_one_ordinary_run(captured, tmp_path):
@@ -63,6 +76,9 @@ def test_one_kafka_version_is_one_ordinary_run(captured, tmp_path):
     (["--kafka-versions", "3.5.2,2.8.1"], "3.3 to 4.x"),
     (["--kafka-version", "4.1.1", "--kafka-versions", "3.5.2"], "one or the other"),
     (["--kafka-versions", "3.5.2", "--bootstrap-servers", "127.0.0.1:1"], "local cluster"),
+    (["--kafka-versions", "3.6.2+transaction.version=0"], "4.x brokers only"),
+    (["--kafka-versions", "4.4.0+transaction.version=3"], "transaction.version=0|1|2"),
+    (["--kafka-versions", "4.4.0+group.version=1"], "VERSION+FEATURE=LEVEL"),
 ])
 def test_bad_version_flags_are_usage_errors(argv, word, tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(api, "run_chaos", lambda *a: pytest.fail("the run started"))
@@ -137,3 +153,27 @@ def test_the_grid_names_what_the_broker_answered_to_a_late_request(tmp_path):
         "java 4.1.1": "refused: InvalidTxnState",
         "kafka-python 3.0.12": "accepted at 203 (x2)"}
     assert "held request, broker answered" in render_version_grid(grid).splitlines()[0]
+
+
+def test_the_grid_says_which_clients_ran_transaction_version_2():
+    """Issue 50: the Java client 4.x uses transaction version 2 where the cluster runs at
+    level 2; kafka-python and librdkafka never do; a 3.x cluster or one set to level 0
+    runs every client at the old protocol."""
+    docs = {v: [_doc("late-end-txn", ["java 4.4.0", "kafka-python 3.0.12", "librdkafka 2.16.0"],
+                     [(f"transactional/{c}@read_committed", f"transactional/{c}", "PASS")
+                      for c in ("java", "kafka-python", "librdkafka")], 0)]
+            for v in ("3.5.2", "4.4.0", "4.4.0+transaction.version=0")}
+    old_java = _doc("late-end-txn", ["java 3.9.1"],
+                    [("transactional@read_committed", "transactional", "PASS")], 0)
+    grid = version_grid([*docs.items(), ("4.1.1", [old_java])])
+    grid["transaction_version"] = {"3.5.2": 0, "4.4.0": 2, "4.4.0+transaction.version=0": 0,
+                                   "4.1.1": 2}
+    assert transaction_version_line(grid) == (
+        "transaction version 2 (KIP-890 part 2): "
+        "java 3.9.1 on none (the client does not speak it); "
+        "java 4.4.0 on 4.4.0 (not on 3.5.2 at level 0, 4.4.0+transaction.version=0 at "
+        "level 0); kafka-python 3.0.12 on none (the client does not speak it); "
+        "librdkafka 2.16.0 on none (the client does not speak it)")
+    assert [speaks_transaction_v2(c) for c in ("java 4.0.0", "java 3.9.1", "java",
+                                               "kafka-python 4.1.0", "librdkafka 2.16.0")] == [
+        True, False, False, False, False]
