@@ -98,6 +98,9 @@ def test_a_budgeted_call_finds_shrinks_names_and_a_second_call_resumes(tmp_path,
     report = (tmp_path / "report.md").read_text()
     assert "KAFKA-14402 (documented affected here)" in report
     assert f"{len(job.trials) - 4} of {len(job.trials)} planned trials untried" in report
+    # 4 runs of 60 s and a 2-minute shrink: the rate with and without the shrink
+    assert "4 trials in 6.0 min, shrinks included (0.67 per minute; 1.00 per minute of " \
+        "the trials' own runs)" in report
     assert any(line.startswith("FINDING " + name) for line in lines)
     # the second call continues with what was not tried
     _explore(_job(tmp_path, budget_s=3 * 60), fake)

@@ -12,11 +12,14 @@ from verifier.orchestration.explore.ledger import (
 )
 
 
-def rate(ledger: Ledger) -> tuple[int, float, float]:
-    """Trials run, minutes spent (every call of the folder), trials per minute."""
+def rate(ledger: Ledger) -> tuple[int, float, float, float]:
+    """Trials run, minutes spent (every call of the folder, shrinks included), trials
+    per minute of that, and trials per minute of the trials' own runs."""
     tried = sum(int(s.get("tried") or 0) for s in ledger.sessions)
     minutes = sum(float(s.get("seconds") or 0) for s in ledger.sessions) / 60
-    return tried, minutes, (tried / minutes if minutes else 0.0)
+    runs = sum(float(t.get("seconds") or 0) for t in ledger.trials.values()) / 60
+    return (tried, minutes, tried / minutes if minutes else 0.0,
+            len(ledger.trials) / runs if runs else 0.0)
 
 
 def finding_lines(name: str, f: dict) -> list[str]:
@@ -50,12 +53,13 @@ def write_report(ledger: Ledger, planned: list[str], job) -> list[str]:
     """Write OUT/report.md; return the terminal's lines."""
     rows = coverage(ledger, planned)
     untried = [k for k in planned if not ledger.tried(k)]
-    tried, minutes, per_min = rate(ledger)
+    tried, minutes, per_min, per_run_min = rate(ledger)
     head = (f"Kafka {ledger.kafka_version}, client {ledger.client}"
             + (f", {', '.join(ledger.settings)}" if ledger.settings else ""))
     firsts = [float(f.get("found_after_s") or 0) for f in ledger.findings.values()]
     first = f"; first finding after {min(firsts) / 60:.1f} min" if firsts else ""
-    summary = (f"{tried} trials in {minutes:.1f} min ({per_min:.2f} per minute) over "
+    summary = (f"{tried} trials in {minutes:.1f} min, shrinks included ({per_min:.2f} per "
+               f"minute; {per_run_min:.2f} per minute of the trials' own runs) over "
                f"{len(ledger.sessions)} call(s){first}; {len(ledger.findings)} finding(s); "
                f"{len(untried)} of {len(planned)} planned trials untried")
     md = [f"# verifier explore: {head}", "", summary, "", "## Findings", ""]
