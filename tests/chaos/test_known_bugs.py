@@ -295,13 +295,46 @@ def assert_own_end_txn_fenced(run_dir: Path, accepted: bool, client: str = "") -
     return answer
 
 
+def assert_forged_refusals(run_dir: Path, accepted: bool, client: str = "") -> dict:
+    """KAFKA-19479's order, from the run's nemesis history and the generator's history
+    (``client``: the grid's label, ``java 4.1.0``): the error answer set for that
+    generator's client id fired (its trigger, the first forged answer), MESSAGE_TOO_LARGE
+    refused, all 12 chosen answers forged to it; the generator committed records after
+    flush() while in flight when ``accepted`` (the affected client), none and was told of
+    failed sends (RecordTooLargeException) otherwise. Returns the heal's counts."""
+    ops = read_nemesis(run_dir / "nemesis.jsonl")
+    slug = "-".join(client.split())  # java 4.1.0 -> java-4.1.0
+    pid = f"at-least-once-{slug}-0"
+    starts = [op["detail"]["rule"] for op in ops if op.get("fault") == "error-answer"
+              and op["f"] == "start" and op["type"] == "ok"
+              and op["detail"]["rule"]["client_id"] == f"verifier.generator.{pid}"]
+    assert len(starts) == 1, ops
+    assert (starts[0]["error"], starts[0]["variant"], starts[0]["next"]) == \
+        ("MESSAGE_TOO_LARGE", "refuse", 12), starts
+    (heal,) = [op["detail"] for op in ops if op.get("fault") == "error-answer"
+               and op["f"] == "heal" and op["type"] == "ok"
+               and f"verifier.generator.{pid}" in op["detail"]["clients"]]
+    assert heal["clients"][f"verifier.generator.{pid}"][1] == 12 == heal["hits"], heal
+    lines = [orjson.loads(x) for x in (run_dir / "histories" / f"{pid}.jsonl")
+             .read_bytes().splitlines()[1:]]
+    in_flight = [x for x in lines if x.get("type") == "ok" and x.get("in_flight")]
+    too_large = [x for x in lines if x.get("type") == "fail"
+                 and "RecordTooLargeException" in str(x.get("error"))]
+    if accepted:
+        assert in_flight, f"{pid} committed nothing in flight"
+    else:
+        assert not in_flight and too_large, (len(in_flight), len(too_large))
+    return heal
+
+
 #: every bug's order check (issue 45: every row of the grid has one)
 ORDER_CHECKS = {"KAFKA-14402": assert_late_batch_after_the_marker,
                 "KAFKA-17754 (b)": assert_next_transaction_release,
                 "KAFKA-17754": assert_copy_released_into_an_abort,
                 "KAFKA-17754 (own EndTxn)": assert_own_end_txn_fenced,
                 "KAFKA-15449": assert_late_offset_commit,
-                "KAFKA-19446": assert_marker_copy_into_the_next_transaction}
+                "KAFKA-19446": assert_marker_copy_into_the_next_transaction,
+                "KAFKA-19479": assert_forged_refusals}
 
 
 def assert_row_evidence(row: dict) -> None:
@@ -326,8 +359,9 @@ def assert_row_evidence(row: dict) -> None:
 
 
 ALL_BUGS = {"KAFKA-14402", "KAFKA-17754", "KAFKA-17754 (own EndTxn)", "KAFKA-17754 (b)",
-            "KAFKA-15449", "KAFKA-19446"}
-ALL_CLUSTERS = {"3.5.2", "3.6.2", "4.1.1", "4.1.1+transaction.version=0", "4.2.0"}
+            "KAFKA-15449", "KAFKA-19446", "KAFKA-19479"}
+ALL_CLUSTERS = {"3.5.2", "3.6.2", "4.1.1", "4.1.1+transaction.version=0", "4.2.0", "4.2.2",
+                "4.3.1", "4.4.0"}
 
 
 def check_whole_grid(grid: dict, said: str = "", bugs: set = ALL_BUGS,
@@ -363,4 +397,21 @@ def test_the_known_bugs_profile_reproduces_every_documented_status_3_of_3(tmp_pa
     grid_path = out / "known-bugs.json"
     assert grid_path.exists(), said
     check_whole_grid(orjson.loads(grid_path.read_bytes()), said)
+    assert done.returncode == 0, said
+
+
+@pytest.mark.timeout(3600)
+def test_kafka_19479_commits_unwritten_records_with_kafka_clients_4_1_0_only(tmp_path):
+    """Issue 50's done-when for KAFKA-19479: 4.1.0 FAIL 3/3, 4.1.1 PASS 3/3 on the same
+    4.1.1 cluster, each run on its own evidence (about 5 minutes)."""
+    out = tmp_path / "out"
+    done = subprocess.run(
+        [sys.executable, "-m", "verifier", "chaos", "--profile", "known-bugs", "--scenario",
+         "kafka-19479", "--repeat", str(REPEAT), "--base-port", str(BASE_PORT),
+         "--state-dir", str(STATE_DIR), "--out", str(out)],
+        cwd=ROOT, capture_output=True, text=True, timeout=1800)
+    said = (done.stdout + done.stderr)[-8000:]
+    assert (out / "known-bugs.json").exists(), said
+    check_whole_grid(orjson.loads((out / "known-bugs.json").read_bytes()), said,
+                     bugs={"KAFKA-19479"}, clusters={"4.1.1"})
     assert done.returncode == 0, said
