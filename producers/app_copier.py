@@ -88,7 +88,7 @@ def previous_errors(path: Path | None) -> list[dict]:
 
 
 def record_error(path: str | None, exc: BaseException) -> None:
-    """Add ``exc`` to the state file's ``errors`` ({type, message, t})."""
+    """Add ``exc`` to the state file's ``errors`` ({type, message, t, batches})."""
     if not path:
         return
     p = Path(path)
@@ -96,9 +96,11 @@ def record_error(path: str | None, exc: BaseException) -> None:
         doc = json.loads(p.read_text())
     except (OSError, ValueError):
         doc = {}
+    # batches: how many this run of the loop had done (a zombie's batch done or not)
     doc["errors"] = [*previous_errors(p), {"type": type(exc).__name__,
                                            "message": str(exc)[:300],
-                                           "t": round(time.time(), 3)}][-KEEP_ERRORS:]
+                                           "t": round(time.time(), 3),
+                                           "batches": doc.get("batches")}][-KEEP_ERRORS:]
     tmp = p.with_name(f".{p.name}.{os.getpid()}")
     tmp.write_text(json.dumps(doc) + "\n")
     tmp.replace(p)

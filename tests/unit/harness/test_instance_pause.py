@@ -100,7 +100,7 @@ def test_an_error_after_the_resume_is_a_refused_write(tmp_path):
     zombie.say(errors=[{"type": "OldError", "t": time.time() - 100}])  # before: not it
     entry = heal(procs, state, lambda: zombie.say(errors=[
         {"type": "OldError", "t": time.time() - 100},
-        {"type": "CommitFailedError", "t": time.time()}]))
+        {"type": "CommitFailedError", "t": time.time(), "batches": 3}]))
     assert zombie.signals == [signal.SIGSTOP, signal.SIGCONT]
     assert entry["moved"] == ["t-0"] and entry["after"] == "refused"
     assert [e["type"] for e in entry["errors"]] == ["CommitFailedError"]
@@ -110,6 +110,16 @@ def test_a_batch_done_after_the_resume_without_error_went_through(tmp_path):
     procs, state = paused_state(tmp_path)
     entry = heal(procs, state, lambda: procs["app/a/0"].say(batches=4, at_risk=0))
     assert entry["after"] == "completed"
+
+
+def test_a_batch_done_before_a_later_error_went_through(tmp_path):
+    """The commit-before zombie writes its batch after the resume, then its next commit is
+    refused and it starts over (its counter anew): the error's own count says the batch
+    was done, so it was NOT fenced (the first real run called it fenced)."""
+    procs, state = paused_state(tmp_path)
+    entry = heal(procs, state, lambda: procs["app/a/0"].say(batches=0, errors=[
+        {"type": "CommitFailedError", "t": time.time(), "batches": 4}]))
+    assert entry["after"] == "completed" and entry["errors"][0]["batches"] == 4
 
 
 def test_nothing_seen_within_observe(tmp_path):
@@ -142,6 +152,10 @@ def test_the_verdict_counts_the_batch_in_flight_only_where_partitions_moved():
     assert count == 0 and "none of its partitions moved" in why
     w = window(paused[:1], [{"process": "app/a/0", "moved": ["t-0"], "after": "completed"}])
     assert "NOT fenced" in acted_on(w, column("app:a"), facts)[1]
+    w = window(paused[:1], [{"process": "app/a/0", "moved": ["t-0"], "after": "completed",
+                             "errors": [{"type": "CommitFailedError"}]}])
+    assert "(then refused: CommitFailedError): NOT fenced" in \
+        acted_on(w, column("app:a"), facts)[1]
     # no state file, or a heal never recorded: not measured
     assert acted_on(window([{**paused[0], "state": None}], []), column("app:a"),
                     facts)[0] is None
@@ -154,6 +168,7 @@ def test_the_copier_keeps_its_errors_across_starting_over(tmp_path):
     record_error(str(path), ValueError("refused"))
     doc = json.loads(path.read_text())
     assert doc["at_risk"] == 5 and doc["errors"][0]["type"] == "ValueError"
+    assert doc["errors"][0]["batches"] is None  # the file said none
     assert previous_errors(path)[0]["message"] == "refused"
     for _ in range(12):
         record_error(str(path), KeyError("x"))

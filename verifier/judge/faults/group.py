@@ -75,7 +75,9 @@ def fenced_text(entry: dict) -> str:
         kinds = sorted({e.get("type", "?") for e in entry.get("errors", ())})
         return f"its writes after the resume were refused ({', '.join(kinds)}): fenced"
     if after == COMPLETED:
-        return "its batch went through after the resume: NOT fenced"
+        later = sorted({e.get("type", "?") for e in entry.get("errors", ())})
+        return ("its batch went through after the resume" +
+                (f" (then refused: {', '.join(later)})" if later else "") + ": NOT fenced")
     if after == EXITED:
         return "it exited after the resume"
     return "nothing it did after the resume was seen"

@@ -131,11 +131,15 @@ def after_resume(proc, before: dict | None, since: float) -> dict:
     now = read_state(proc) or {}
     errors = [e for e in now.get("errors") or () if isinstance(e, dict)
               and float(e.get("t", 0)) >= since]
+    done = int((before or {}).get("batches") or 0)
+    # its batch went through if its counter rose (the same run of its loop), or an error
+    # after the resume says it had (the copier starts over after an error, counting anew:
+    # the commit-before copier writes its batch, then its next commit is refused)
+    if (now.get("pid") == (before or {}).get("pid") and int(now.get("batches") or 0) > done
+            and not errors) or any(int(e.get("batches") or 0) > done for e in errors):
+        return {"after": COMPLETED, **({"errors": errors} if errors else {})}
     if errors:
         return {"after": REFUSED, "errors": errors}
-    if now.get("pid") == (before or {}).get("pid") and \
-            int(now.get("batches") or 0) > int((before or {}).get("batches") or 0):
-        return {"after": COMPLETED}
     return {}
 
 

@@ -102,7 +102,8 @@ final class StateFile {
     synchronized void error(Throwable e) {
         errors.add("{\"type\": " + Json.str(e.getClass().getSimpleName())
             + ", \"message\": " + Json.str(String.valueOf(e.getMessage()))
-            + ", \"t\": " + System.currentTimeMillis() / 1000.0 + "}");
+            + ", \"t\": " + System.currentTimeMillis() / 1000.0
+            + ", \"batches\": " + batches + "}");
         while (errors.size() > KEEP_ERRORS) {
             errors.remove(0);
         }
