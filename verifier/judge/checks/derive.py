@@ -64,16 +64,23 @@ def foreign_expr(run: RunData) -> Column:
 def _map_arrow(df: DataFrame, fn) -> DataFrame:
     """``df.mapInArrow(fn, OUT_DDL)``, without pandas.
 
-    PySpark 4.0's public mapInArrow/applyInArrow insist on pandas (they build the UDF
+    PySpark 4.x's public mapInArrow/applyInArrow insist on pandas (they build the UDF
     through ``pandas_udf``, which checks the pandas version) although the Arrow path
-    never uses it; this builds the same plan with the UDF made directly.
+    never uses it; this builds the same plan with the UDF made directly: by
+    ``_create_vectorized_udf(..., kind="arrow")`` from PySpark 4.2 (the project's pin),
+    ``_create_pandas_udf`` before (its name up to 4.1).
     """
     from pyspark.rdd import PythonEvalType
-    from pyspark.sql.pandas.functions import _create_pandas_udf
+    from pyspark.sql.pandas import functions as pandas_functions
     from pyspark.sql.types import _parse_datatype_string
 
     schema = _parse_datatype_string(OUT_DDL)
-    udf = _create_pandas_udf(fn, schema, PythonEvalType.SQL_MAP_ARROW_ITER_UDF)
+    make = getattr(pandas_functions, "_create_vectorized_udf", None)
+    if make is not None:
+        udf = make(fn, schema, PythonEvalType.SQL_MAP_ARROW_ITER_UDF, "arrow")
+    else:
+        udf = pandas_functions._create_pandas_udf(fn, schema,
+                                                  PythonEvalType.SQL_MAP_ARROW_ITER_UDF)
     jdf = df._jdf.mapInArrow(udf(*[df[c] for c in df.columns])._jc, False, None)
     return DataFrame(jdf, df.sparkSession)
 

@@ -23,7 +23,6 @@ import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.KafkaException;
 import org.apache.kafka.common.PartitionInfo;
 import org.apache.kafka.common.TopicPartition;
-import org.apache.kafka.common.utils.AppInfoParser;
 
 /**
  * One logical producer, one session per process (producers/generator.py and
@@ -61,7 +60,7 @@ final class Generator {
         }
         g.installStopHandlers();
         System.out.println(spec.pid + ": session " + g.ses + ", mode " + spec.mode + ", topic " + spec.topic
-                + ", history " + spec.historyPath() + ", client java " + AppInfoParser.getVersion());
+                + ", history " + spec.historyPath() + ", client java " + ClientVersion.get());
         try {
             if (spec.mode.equals("transactional")) {
                 g.runTransactional();
@@ -176,7 +175,7 @@ final class Generator {
         writer = new History.Writer(spec.historyPath(), header);
         writer.write(Json.obj("type", "session", "ses", ses, "t", History.nowMs(),
                 "config", Settings.redacted(spec.settings), "os_pid", ProcessHandle.current().pid(),
-                "client", CLIENT, "client_version", AppInfoParser.getVersion()));
+                "client", CLIENT, "client_version", ClientVersion.get()));
     }
 
     void closeProducer(KafkaProducer<byte[], byte[]> producer, long seconds) {

@@ -13,7 +13,6 @@ import java.util.TreeMap;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.common.config.types.Password;
-import org.apache.kafka.common.utils.AppInfoParser;
 
 /**
  * {@code --validate-config FILE}: the Java producer's own validation of a properties file,
@@ -49,7 +48,7 @@ final class Validate {
         props.put("value.serializer", BYTES);
         Map<String, Object> out = new TreeMap<>();
         out.put("client", "java");
-        out.put("version", AppInfoParser.getVersion());
+        out.put("version", ClientVersion.get());
         try {
             ProducerConfig config = new ProducerConfig(props);
             Map<String, Object> effective = new TreeMap<>();
