@@ -87,8 +87,12 @@ def coordinator_acted_on(w: Window, app: str | None) -> tuple[int | None, str]:
     node, coord = w.start_detail.get("node"), (w.start_detail.get("groups") or {}).get(app)
     if coord is None:
         return None, "its group's coordinator at the kill is not known"
-    if coord != node:
-        return 0, f"its group's coordinator was node {coord}, not the killed node {node}"
+    hit = roles_hit(w, app, node)
+    if coord == node:
+        hit.insert(0, "its group coordinator")
+    if not hit:
+        return 0, (f"its group's coordinator was node {coord}, and none of its transaction "
+                   f"coordinators or output leaders was the killed node {node}")
     states = (w.start_detail.get("instances") or {}).get(app) or []
     if not states or any(not isinstance(s, dict) or "assigned" not in s for s in states):
         return None, ("the application keeps no state file: which instances held "
@@ -100,8 +104,17 @@ def coordinator_acted_on(w: Window, app: str | None) -> tuple[int | None, str]:
     said = (f"{len(errors)} error(s) reported before the broker was back "
             f"({', '.join(kinds)})" if errors else "no error reported before the broker "
             "was back")
-    return len(holding), (f"instances holding partitions whose group coordinator (node "
-                          f"{node}) was killed, {at_risk} records in flight; {said}")
+    return len(holding), (f"instances holding partitions when node {node} was killed "
+                          f"({', '.join(hit)}), {at_risk} records in flight; {said}")
+
+
+def roles_hit(w: Window, app: str | None, node) -> list[str]:
+    """What else of the application the killed node was (start detail ``roles``)."""
+    roles = (w.start_detail.get("roles") or {}).get(app) or {}
+    txn = sorted(t for t, n in (roles.get("txn") or {}).items() if n == node)
+    out = sorted(p for p, n in (roles.get("out") or {}).items() if n == node)
+    return ([f"the transaction coordinator of {', '.join(txn)}"] if txn else []) + \
+        ([f"the leader of output partition(s) {', '.join(out)}"] if out else [])
 
 
 def rebalances_seen(w: Window, app: str | None) -> tuple[int | None, str]:

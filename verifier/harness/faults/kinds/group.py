@@ -236,12 +236,41 @@ def start_coordinator_kill(fault: ScheduledFault, env: FaultEnv, state: dict) ->
     node = pick_coordinator(coords)
     instances = {app: [read_state(env.processes[n]) for n in names]
                  for app, names in apps.items()}
+    roles = other_roles(env, apps)
     as_broker = ScheduledFault(fault.id, "broker-kill", {"node": node}, fault.start,
                                fault.duration, {})
     detail = start_broker_kill(as_broker, env, state)
     state["since"], state["apps"] = time.time(), apps
     return {**detail, "groups": {app: coords.get(g) for app, g in group_of.items()},
-            "group_ids": group_of, "instances": instances}
+            "group_ids": group_of, "instances": instances, "roles": roles}
+
+
+def other_roles(env: FaultEnv, apps: dict[str, list[str]]) -> dict[str, dict]:
+    """App -> the brokers it needs besides its group coordinator, before the kill: its
+    instances' transaction coordinators (``<prefix><instance>``, the presets' ids) and
+    its output partitions' leaders (``{"txn": {id: node}, "out": {partition: node}}``);
+    what cannot be looked up is left out."""
+    from verifier.harness.faults.targets import coordinators_of
+    from verifier.harness.topics import partition_states
+
+    out = {}
+    for app, names in apps.items():
+        envs = [getattr(env.processes[n], "env", {}) for n in names]
+        tids = [e["VERIFIER_TRANSACTIONAL_ID_PREFIX"] + e["VERIFIER_INSTANCE"] for e in envs
+                if "VERIFIER_TRANSACTIONAL_ID_PREFIX" in e and "VERIFIER_INSTANCE" in e]
+        topic = next((e["VERIFIER_OUTPUT_TOPIC"] for e in envs if "VERIFIER_OUTPUT_TOPIC" in e),
+                     None)
+        txn = {t: n for t, n in coordinators_of(env.bootstrap_servers, tids,
+                                                **env.client_config).items() if n is not None}
+        leaders = {}
+        if topic:
+            try:
+                states = partition_states(env.bootstrap_servers, [topic], **env.client_config)
+                leaders = {str(p): int(s["leader"]) for (_, p), s in states.items()}
+            except Exception:  # noqa: BLE001 - unknown leaders: left out, said by absence
+                pass
+        out[app] = {"txn": txn, "out": leaders}
+    return out
 
 
 def heal_coordinator_kill(fault: ScheduledFault, env: FaultEnv, state: dict) -> Settling:
