@@ -145,16 +145,15 @@ class ScenarioRun:
         self.run_dir.mkdir(parents=True, exist_ok=True)
         self.logs.mkdir(exist_ok=True)
         self._broker_settings()
-        topics = {p.topic: self.scenario.workload.partitions for p in self.plans}
+        topics = {p.topic: self.scenario.workload.partitions for p in self.plans
+                  if p.topic not in UI.topic_sizes(self.declared)}  # created below
         topics.update(self._pipeline_setup())
         topics.update(APPS.setup(self))  # the applications' instances and output topics
-        from verifier.orchestration.user_input import topic_sizes
-
-        topics.update(topic_sizes(self.declared))  # their partition counts, as declared
         claim(self.env, self.run_id)  # before creating: `verifier cleanup` after a kill -9
         create_topics(self.env.bootstrap_servers, topics, self.env.replication_factor,
                       **self.plan.security)
         self.env.own_topics(list(topics))
+        UI.create_declared(self.env, self.declared, self.plan.security)  # whatever their age
         for p in self.plans:
             self.processes[p.process_name] = self._generator(p)
         self.processes["observer"] = self._observer()

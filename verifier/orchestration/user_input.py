@@ -19,6 +19,11 @@ from verifier.rundata.plan import PlannedProducer
 from verifier.rundata.vocab import COPIER
 
 COLUMN_PREFIX = "input:"
+#: the declared topics keep every record whatever its timestamp: a user's records may
+#: carry event times older than the broker's retention (orders.jsonl's are from January),
+#: which its retention check deletes seconds after the write (the observer and the
+#: pipelines then fail on data lost), and the reference oracle reads the log from its start
+INPUT_CONFIGS = {"retention.ms": "-1"}
 #: the generator of the declared topics (the only one that sends a user's records)
 CLIENT = "kafka-python"
 
@@ -101,10 +106,22 @@ def topic_sizes(declared: list[DeclaredTopic]) -> dict[str, int]:
     return {d.cluster_topic: d.partitions for d in declared}
 
 
+def create_declared(env, declared: list[DeclaredTopic], security: dict) -> None:
+    """The declared topics on the run's cluster, with :data:`INPUT_CONFIGS`; owned by the
+    run (deleted with it where the environment deletes what a run created)."""
+    from verifier.harness.topics import create_topics
+
+    sizes = topic_sizes(declared)
+    if sizes:
+        create_topics(env.bootstrap_servers, sizes, env.replication_factor, INPUT_CONFIGS,
+                      **security)
+        env.own_topics(list(sizes))
+
+
 def _slug(topic: str) -> str:
     return topic.replace(".", "-").replace("_", "-").lower()
 
 
-__all__ = ["COLUMN_PREFIX", "DeclaredTopic", "check_shared", "declared_topics",
-           "input_producers",
+__all__ = ["COLUMN_PREFIX", "INPUT_CONFIGS", "DeclaredTopic", "check_shared",
+           "create_declared", "declared_topics", "input_producers",
            "plan_entries", "topic_sizes"]
