@@ -22,6 +22,7 @@ from verifier.harness.leftovers import claim
 from verifier.harness.procs import ManagedProcess
 from verifier.harness.topics import create_topics
 from verifier.orchestration import apps as APPS
+from verifier.orchestration import user_input as UI
 from verifier.orchestration.children import (
     ensure_observer,
     stop_generators,
@@ -84,8 +85,6 @@ class ScenarioRun:
         from verifier.orchestration.pipelines import for_scenario
 
         self.pipelines = for_scenario(opts.pipelines, scenario)  # with its variants
-        from verifier.orchestration import user_input as UI
-
         # the topics pipeline files declare, each written by a producer of its own
         self.declared = UI.declared_topics(self.pipelines, self.run_id)
         self.plans += UI.input_producers(self.declared, scenario)
@@ -224,7 +223,6 @@ class ScenarioRun:
         if self.pipelines:
             from verifier.orchestration import databases as D
             from verifier.orchestration import pipelines as P
-            from verifier.orchestration import user_input as UI
 
             own = [p.topic for p in self.plans if not p.mode.startswith(UI.COLUMN_PREFIX)]
             extra["pipelines"] = P.plan_entries(self.pipelines, self.run_id,

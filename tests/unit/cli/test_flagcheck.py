@@ -23,8 +23,8 @@ def _args(*argv: str) -> argparse.Namespace:
 @pytest.mark.parametrize(("argv", "said"), [
     (("--profile", "known-bugs", "--kafka-version", "4.1.1"),
      "--kafka-version 4.1.1 does not apply: the known-bugs profile runs each bug on the "
-     "brokers and clients its rows name (3.5.2, 3.6.2, 4.1.1, 4.2.0, 4.2.2, 4.3.1, 4.4.0); --kafka-versions "
-     "4.1.1 keeps only the rows on that broker"),
+     "brokers and clients its rows name (3.5.2, 3.6.2, 4.1.1, 4.2.0, 4.2.2, 4.3.1, 4.4.0); "
+     "--kafka-versions 4.1.1 keeps only the rows on that broker"),
     (("--profile", "known-bugs", "--client", "java"), "--clients java keeps only the rows"),
     (("--client", "java", "--clients", "java,kafka-python"),
      "--client does not apply with --clients"),

@@ -9,7 +9,6 @@ from verifier.orchestration import known_bugs as kb
 from verifier.orchestration.scenario import load_profiles, load_scenario
 from verifier.rundata.errors import UsageError
 
-
 #: the current releases' rows (issue 50), checked by their own test below
 CURRENT = ("4.2.2", "4.3.1", "4.4.0")
 
