@@ -11,7 +11,8 @@ micro-batch to Delta keyed by the batch id (``txnAppId``/``txnVersion``): a repl
 batch's write is a no-op. The identity oracle follows every order through
 ``verifier_id`` (``TRACE_COLUMN``): lost, duplicated or foreign, per input record.
 
-Status: built and unit-tested; not yet run against a broker and Spark.
+Run as above on 2026-11-29: PASS, 14,530 orders in and out, both kills mid-batch
+(docs/pipelines.md).
 """
 
 from pyspark.sql import functions as F
