@@ -188,3 +188,36 @@ def test_the_end_does_not_fold():
     assert ledger.view().counts == _batch_counts(
         H.attempts(whole.slice(0, 1000)),
         H.txn_status(H.txn_flags(whole.slice(0, 1000)), set()), topics)["ids"]
+
+
+def _redone(last_commit: str) -> pa.Table:
+    """Transaction 25 as a broker kill left it in the container tier's run (2026-11-29):
+    its sends timed out, its abort failed (error state), the generator redid it under the
+    same number, and the redo's commit ended ``last_commit``."""
+    return _lines(("invoke", "begin", 1, None, None, 25, False, None, 10, "a"),
+                  ("invoke", "send", 1, 0, 1504, 25, None, None, 11, "a"),
+                  ("info", "send", 1, 0, 1504, 25, None, None, 20, "a"),
+                  ("invoke", "abort", 1, None, None, 25, None, None, 21, "a"),
+                  ("info", "abort", 1, None, None, 25, None, None, 22, "a"),
+                  ("invoke", "begin", 1, None, None, 25, False, None, 30, "a"),
+                  ("invoke", "send", 1, 0, 1504, 25, None, None, 31, "a"),
+                  ("ok", "send", 1, 0, 1504, 25, None, 1529, 32, "a"),
+                  ("invoke", "commit", 1, None, None, 25, None, None, 33, "a"),
+                  (last_commit, "commit", 1, None, None, 25, None, None, 40, "a"))
+
+
+def test_a_redone_transaction_is_judged_by_its_last_attempt():
+    """The first attempt's abort does not decide the redo: a redo whose commit ended
+    unknown and whose records a read_committed reader saw committed (judging it aborted
+    made those records 38 aborted reads, a false FAIL); a redo whose commit failed, or
+    a transaction aborted after its last begin, stays aborted. Chunked as the live path
+    reads it, the same."""
+    seen = {("a", 1, 25)}
+    whole = _redone("info")
+    assert H.txn_status(H.txn_flags(whole), seen)["status"].to_pylist() == ["committed"]
+    parts = [H.txn_flags(whole.slice(i, 1)) for i in range(whole.num_rows)]
+    assert H.txn_status(H.merge_flags(parts), seen)["status"].to_pylist() == ["committed"]
+    assert H.txn_status(H.txn_flags(_redone("fail")), seen)["status"].to_pylist() == [
+        "aborted"]
+    first = whole.slice(0, 5)  # no redo: the abort is the last word
+    assert H.txn_status(H.txn_flags(first), seen)["status"].to_pylist() == ["aborted"]

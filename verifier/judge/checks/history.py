@@ -31,22 +31,42 @@ def _fill(col, value=False):
 
 
 def txn_flags(hist: pa.Table) -> pa.Table:
-    """Per (pid, ses, txn): commit ok / failed / invoked, abort invoked, abort intent."""
+    """Per (pid, ses, txn): commit ok / failed / invoked, abort invoked, abort intent.
+
+    A failed transaction the generator redoes keeps its number: its first attempt's abort
+    (or failed commit) says nothing of how the redo ended. So the failure and the abort
+    count only when they came at or after the transaction's last begin (``begin_t``,
+    ``abort_t``, ``fail_t``: the latest of each, which merge by max)."""
     src = hist.filter(pc.is_valid(hist["txn"]))
     ev = src.select(TXN_KEYS)
     cols = {
         "commit_ok": _fill(_is(src, "commit", "ok")),
-        "commit_fail": _fill(_is(src, "commit", "fail")),
         "commit_invoked": _fill(_is(src, "commit")),
-        "abort_invoked": _fill(_is(src, "abort")),
         "abort_intent": pc.if_else(_fill(_is(src, "begin")), src["abort"], None),
+        "begin_t": pc.if_else(_fill(_is(src, "begin", "invoke")), src["t"], None),
+        "abort_t": pc.if_else(_fill(_is(src, "abort", "invoke")), src["t"], None),
+        "fail_t": pc.if_else(_fill(_is(src, "commit", "fail")), src["t"], None),
     }
     for name, col in cols.items():
         ev = ev.append_column(name, col)
-    aggs = [(c, "any") for c in ("commit_ok", "commit_fail", "commit_invoked", "abort_invoked")]
+    return _flags_of(ev)
+
+
+def _flags_of(ev: pa.Table) -> pa.Table:
+    aggs = [(c, "any") for c in ("commit_ok", "commit_invoked")]
     aggs.append(("abort_intent", "any", _NULL_IF_NONE))
+    aggs += [(c, "max") for c in ("begin_t", "abort_t", "fail_t")]
     out = ev.group_by(TXN_KEYS).aggregate(aggs)
-    return out.rename_columns([n.removesuffix("_any") for n in out.column_names])
+    out = out.rename_columns([n.removesuffix("_any").removesuffix("_max")
+                              for n in out.column_names])
+
+    def since_last_begin(col: str) -> pa.ChunkedArray:
+        late = pc.or_kleene(pc.is_null(out["begin_t"]),
+                            pc.greater_equal(out[col], out["begin_t"]))
+        return _fill(pc.and_kleene(pc.is_valid(out[col]), late))
+
+    out = out.append_column("commit_fail", since_last_begin("fail_t"))
+    return out.append_column("abort_invoked", since_last_begin("abort_t"))
 
 
 def unknown_commits(flags: pa.Table) -> pa.Table:
@@ -130,10 +150,7 @@ def merge_flags(parts: list[pa.Table]) -> pa.Table:
     if len(parts) == 1:
         return parts[0]
     t = pa.concat_tables(parts)
-    aggs = [(c, "any") for c in ("commit_ok", "commit_fail", "commit_invoked", "abort_invoked")]
-    aggs.append(("abort_intent", "any", _NULL_IF_NONE))
-    out = t.group_by(TXN_KEYS).aggregate(aggs)
-    return out.rename_columns([n.removesuffix("_any") for n in out.column_names])
+    return _flags_of(t.drop_columns(["commit_fail", "abort_invoked"]))
 
 
 def _committed(status: pa.Table) -> pa.Table:
