@@ -86,12 +86,31 @@ def probe_at_risk(proc) -> tuple[dict | None, str]:
     return {"state": state}, ""
 
 
+def at_risk_each(fault: ScheduledFault, env: FaultEnv, names: list[str], gate: Gate,
+                 act) -> list[dict]:
+    """``act(name, found)`` on each instance: at once without a trigger, else when the
+    trigger finds it at risk (``found``: what :func:`probe_at_risk` saw). Returns the
+    instances missed, each with why (the kill's and the pause's one loop)."""
+    missed = []
+    for name in names:
+        proc = env.processes[name]
+        try:
+            if fault.trigger is None:
+                act(name, {})
+            else:
+                gate.until(fault.trigger, lambda p=proc: probe_at_risk(p),
+                           lambda found, n=name: act(n, found))
+        except (NotTriggered, NotApplied) as exc:
+            missed.append({"process": name, "why": str(exc)})
+    return missed
+
+
 def start_instance_kill(fault: ScheduledFault, env: FaultEnv, state: dict,
                         gate: Gate | None = None) -> dict:
     names = matching(fault.target, env.processes)
     if not names:
         raise NotApplied(f"no application instance matches {fault.target!r}")
-    killed, missed = [], []
+    killed = []
     gate = gate or Gate()
 
     def kill(name: str, found: dict) -> dict:
@@ -109,16 +128,7 @@ def start_instance_kill(fault: ScheduledFault, env: FaultEnv, state: dict,
         killed.append(entry)
         return entry
 
-    for name in names:
-        proc = env.processes[name]
-        try:
-            if fault.trigger is None:
-                kill(name, {})
-            else:
-                gate.until(fault.trigger, lambda p=proc: probe_at_risk(p),
-                           lambda found, n=name: kill(n, found))
-        except (NotTriggered, NotApplied) as exc:
-            missed.append({"process": name, "why": str(exc)})
+    missed = at_risk_each(fault, env, names, gate, kill)
     state["processes"] = [k["process"] for k in killed]
     if not killed:
         raise NotApplied("; ".join(m["why"] for m in missed), {"missed": missed})

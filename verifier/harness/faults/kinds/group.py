@@ -39,9 +39,9 @@ import signal
 import time
 
 from verifier.harness.faults.kinds.application import (
+    at_risk_each,
     instance_target,
     matching,
-    probe_at_risk,
     read_state,
 )
 from verifier.harness.faults.kinds.base import (
@@ -52,7 +52,7 @@ from verifier.harness.faults.kinds.base import (
     Settling,
 )
 from verifier.harness.faults.kinds.broker import heal_broker_kill, start_broker_kill
-from verifier.harness.faults.triggers import Gate, NotTriggered
+from verifier.harness.faults.triggers import Gate
 from verifier.judge.faults.group import COMPLETED, EXITED, FAMILY, REFUSED, UNSEEN
 from verifier.rundata.errors import UsageError
 
@@ -78,7 +78,7 @@ def start_instance_pause(fault: ScheduledFault, env: FaultEnv, state: dict,
     names = matching(fault.target, env.processes)
     if not names:
         raise NotApplied(f"no application instance matches {fault.target!r}")
-    stopped, missed = [], []
+    stopped = []
     gate = gate or Gate()
 
     def pause(name: str, found: dict) -> dict:
@@ -95,16 +95,7 @@ def start_instance_pause(fault: ScheduledFault, env: FaultEnv, state: dict,
         stopped.append(entry)
         return entry
 
-    for name in names:
-        proc = env.processes[name]
-        try:
-            if fault.trigger is None:
-                pause(name, {})
-            else:
-                gate.until(fault.trigger, lambda p=proc: probe_at_risk(p),
-                           lambda found, n=name: pause(n, found))
-        except (NotTriggered, NotApplied) as exc:
-            missed.append({"process": name, "why": str(exc)})
+    missed = at_risk_each(fault, env, names, gate, pause)
     state["processes"] = [k["process"] for k in stopped]
     state["before"] = {k["process"]: k["state"] for k in stopped}
     if not stopped:
