@@ -27,14 +27,14 @@ import sys
 import time
 import uuid
 
-from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer, TopicPartition
-from kafka.admin import NewTopic
+from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 from kafka.net.compat import KafkaNetClient
 from kafka.producer import transaction_manager as tm_mod
 from kafka.structs import OffsetAndMetadata
 
 from verifier.harness.faults.marker_probe import group_partition
 from verifier.harness.kafka_wire import WireError, ask, fetch_request, parse_fetch
+from verifier.harness.topics import create_topics
 
 PARTITIONS = 3
 PER_PARTITION = 10
@@ -102,9 +102,8 @@ def main(bootstrap: str) -> dict:
     run = uuid.uuid4().hex[:8]
     src, dst, group, txn_id = f"in-{run}", f"out-{run}", f"g-{run}", f"copier-{run}"
     result: dict = {"bootstrap": bootstrap, "group": group}
-    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
-    admin.create_topics([NewTopic(src, PARTITIONS, 1), NewTopic(dst, PARTITIONS, 1)])
-    time.sleep(1)
+    # the project's create: it waits until every partition has a leader (was a 1 s sleep)
+    create_topics(bootstrap, {src: PARTITIONS, dst: PARTITIONS}, 1)
     plain = KafkaProducer(bootstrap_servers=bootstrap, acks="all")
     for p in range(PARTITIONS):
         for i in range(PER_PARTITION):
@@ -188,7 +187,6 @@ def main(bootstrap: str) -> dict:
     consumer.close()
     producer.close()
     client.close()
-    admin.close()
     return result
 
 
