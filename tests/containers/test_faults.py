@@ -44,8 +44,13 @@ def test_a_partitioned_broker_leaves_the_isr_and_keeps_its_clients(env):
         # 5 s; leadership moves off it once the controller fences it)
         wait_until(lambda: isr_without(env, 3), timeout=120, what="node 3 to leave the ISR",
                    expected="node 3 in no ISR of the topic", interval=1)
-        # its client listener is on the other network: it still answers Metadata
-        assert metadata_brokers(HOST, env.spec.client_port(3))
+        # its client listener is on the other network: it still answers Metadata (a cut-off
+        # node is refused nothing on that listener; the call raises OSError if no answer
+        # comes in 3 s). Which brokers it lists is its own view: once the quorum moved on
+        # without it, that list can be empty (seen once on 4.1.1, CI 2026-11-29), so the
+        # answer, not its content, is what is asserted.
+        answer = metadata_brokers(HOST, env.spec.client_port(3))
+        assert isinstance(answer, list)
     finally:
         env.fault_env({}).partition.heal(3)
     assert cluster.cut == set()
