@@ -142,6 +142,32 @@ def test_an_instance_never_at_risk_is_not_killed(tmp_path):
     assert proc.alive
 
 
+def test_an_instance_without_a_state_file_is_killed_at_the_planned_time(tmp_path):
+    # a user's service writes no state file: the at-risk trigger cannot see its batch, so
+    # the kill falls back to the planned time (it was not applied at all before: the Java
+    # example service's run of 2026-11-29 18:53, NOT EXERCISED); the other instance's
+    # trigger still waits for its batch
+    blind = FakeInstance(tmp_path, "app/user/0", at_risk=None)
+    preset = FakeInstance(tmp_path, "app/p/0", at_risk=0)
+    timer = threading.Timer(0.3, preset.say, (5,))
+    timer.start()
+    try:
+        detail = start_instance_kill(fault({"instance": 0}, trigger="at-risk", within=5),
+                                     FaultEnv("b:1", processes={blind.name: blind,
+                                                                preset.name: preset}), {})
+    finally:
+        timer.cancel()
+    first, second = detail["killed"]
+    assert first["process"] == "app/user/0" and not blind.alive
+    assert first["waited_s"] == 0.0 and "no state file" in first["fallback"]
+    assert first["state"] is None and "missed" not in detail
+    assert second["process"] == "app/p/0" and second["state"]["at_risk"] == 5
+    assert "fallback" not in second and second["waited_s"] >= 0.25
+    # its exposure is not measured: the column cannot PASS on that kill
+    count, why = acted_on(window([first]), column("app:user"), RunFacts(nemesis=[], columns=[]))
+    assert count is None and "no state file" in why
+
+
 def window(killed: list[dict]) -> Window:
     return Window(1, "instance-kill", {"instance": 0}, tried=1000, end=2000, outcome="ok",
                   start_detail={"killed": killed}, completed=True)

@@ -86,17 +86,33 @@ def probe_at_risk(proc) -> tuple[dict | None, str]:
     return {"state": state}, ""
 
 
+#: what a triggered fault's record says when it acted at the planned time because the
+#: instance keeps no state file (a user's own service): the trigger cannot see its batch
+NO_STATE_FILE = ("no state file: acted at the planned time (the at-risk trigger cannot see "
+                 "a batch in an instance that does not say what it is doing)")
+
+
 def at_risk_each(fault: ScheduledFault, env: FaultEnv, names: list[str], gate: Gate,
                  act) -> list[dict]:
     """``act(name, found)`` on each instance: at once without a trigger, else when the
-    trigger finds it at risk (``found``: what :func:`probe_at_risk` saw). Returns the
+    trigger finds it at risk (``found``: what :func:`probe_at_risk` saw); an instance that
+    keeps no state file at the planned time (a user's service that writes none) is acted
+    on then, before the others' waits, its record saying so (``fallback``), not missed. Returns the
     instances missed, each with why (the kill's and the pause's one loop)."""
     missed = []
-    for name in names:
+    blind = [n for n in names if fault.trigger is not None and env.processes[n].alive
+             and read_state(env.processes[n]) is None]
+    # the blind ones first, so each is acted on at the planned time, not after the others'
+    # waits for their trigger
+    for name in blind + [n for n in names if n not in blind]:
         proc = env.processes[name]
         try:
             if fault.trigger is None:
                 act(name, {})
+            elif name in blind:
+                with gate.lock:  # as a trigger's act: nothing else acts meanwhile
+                    act(name, {"trigger": fault.trigger.name, "waited_s": 0.0,
+                               "fallback": NO_STATE_FILE})
             else:
                 gate.until(fault.trigger, lambda p=proc: probe_at_risk(p),
                            lambda found, n=name: act(n, found))
