@@ -27,6 +27,7 @@ from __future__ import annotations
 
 from verifier.judge import faults as F
 from verifier.judge.faults.facts import ColumnSpec, RunFacts
+from verifier.judge.faults.owners import cell_text
 from verifier.judge.faults.windows import Window, windows
 from verifier.judge.liveness import caused_stall, finding_text, why_not_caused
 from verifier.judge.load_rates import STALL_RATIO, active_at, load_rates
@@ -50,6 +51,9 @@ def column_exposure(col: ColumnSpec, facts: RunFacts, wins: list[Window],
         e = {"id": w.id, "fault": w.fault, "target": w.target or {}, "start": w.start,
              "end": w.end, "applied": {"ok": True, "fail": False}.get(w.outcome),
              "acted": n, "what": what}  # fmt: skip
+        owned = F.instances(w, col)
+        if owned:  # an application's instances: what each owned, the rebalances seen
+            e["instances"] = owned
         reasons = []
         if w.outcome == "fail":
             reasons.append(f"{_name(w)} was not applied: {w.error}")
@@ -142,5 +146,6 @@ def summary(entry: dict) -> str:
             mark += " liveness"
         elif e.get("masked_by") is not None:
             mark += f" masked by #{e['masked_by']}"
-        parts.append(f"{e['fault']} #{e['id']}: {'?' if n is None else n}{mark}")
+        owned = f" [{cell_text(e['instances'])}]" if e.get("instances") else ""
+        parts.append(f"{e['fault']} #{e['id']}: {'?' if n is None else n}{owned}{mark}")
     return "; ".join(parts)

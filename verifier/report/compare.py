@@ -9,6 +9,7 @@ Built from the per-run verdict documents the matrix holds under ``runs`` (the gr
 
 from __future__ import annotations
 
+from verifier.judge.faults.owners import rebalances_total
 from verifier.judge.verdict import VERDICT_ORDER, repeated_outcomes, tally, worst_of
 from verifier.rundata.columns import is_pipeline_column
 from verifier.rundata.plan import plan_of
@@ -256,6 +257,9 @@ def exposure_text(entries: list[dict | None]) -> str:
         text += "?"
     if any(e.get("exercised") is False for e in known):
         text += " ✗"
+    seen = [rebalances_total(f.get("instances")) for f in faults if f.get("instances")]
+    if any(n is not None for n in seen):  # an application's instances (faults.owners)
+        text += f" · {sum(n for n in seen if n is not None)} rebalances"
     stuck = sum(1 for e in known if e.get("liveness"))
     if stuck:  # a finding about the client beside the verdict (verifier.judge.liveness)
         text += " · liveness" + (f" {stuck}/{len(known)}" if len(known) > 1 else "")

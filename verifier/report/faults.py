@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from verifier.judge.faults.owners import long_text, per_instance
 from verifier.rundata.formats import RunFormatError
 from verifier.rundata.history import HistoryError, history_path, read_history
 from verifier.rundata.layout import RunLayout
@@ -49,6 +50,8 @@ def fault_summary(run_dir: Path) -> list[str]:
             extra += coordinator_text(detail)
         if ev["type"] == "ok" and isinstance(target, str) and target in idents:
             extra += f"; {idents[target]}"
+        if ev["type"] == "ok":
+            extra += instances_text(detail, heal)
         lines.append(f"{ev['fault']} on {target_text(target)}: {what}{extra}")
     return lines
 
@@ -78,6 +81,19 @@ def trigger_text(detail: dict) -> str:
                                   "held": "held request", "forged": "forged error answer"}[name]
     return f" {name}" + (f" ({', '.join(found)})" if found else "") + \
         f" after {detail.get('waited_s')} s"
+
+
+def instances_text(detail: dict, heal: dict) -> str:
+    """What each application instance owned during the fault and the rebalances it saw
+    (verifier.judge.faults.owners), and an instance acted on at the planned time for want
+    of a state file: "; a/0 owned t-0,t-1 -> t-0, 1 rebalance(s)"."""
+    text = ""
+    for k in [*(detail.get("killed") or ()), *(detail.get("paused") or ())]:
+        if isinstance(k, dict) and k.get("fallback"):
+            text += f"; {k.get('process')}: {k['fallback']}"
+    for app, entries in per_instance(detail, heal).items():
+        text += f"; {long_text(app, entries)}"
+    return text
 
 
 def coordinator_text(detail: dict) -> str:

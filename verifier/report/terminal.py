@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from verifier.judge.faults.owners import cell_text
 from verifier.judge.model import KINDS
 from verifier.report.compare import load_of, rate_text, workload
 from verifier.report.differences import difference_lines
@@ -14,7 +15,9 @@ LEGEND = (
     "flight, open transaction records, records of batches in flight); "
     "✗ = none, so the fault did not test it; · = does not concern it; ? = not measured; "
     "liveness = the client made no progress long after the fault (a finding, not a "
-    "verdict); masked = the fault came while the client was stuck"
+    "verdict); masked = the fault came while the client was stuck; "
+    "[i0 2p 1rb] = an application's instance 0 owned 2 partitions during the fault "
+    "(at its start or end) and saw 1 rebalance (rbr: since it was restarted)"
 )
 MARK = {"forbidden": "x", "tolerated": "~", "expected": "+", "inconclusive": "?", "n/a": "-"}
 
@@ -50,6 +53,8 @@ def exposure_cell(e: dict | None) -> str:
     if e.get("applied") is False:
         return "not applied ✗"
     n = "?" if e.get("acted") is None else str(e["acted"])
+    if e.get("instances"):  # an application's: what each instance owned, rebalances seen
+        n += f" [{cell_text(e['instances'])}]"
     if e.get("liveness"):
         return f"{n} stalled: liveness"
     if e.get("stalled") and e.get("caused_stall") is None:

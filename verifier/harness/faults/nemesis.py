@@ -37,11 +37,13 @@ from pathlib import Path
 
 from verifier.harness.faults import kinds
 from verifier.harness.faults.kinds import FaultEnv, NotApplied, ScheduledFault, Settling
+from verifier.harness.faults.kinds.application import owners
 from verifier.harness.faults.kinds.process import SERVING_DEFER_S, SERVING_RECHECK_S
 from verifier.harness.faults.nemesis_history import HoldEvents, NemesisHistory, now_ms
 from verifier.harness.faults.recovery import heal_everything
 from verifier.harness.faults.spec import Schedule
 from verifier.harness.faults.triggers import IN_TURN, Gate
+from verifier.judge.faults.owners import KEY as OWNERS
 from verifier.rundata.errors import UsageError
 from verifier.rundata.waiting import wait_until
 
@@ -256,8 +258,22 @@ class Nemesis:
                 t.start()
                 return "settling"
             return self._settle(base, detail)
-        self.history.write({"type": "ok", **base, "t": now_ms(), "detail": detail})
+        self.history.write({"type": "ok", **base, "t": now_ms(),
+                            "detail": self._with_owners(base, detail)})
         return "ok"
+
+    def _with_owners(self, base: dict, detail: dict | None) -> dict | None:
+        """A fault's detail plus what each application instance owned then (its state
+        file's partitions and rebalances: verifier.judge.faults.owners), in a run that
+        has applications under test."""
+        if not base["id"]:
+            return detail
+        try:
+            snap = owners(self.env.processes)
+        except Exception:  # noqa: BLE001 - a look at state files never costs the record
+            log.exception("nemesis: the instances' state files could not be read")
+            return detail
+        return {**(detail or {}), OWNERS: snap} if snap else detail
 
     def _settle(self, base: dict, settling: Settling, settled=None) -> str:
         """Wait for a settling action's target; write its ok (or info) line."""
@@ -270,8 +286,8 @@ class Nemesis:
             self.history.write({"type": "info", **base, "t": now_ms(), "error": error,
                                 "detail": settling.detail})
             return "info"
-        self.history.write({"type": "ok", **base, "t": now_ms(),
-                            "detail": {**settling.detail, **(more or {})}})
+        self.history.write({"type": "ok", **base, "t": now_ms(), "detail": self._with_owners(
+            base, {**settling.detail, **(more or {})})})
         if settled is not None:
             with self._lock:
                 settled()

@@ -16,6 +16,7 @@ from verifier.judge.faults import (
     broker,
     config,
     group,
+    owners,
     process,
     proxy,
     retention,
@@ -66,6 +67,16 @@ def acted_on(w: Window, col: ColumnSpec, facts: RunFacts) -> tuple[int | None, s
     return family.acted_on(w, col, facts)
 
 
+def instances(w: Window, col: ColumnSpec) -> list[dict] | None:
+    """What each instance of an application column's application owned during fault
+    ``w`` and the rebalances it saw (:mod:`.owners`); None for other columns and for
+    faults recorded without the snapshot."""
+    app = application.app_of(col)
+    if app is None or w.start is None:
+        return None
+    return owners.per_instance(w.start_detail, w.heal_detail).get(app)
+
+
 def on_load_path(kind: str) -> bool:
     """Whether a fault of ``kind`` acts on the producers' path (its load rate counts)."""
     family = family_of(kind)
@@ -108,4 +119,4 @@ def unknown_outcomes(nemesis: list[dict], config, mode: str) -> list[str]:
 
 
 __all__ = ["FAMILIES", "KINDS", "Family", "acted_on", "column_of", "concerns", "family_of",
-           "on_load_path", "unknown_outcomes"]
+           "instances", "on_load_path", "unknown_outcomes"]

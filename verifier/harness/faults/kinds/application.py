@@ -64,6 +64,21 @@ def read_state(proc) -> dict | None:
         return None
 
 
+def owners(processes) -> dict[str, dict | None]:
+    """What each application instance's state file says now (``app/<name>/<i>`` ->
+    ``{pid, assigned, rebalances, alive}``, None: no state file): the nemesis keeps it
+    with every fault's start and heal (verifier.judge.faults.owners reads the two)."""
+    out: dict[str, dict | None] = {}
+    for name, proc in sorted(processes.items()):
+        if not name.startswith(PROCESS_PREFIX + "/"):
+            continue
+        state = read_state(proc)
+        out[name] = None if state is None else {
+            "pid": state.get("pid"), "assigned": list(state.get("assigned") or ()),
+            "rebalances": state.get("rebalances"), "alive": bool(proc.alive)}
+    return out
+
+
 def idle_why(proc, state: dict) -> str:
     """Why an instance is not at risk, with what it last said (a missed trigger's
     evidence: no partitions means its group has not assigned it any since it joined)."""
