@@ -102,3 +102,56 @@ def test_an_instance_killed_at_the_planned_time_says_so_in_the_summary(tmp_path)
                                          "the planned time")
     write(tmp_path, ops)
     assert "app/a/0: no state file: acted at the planned time" in fault_summary(tmp_path)[0]
+
+
+def broker_window(kind="broker-kill", leads=(), owners_at_start=None, outputs=None):
+    detail = {"node": 2, "owners": owners_at_start if owners_at_start is not None else
+              {"app/a/0": snap(10, ["r.t-0", "r.t-1"], 0), "app/a/1": snap(11, ["r.t-2"], 0)}}
+    if leads is not None:
+        detail["leads"] = [list(x) for x in leads]
+    detail["app_outputs"] = outputs or {"a": "r.app.a.out"}
+    from verifier.judge.faults.windows import Window
+
+    return Window(1, kind, {"node": 2}, tried=T0, end=T0 + 5000, outcome="ok",
+                  start_detail=detail, heal_detail={"owners": detail["owners"]},
+                  completed=True)
+
+
+APP = ColumnSpec(name="app:a@read_committed", mode="app:a", pids=(), topics=(), app="app:a")
+
+
+def test_a_broker_fault_counts_the_instances_it_reached():
+    from verifier.judge.faults import acted_on, concerns
+
+    facts = RunFacts(nemesis=[], columns=[])
+    # it led input partition 1: instance 0, which owned it
+    w = broker_window(leads=[("r.t", 1)])
+    assert concerns(w, APP, {})
+    n, what = acted_on(w, APP, facts)
+    assert n == 1 and "instance 0 (input r.t-1)" in what
+    # it led an output partition: every instance that owned a partition writes there
+    assert acted_on(broker_window(leads=[("r.app.a.out", 0)]), APP, facts)[0] == 2
+    # it led none of them: 0, so the column is NOT EXERCISED by it, never a vacuous PASS
+    assert acted_on(broker_window(leads=[("r.t", 5)]), APP, facts)[0] == 0
+    for kind in ("broker-pause", "network-partition"):
+        assert acted_on(broker_window(kind, leads=[("r.t", 2)]), APP, facts)[0] == 1
+    # not measured: the leaders were not recorded, or an instance keeps no state file
+    assert acted_on(broker_window(leads=None), APP, facts)[0] is None
+    blind = broker_window(leads=[("r.t", 1)], owners_at_start={"app/a/0": None})
+    assert acted_on(blind, APP, facts)[0] is None
+    # a run without applications' snapshot: the application was not running, no concern
+    assert not concerns(broker_window(owners_at_start={}), APP, {})
+    got = E.exposure(RunFacts(nemesis=[], columns=[APP]))  # no fault: none
+    assert got["app:a@read_committed"]["faults"] == []
+
+
+def test_a_broker_config_change_counts_the_instances_that_owned_partitions():
+    from verifier.judge.faults import acted_on, concerns
+
+    facts = RunFacts(nemesis=[], columns=[])
+    w = broker_window("broker-config", leads=None,
+                      owners_at_start={"app/a/0": snap(10, ["r.t-0"], 0),
+                                       "app/a/1": snap(11, [], 0)})
+    assert concerns(w, APP, {})
+    n, what = acted_on(w, APP, facts)
+    assert n == 1 and "2 running" in what

@@ -1,16 +1,19 @@
 """Broker faults (broker-kill, broker-pause, network-partition) as the verdict sees them.
 
-They concern every producer column. What one acted on is the column's sends in flight at
-its start or invoked inside its window, to partitions the target broker led when it
-started (start detail ``leads``; every partition when not recorded), and for a
-transactional column the transactions open in the window (a commit blocked by the fault
-is acted on too).
+They concern every producer column, and an application's columns when it was running
+(what they did to its instances: verifier.judge.faults.app_brokers). What one acted on
+is the column's sends in flight at its start or invoked inside its window, to partitions
+the target broker led when it started (start detail ``leads``; every partition when not
+recorded), and for a transactional column the transactions open in the window (a commit
+blocked by the fault is acted on too).
 """
 
 from __future__ import annotations
 
 import bisect
 
+from verifier.judge.faults import app_brokers
+from verifier.judge.faults.application import app_of
 from verifier.judge.faults.facts import ColumnSpec, RunFacts, Sends
 from verifier.judge.faults.family import Family, producer_columns
 from verifier.judge.faults.windows import Window
@@ -60,5 +63,17 @@ def acted_on(w: Window, col: ColumnSpec, facts: RunFacts) -> tuple[int | None, s
     return n, what
 
 
+def concerns(w: Window, col: ColumnSpec, producers_mode: dict[str, str]) -> bool:
+    """Every producer column, and an application's that was running at the start."""
+    return producer_columns(w, col, producers_mode) or app_brokers.concerns(w, col)
+
+
+def counted(w: Window, col: ColumnSpec, facts: RunFacts) -> tuple[int | None, str]:
+    """An application's instances it reached (:mod:`.app_brokers`), else the sends."""
+    if app_of(col) is not None:
+        return app_brokers.broker_acted_on(w, col)
+    return acted_on(w, col, facts)
+
+
 FAMILY = Family("broker", ("broker-kill", "broker-pause", "network-partition"),
-                producer_columns, acted_on, on_load_path=True)
+                concerns, counted, on_load_path=True)

@@ -30,6 +30,9 @@ from verifier.harness.faults.kinds.base import (
 )
 from verifier.judge.faults.broker import FAMILY
 
+#: where an application instance's environment names its output topic (verifier.rundata.apps)
+OUTPUT_ENV = "VERIFIER_OUTPUT_TOPIC"
+
 
 def _running(env: FaultEnv, node: int, kind: str):
     cluster = env.require("cluster", kind)
@@ -38,18 +41,33 @@ def _running(env: FaultEnv, node: int, kind: str):
     return cluster
 
 
+def app_outputs(env: FaultEnv) -> dict[str, str]:
+    """Application name -> its output topic (its instances' environment), for the run's
+    applications under test."""
+    out = {}
+    for name, proc in env.processes.items():
+        topic = (getattr(proc, "env", None) or {}).get(OUTPUT_ENV)
+        if name.startswith("app/") and topic:
+            out[name.split("/")[1]] = topic
+    return out
+
+
 def leads(env: FaultEnv, node: int | None) -> dict:
     """``{"leads": [[topic, partition], ...]}``: the run's partitions ``node`` leads now
-    (one metadata lookup before the fault acts); {} when unknown."""
-    if node is None or not env.topics:
+    (one metadata lookup before the fault acts), its applications' output topics' among
+    them (``app_outputs``: app -> topic); {} when unknown."""
+    outputs = app_outputs(env)
+    topics = [*env.topics, *sorted(set(outputs.values()))]
+    if node is None or not topics:
         return {}
     from verifier.harness.topics import partition_states
 
     try:
-        states = partition_states(env.bootstrap_servers, env.topics, **env.client_config)
+        states = partition_states(env.bootstrap_servers, topics, **env.client_config)
     except Exception:  # noqa: BLE001 - the fault still runs; its exposure counts every partition
         return {}
-    return {"leads": sorted([t, p] for (t, p), s in states.items() if s["leader"] == node)}
+    return {"leads": sorted([t, p] for (t, p), s in states.items() if s["leader"] == node),
+            **({"app_outputs": outputs} if outputs else {})}
 
 
 def start_broker_kill(fault: ScheduledFault, env: FaultEnv, state: dict) -> dict:
