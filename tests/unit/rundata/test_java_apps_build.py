@@ -60,12 +60,17 @@ def test_the_java_main_accepts_every_value_a_java_preset_passes():
     accepted = {("copier", "--commit"): _java_strings("Copier.java",
                                                       r"STRATEGIES = List\.of\((.*?)\);"),
                 ("streams", "--guarantee"): _java_strings("PassThrough.java",
-                                                          r"GUARANTEES = \{(.*?)\};")}
+                                                          r"GUARANTEES = \{(.*?)\};"),
+                ("streams", "--topology"): _java_strings("PassThrough.java",
+                                                         r"TOPOLOGIES = \{(.*?)\};")}
     java = [p for p in PRESETS.values() if p.runtime == "java"]
-    assert len(java) == 5
+    assert len(java) == 7
     for p in java:
-        kind, flag, value = p.args
-        assert value in accepted[(kind, flag)], p.name
+        kind, options = p.args[0], p.args[1:]
+        for flag, value in zip(options[::2], options[1::2], strict=True):
+            assert value in accepted[(kind, flag)], p.name
+    # the count topology's name, as Main compares it
+    assert '"count"' in (jvm.JAVA_APPS / "src/main/java/verifier/apps/Main.java").read_text()
 
 
 def test_setup_builds_the_java_apps_unless_told_not_to(monkeypatch, capsys):

@@ -11,7 +11,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
  *
  * <pre>
  *   java -cp '.jars/java-apps-V/*' verifier.apps.Main copier --commit before|after|transactional [--process-ms N]
- *   java -cp '.jars/java-apps-V/*' verifier.apps.Main streams --guarantee at_least_once|exactly_once_v2
+ *   java -cp '.jars/java-apps-V/*' verifier.apps.Main streams --guarantee at_least_once|exactly_once_v2 [--topology pass-through|count]
  * </pre>
  *
  * Everything else comes from the VERIFIER_* environment. Exit 64 on a usage error.
@@ -43,6 +43,16 @@ public final class Main {
             if (!Arrays.asList(PassThrough.GUARANTEES).contains(guarantee)) {
                 System.err.println("verifier.apps streams: --guarantee "
                     + String.join("|", PassThrough.GUARANTEES));
+                return 64;
+            }
+            String topology = option(args, "--topology", "pass-through");
+            if (topology.equals("count")) {  // stateful: a count per key (CountPerKey)
+                return PassThrough.run(env, guarantee, CountPerKey.topology(env),
+                    "streams-count-");
+            }
+            if (!topology.equals("pass-through")) {
+                System.err.println("verifier.apps streams: --topology "
+                    + String.join("|", PassThrough.TOPOLOGIES));
                 return 64;
             }
             return PassThrough.run(env, guarantee);

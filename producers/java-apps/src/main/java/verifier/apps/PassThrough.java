@@ -24,6 +24,8 @@ import org.apache.kafka.streams.kstream.Produced;
  */
 final class PassThrough {
     static final String[] GUARANTEES = {"at_least_once", "exactly_once_v2"};
+    /** {@code --topology}: this stateless pass-through, or {@link CountPerKey}'s count */
+    static final String[] TOPOLOGIES = {"pass-through", "count"};
 
     private PassThrough() {
     }
@@ -63,10 +65,16 @@ final class PassThrough {
 
     /** Run until SIGTERM (the shutdown hook closes Streams, committing what it processed). */
     static int run(Env env, String guarantee) throws IOException, InterruptedException {
+        return run(env, guarantee, topology(env), "streams-");
+    }
+
+    /** Run {@code topology} (this pass-through's or {@link CountPerKey}'s) as above. */
+    static int run(Env env, String guarantee, Topology topology, String what)
+            throws IOException, InterruptedException {
         boolean eos = guarantee.equals("exactly_once_v2");
-        StateFile state = new StateFile(env.stateFile, env.instance, "streams-" + guarantee);
+        StateFile state = new StateFile(env.stateFile, env.instance, what + guarantee);
         state.write();
-        KafkaStreams streams = new KafkaStreams(topology(env), config(env, guarantee,
+        KafkaStreams streams = new KafkaStreams(topology, config(env, guarantee,
             stateDir(env)), new Counting(state, eos));
         // as a service would: a failed stream thread is replaced, the instance goes on
         streams.setUncaughtExceptionHandler(e -> {
