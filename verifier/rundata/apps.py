@@ -15,7 +15,8 @@ id as its prefix (DESIGN §11, "never disturb a live system"): the group
     RUN/apps/<name>/readback.json       how it was read back, the group's committed offsets
 
 config.json lists the applications under ``apps``: name -> {command, guarantee,
-instances, group_id, output_topic, input_topics, transactional_id_prefix}.
+instances, preset, oracle, group_id, output_topic, input_topics,
+transactional_id_prefix}.
 """
 
 from __future__ import annotations
@@ -71,6 +72,10 @@ class Preset:
     runtime: str = "python"
     #: a second name ``--app`` takes (``streams-eos``); the column is named as typed
     short: str = ""
+    #: how its output is judged: ``identity`` (each input record followed to the output)
+    #: or ``reference`` (an aggregate: its final state per key against the same
+    #: application run without faults, verifier.judge.app_reference)
+    oracle: str = "identity"
 
     def argv(self, python: str, java: str, classpath: str) -> tuple[str, ...]:
         if self.runtime == "java":
@@ -99,6 +104,14 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
            "at-least-once", "java", short="streams-alo"),
     Preset("streams-exactly-once-v2", ("streams", "--guarantee", "exactly_once_v2"),
            "exactly-once", "java", short="streams-eos"),
+    # Kafka Streams, stateful (verifier.apps.CountPerKey): a count per key in a state
+    # store, each change written out; judged by the reference oracle
+    Preset("streams-count-at-least-once", ("streams", "--guarantee", "at_least_once",
+                                           "--topology", "count"),
+           "at-least-once", "java", short="streams-count-alo", oracle="reference"),
+    Preset("streams-count-exactly-once-v2", ("streams", "--guarantee", "exactly_once_v2",
+                                             "--topology", "count"),
+           "exactly-once", "java", short="streams-count-eos", oracle="reference"),
 )}
 #: every name ``--app`` takes for a preset (its name or its short one) -> the preset
 _BY_NAME: dict[str, Preset] = {**PRESETS, **{p.short: p for p in PRESETS.values() if p.short}}
@@ -129,6 +142,7 @@ class PlannedApp:
     guarantee: str
     instances: int = DEFAULT_INSTANCES
     preset: str | None = None
+    oracle: str = "identity"  # Preset.oracle
 
     @property
     def label(self) -> str:
@@ -155,7 +169,7 @@ def plan_apps(value: str, guarantee: str | None, instances: int,
         for n in names:
             p = preset_named(n)
             out.append(PlannedApp(n, p.argv(python, java, classpath), p.claims, instances,
-                                  preset=p.name))
+                                  preset=p.name, oracle=p.oracle))
         return out
     return [PlannedApp("user", tuple(shlex.split(value)), guarantee or "", instances)]
 
@@ -196,7 +210,7 @@ def environment(run_id: str, name: str, bootstrap_servers: str, input_topics: li
 def config_entry(app: PlannedApp, run_id: str, input_topics: list[str]) -> dict:
     """config.json ``apps[<name>]``."""
     return {"command": list(app.argv), "guarantee": app.guarantee,
-            "instances": app.instances, "preset": app.preset,
+            "instances": app.instances, "preset": app.preset, "oracle": app.oracle,
             "group_id": group_id(run_id, app.name),
             "output_topic": output_topic(run_id, app.name), "input_topics": list(input_topics),
             "transactional_id_prefix": transactional_id_prefix(run_id, app.name)}

@@ -37,6 +37,7 @@ FORMATS: dict[str, int] = {
     "pipeline-readback": 1,   # RUN/pipelines/<name>/readback.json (§8)
     "pipeline-reference": 1,  # RUN/pipelines/<name>/reference.json (§8, issue 46)
     "app-readback": 1,        # RUN/apps/<name>/readback.json (docs/applications.md)
+    "app-reference": 1,       # RUN/apps/<name>/reference.json (docs/applications.md)
     "shrink": 1,              # SHRINK_OUT/shrink.json: `verifier shrink`'s report (docs/shrink.md)
     "explore": 1,             # EXPLORE_OUT/explore.json: `verifier explore`'s ledger
 }  # fmt: skip

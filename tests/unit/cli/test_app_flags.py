@@ -35,7 +35,9 @@ def test_a_command_needs_its_claim_and_its_program():
                     "copier-commit-after, copier-transactional, java-copier-commit-before, "
                     "java-copier-commit-after, java-copier-transactional, "
                     "streams-at-least-once (streams-alo), streams-exactly-once-v2 "
-                    "(streams-eos)) nor a program on PATH"]
+                    "(streams-eos), streams-count-at-least-once (streams-count-alo), "
+                    "streams-count-exactly-once-v2 (streams-count-eos)) nor a program on "
+                    "PATH"]
     said = problems("--app", "copier-commit-befor", "--app-guarantee", "at-least-once",
                     which=lambda name: None)
     assert "did you mean copier-commit-before?" in said[0]

@@ -82,12 +82,29 @@ def test_each_preset_claims_what_its_users_believe():
         "java-copier-commit-before": "at-least-once",
         "java-copier-commit-after": "at-least-once",
         "java-copier-transactional": "exactly-once",
-        "streams-at-least-once": "at-least-once", "streams-exactly-once-v2": "exactly-once"}
+        "streams-at-least-once": "at-least-once", "streams-exactly-once-v2": "exactly-once",
+        "streams-count-at-least-once": "at-least-once",
+        "streams-count-exactly-once-v2": "exactly-once"}
     # the Java copier runs the same three strategies as the kafka-python one
     py = {p.args[-1] for p in A.PRESETS.values() if p.runtime == "python"}
     java = {p.args[-1] for p in A.PRESETS.values()
             if p.runtime == "java" and p.args[0] == "copier"}
     assert py == java == {"before", "after", "transactional"}
+
+
+def test_the_stateful_streams_presets_count_per_key_and_are_judged_by_the_reference():
+    alo, eos = A.plan_apps("streams-count-alo,streams-count-eos", None, 2, "py",
+                           classpath="/j/*")
+    assert alo.argv[-6:] == ("verifier.apps.Main", "streams", "--guarantee",
+                             "at_least_once", "--topology", "count")
+    assert eos.argv[-3:] == ("exactly_once_v2", "--topology", "count")
+    assert (alo.preset, eos.preset) == ("streams-count-at-least-once",
+                                        "streams-count-exactly-once-v2")
+    assert (alo.oracle, eos.oracle) == ("reference", "reference")
+    assert A.config_entry(eos, "r1", ["r1.t"])["oracle"] == "reference"
+    # the stateless presets and the copiers follow each record: the identity oracle
+    assert {p.oracle for n, p in A.PRESETS.items() if "count" not in n} == {"identity"}
+    assert A.plan_apps("python svc.py", "at-least-once", 1)[0].oracle == "identity"
 
 
 def test_only_the_java_presets_need_the_jvm_build():
