@@ -42,6 +42,9 @@ class AppSpec:
     guarantee: str  # what it claims: at-most-once, at-least-once, exactly-once
     input_topics: tuple[str, ...] = ()
     output_topic: str = ""
+    #: ``identity`` (per input record) or ``reference`` (an aggregate's final state per
+    #: key against a fault-free run: verifier.judge.app_reference)
+    oracle: str = "identity"
 
     @property
     def label(self) -> str:
@@ -147,6 +150,16 @@ def judge_run(run_dir, config, cap: int = 20) -> tuple[list[CheckOutcome], dict]
                     list(spec.input_topics), pa.string())))
         except Exception:  # noqa: BLE001 - judged below, UNKNOWN
             log = None
+        if spec.oracle == "reference":
+            from verifier.judge.app_reference import judge_run as judge_reference
+
+            start = time.perf_counter()
+            judged, counts[spec.label] = judge_reference(
+                run_dir, spec, None if log is None else log.num_rows, cap)
+            for o in judged:
+                o.seconds = (time.perf_counter() - start) / len(judged)
+            outcomes += judged
+            continue
         for iso in ISOLATIONS:
             start = time.perf_counter()
             try:

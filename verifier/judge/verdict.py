@@ -105,7 +105,7 @@ def _reasons_unknown(col: Column, run: RunData, outcomes, anomalies, topics) -> 
             reasons.append(f"check {o.name} crashed: {o.summary}")
         if o.stopped and o.name == col.mode:  # a pipeline's query ended with an error
             reasons.append(f"the query stopped with an error: {o.stopped}")
-        if o.unjudged and o.name == col.mode:  # e.g. an output without identities
+        if o.unjudged and o.name in (col.mode, col.name):  # e.g. no identities
             reasons.append(o.unjudged)
     readers = {r for r, i in run.combos if i in col.isolations} or {OBSERVER}
     parts = run.drain.incomplete_where(topics, col.isolations, readers)
@@ -148,7 +148,8 @@ def column_verdict(col, run, outcomes, counts, faults, cap) -> dict:
         observed += c.get(
             "observed" if len(col.isolations) > 1 else f"observed_{col.isolations[0]}", 0
         )
-    detail = next((o.detail for o in outcomes if o.detail and o.name == col.mode), None)
+    detail = next((o.detail for o in outcomes if o.detail and o.name in (col.mode, col.name)),
+                  None)
     return {
         "name": col.name, "mode": col.mode, "expect": col.expect,
         "isolations": list(col.isolations), "pids": pids, "topics": sorted(topics),

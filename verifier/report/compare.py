@@ -40,6 +40,8 @@ SHORT = {
 #: the same for a column judged by the reference oracle (issue 46: rows, not records)
 ROW_WORDS = {**SHORT, LOST: "missing rows", DUP_DELIVERY: "extra rows",
              FOREIGN: "different rows"}
+#: a count per key (issue 47, verifier.judge.app_reference): records counted too often
+COUNT_WORDS = {**SHORT, LOST: "under-counted", DUP_DELIVERY: "over-counted"}
 
 CELL_LEGEND = (
     "cell = verdict · what was observed: dup = duplicate within one producer session, "
@@ -223,7 +225,8 @@ def cells(docs: list[dict]) -> dict[str, dict[str, dict]]:
             seen = observed(c)
             cell = row.setdefault(c["name"], {"observed": [], "where": {}, "exposure": []})
             if c.get("oracle"):  # judged against a fault-free run: its rows differ
-                cell["words"] = ROW_WORDS
+                counts = c["oracle"].get("claim") == "final count per key"
+                cell["words"] = COUNT_WORDS if counts else ROW_WORDS
             cell["observed"] = _merge(cell["observed"], seen)
             cell["exposure"].append(c.get("exposure"))
             for k, _, _ in seen:

@@ -137,7 +137,8 @@ def app_specs(entries: dict) -> dict:
         if e.get("guarantee") not in APP_GUARANTEES:
             raise KeyError(f"app {name}: guarantee {e.get('guarantee')!r}")
         out[name] = AppSpec(name, e["guarantee"], tuple(e.get("input_topics") or ()),
-                            str(e.get("output_topic") or ""))
+                            str(e.get("output_topic") or ""),
+                            str(e.get("oracle") or "identity"))
     return out
 
 
