@@ -94,7 +94,7 @@ def committed_offsets(bootstrap: str, group: str, **client_config) -> dict[str, 
             if om.offset is not None and om.offset >= 0}
 
 
-def _end_offsets(bootstrap: str, topics: list[str], isolation: str,
+def end_offsets(bootstrap: str, topics: list[str], isolation: str,
                  **client_config) -> dict[str, int]:
     from kafka import KafkaConsumer, TopicPartition
 
@@ -116,6 +116,19 @@ def behind(ends: dict[str, int], committed: dict[str, int]) -> dict[str, str]:
             if end > 0 and committed.get(tp, 0) < end}
 
 
+def group_behind(bootstrap: str, group: str, ends: dict[str, int],
+                 **client_config) -> dict[str, str]:
+    """The partitions the group has not committed up to their end: the input's (``ends``)
+    and those of the other topics it commits (a Kafka Streams repartition topic, read at
+    read_committed now: it grows until the input is done)."""
+    committed = committed_offsets(bootstrap, group, **client_config)
+    inputs = {tp.rsplit("-", 1)[0] for tp in ends}
+    internal = sorted({tp.rsplit("-", 1)[0] for tp in committed} - inputs)
+    more = end_offsets(bootstrap, internal, "read_committed", **client_config) \
+        if internal else {}
+    return behind({**ends, **more}, committed)
+
+
 def drain_and_read_back(run, timeout: float) -> list[str]:
     """Wait for each application's group to commit up to the input's read_committed end
     (at most ``timeout`` s in all), stop the instances, read back; notes for the run."""
@@ -124,13 +137,14 @@ def drain_and_read_back(run, timeout: float) -> list[str]:
     notes = []
     bootstrap, extra = run.env.bootstrap_servers, _client_config(run)
     inputs = input_topics(run)
-    ends = _end_offsets(bootstrap, inputs, "read_committed", **extra)
+    ends = end_offsets(bootstrap, inputs, "read_committed", **extra)
     deadline = time.monotonic() + timeout
+    short_of: dict[str, dict] = {}
     for app in run.opts.apps:
         group = A.group_id(run.run_id, app.name)
         short = {}
         while time.monotonic() < deadline:
-            short = behind(ends, committed_offsets(bootstrap, group, **extra))
+            short = short_of[app.name] = group_behind(bootstrap, group, ends, **extra)
             dead = [p.name for p in instances(run) if p.name.startswith(
                 f"{A.PROCESS_PREFIX}/{app.name}/") and not p.alive]
             for name in dead:  # exited on its own: the drain needs it consuming
@@ -151,9 +165,11 @@ def drain_and_read_back(run, timeout: float) -> list[str]:
         try:
             rows = {iso: read_output(bootstrap, A.output_topic(run.run_id, app.name),
                                      run.run_id, iso, **extra)
-                    for iso in ("read_committed", "read_uncommitted")}
+                    for iso in ("read_committed", "read_uncommitted")
+                    if app.oracle == "identity"}  # else its state: app_reference
             committed = committed_offsets(bootstrap, A.group_id(run.run_id, app.name), **extra)
-            A.write_readback(where, rows, {"committed": committed, "input_ends": ends})
+            A.write_readback(where, rows, {"committed": committed, "input_ends": ends,
+                                           "behind": short_of.get(app.name) or {}})
         except Exception as exc:  # noqa: BLE001 - its columns are UNKNOWN with this
             log.warning("read-back of app %s", app.name, exc_info=True)
             A.write_readback(where, {}, {"error": f"{type(exc).__name__}: {exc}"})
@@ -184,4 +200,5 @@ def read_output(bootstrap: str, topic: str, run_id: str, isolation: str,
 
 
 __all__ = ["AppInstance", "behind", "committed_offsets", "config_entries",
-           "drain_and_read_back", "input_topics", "read_output", "setup", "start"]
+           "drain_and_read_back", "end_offsets", "group_behind", "input_topics",
+           "read_output", "setup", "start"]

@@ -23,6 +23,7 @@ from verifier.harness.procs import ManagedProcess
 from verifier.harness.topics import create_topics
 from verifier.orchestration import apps as APPS
 from verifier.orchestration import user_input as UI
+from verifier.orchestration.app_reference import run_references
 from verifier.orchestration.children import (
     ensure_observer,
     stop_generators,
@@ -369,6 +370,7 @@ class ScenarioRun:
         read_all(self.env.bootstrap_servers, topics, self.run_id, self.run_dir,
                  **self.plan.security)
         self.notes += APPS.drain_and_read_back(self, timeout=self.scenario.drain_timeout_s)
+        self.notes += run_references(self)  # the aggregating applications' fault-free runs
         if self.pipes:
             from verifier.orchestration import pipelines as P
 
