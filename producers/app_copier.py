@@ -33,6 +33,7 @@ batch's second step has begun (a kill then may not undo it); a kill's detail rea
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import json
 import os
 import signal
@@ -205,6 +206,31 @@ def run(strategy: str, env: dict[str, str], stop, process_ms: int = PROCESS_MS) 
         producer.close(timeout=10)
 
 
+#: a batch's second step this long under way when the instance is asked to stop: stuck
+#: (kafka-python's commit_transaction and send_offsets_to_transaction wait without a
+#: limit; the group-coordinator-kill run of 2026-11-29 18:08 left one there for good)
+STUCK_S = 5.0
+
+
+def dump_if_stuck(path: str | None, now: float | None = None, out=None) -> bool:
+    """At a stop: if the state file says a batch's second step began more than
+    :data:`STUCK_S` ago, print that and every thread's stack (the instance's log shows
+    where it waits). Whether it did."""
+    try:
+        doc = json.loads(Path(path).read_text()) if path else {}
+    except (OSError, ValueError):
+        return False
+    age = (now if now is not None else time.time()) - float(doc.get("t") or 0)
+    if doc.get("step") not in ("writing", "committing") or age <= STUCK_S:
+        return False
+    out = out or sys.stdout
+    print(f"app_copier: stopped {age:.1f} s into step {doc['step']!r} (batch "
+          f"{doc.get('batches')}, {doc.get('at_risk')} records): stuck; every thread:",
+          file=out, flush=True)
+    faulthandler.dump_traceback(file=out, all_threads=True)
+    return True
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m producers.app_copier",
                                      description=__doc__.split("\n\n")[0])
@@ -221,7 +247,15 @@ def main(argv: list[str] | None = None) -> int:
               "(docs/applications.md)", file=sys.stderr)
         return 64
     stopping = []
-    signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
+    state_file = os.environ.get("VERIFIER_STATE_FILE")
+
+    def on_term(*_) -> None:
+        stopping.append(True)
+        dump_if_stuck(state_file)
+
+    signal.signal(signal.SIGTERM, on_term)
+    # every thread's stack on demand (kill -USR1 <pid>), into the instance's log
+    faulthandler.register(signal.SIGUSR1, file=sys.stdout, all_threads=True)
     while not stopping:
         try:
             run(args.commit, dict(os.environ), lambda: bool(stopping), args.process_ms)

@@ -178,3 +178,26 @@ def test_the_copier_keeps_its_errors_across_starting_over(tmp_path):
 
     State(str(path), "0", "transactional").update(at_risk=0)
     assert len(json.loads(path.read_text())["errors"]) == 10
+
+
+def test_a_copier_stopped_long_into_its_commit_dumps_its_threads(tmp_path):
+    # the transactional copier that never left its commit after a group-coordinator-kill
+    # (2026-11-29 18:08) left an empty log: at the stop, where it waits is printed
+    import io
+
+    from producers.app_copier import STUCK_S, dump_if_stuck
+
+    path = tmp_path / "0.state.json"
+    path.write_text(json.dumps({"step": "committing", "t": 1000.0, "batches": 15,
+                                "at_risk": 31}))
+    with open(tmp_path / "log", "w") as out:  # faulthandler writes to a real file
+        assert dump_if_stuck(str(path), now=1000.0 + STUCK_S + 1, out=out)
+    said = (tmp_path / "log").read_text()
+    assert "stuck" in said and "step 'committing'" in said
+    assert "test_a_copier_stopped_long_into_its_commit_dumps_its_threads" in said
+    # a step just begun, or between batches: nothing
+    for doc, now in (({"step": "committing", "t": 1000.0}, 1001.0),
+                     ({"step": "", "t": 1000.0}, 2000.0)):
+        path.write_text(json.dumps(doc))
+        assert not dump_if_stuck(str(path), now=now, out=io.StringIO())
+    assert not dump_if_stuck(str(tmp_path / "none.json"), out=io.StringIO())
