@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import faulthandler
 import json
+import logging
 import os
 import signal
 import sys
@@ -254,6 +255,13 @@ def main(argv: list[str] | None = None) -> int:
         dump_if_stuck(state_file)
 
     signal.signal(signal.SIGTERM, on_term)
+    # VERIFIER_COPIER_LOG=DEBUG: kafka-python's producer (its sender and transaction
+    # manager: which coordinator each request went to) into the instance's log
+    level = os.environ.get("VERIFIER_COPIER_LOG")
+    if level:
+        logging.basicConfig(stream=sys.stdout, format="%(asctime)s %(threadName)s "
+                            "%(name)s %(levelname)s %(message)s")
+        logging.getLogger("kafka.producer").setLevel(level.upper())
     # every thread's stack on demand (kill -USR1 <pid>), into the instance's log
     faulthandler.register(signal.SIGUSR1, file=sys.stdout, all_threads=True)
     while not stopping:
