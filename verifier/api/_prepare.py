@@ -261,13 +261,16 @@ def _apps(request: ChaosRequest) -> tuple:
         return ()
     import sys
 
-    from verifier.rundata import jvm
+    from verifier.rundata import app_groups, jvm
     from verifier.rundata.apps import DEFAULT_INSTANCES, java_presets, plan_apps
 
     java = jvm.java_executable() if java_presets(request.app) else "java"
-    return tuple(plan_apps(request.app, request.app_guarantee,
-                           request.app_instances or DEFAULT_INSTANCES, python=sys.executable,
-                           java=java, classpath=jvm.java_apps_jars().classpath()))
+    planned = plan_apps(request.app, request.app_guarantee,
+                        request.app_instances or DEFAULT_INSTANCES, python=sys.executable,
+                        java=java, classpath=jvm.java_apps_jars().classpath())
+    protocols = (app_groups.parse_protocols(request.group_protocol)
+                 if request.group_protocol else ())
+    return tuple(app_groups.expand(planned, protocols))
 
 
 def _check_scenarios(scenarios: list[Scenario], opts: RunOptions, env) -> None:

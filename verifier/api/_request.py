@@ -47,6 +47,8 @@ class ChaosRequest:
     app: str | None = None
     app_guarantee: str | None = None
     app_instances: int | None = None
+    #: ``classic,consumer``: each consumer-group application once per protocol
+    group_protocol: str | None = None
     out: Path = Path("runs")
     fail_fast: bool = False
     duration: str | None = None
@@ -84,6 +86,8 @@ class ChaosRequest:
             argv += ["--app-guarantee", self.app_guarantee]
         if self.app_instances is not None:
             argv += ["--app-instances", str(self.app_instances)]
+        if self.group_protocol is not None:
+            argv += ["--group-protocol", self.group_protocol]
         if self.bootstrap_servers is not None:
             argv += ["--bootstrap-servers", self.bootstrap_servers]
         if self.environment != "embedded":

@@ -97,6 +97,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="what your --app command claims (the presets claim their own)")
     p.add_argument("--app-instances", type=int, default=None, metavar="N",
                    help=f"instances of each --app (default {DEFAULT_APP_INSTANCES})")
+    p.add_argument("--group-protocol", default=None, metavar="classic,consumer",
+                   help="run each consumer-group --app once per group protocol, a column "
+                        "each (app:NAME[consumer]): classic, and/or consumer (KIP-848; "
+                        "brokers 4.0+, the Java presets; docs/applications.md)")
     p.add_argument("--spark-version", default=None, metavar="V1,V2",
                    help="run every --pipeline on each of these PySpark versions, a column "
                         "per version side by side (e.g. 3.5.7,4.2.0); each installed on "

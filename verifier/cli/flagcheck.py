@@ -101,7 +101,8 @@ def app_problems(args: argparse.Namespace, profile, given: set[str],
     app = getattr(args, "app", None)
     if app is None:
         return [f"--{f.replace('_', '-')} does not apply: it is about the applications under "
-                "test; name them with --app" for f in ("app_guarantee", "app_instances")
+                "test; name them with --app" for f in ("app_guarantee", "app_instances",
+                                                        "group_protocol")
                 if f in given]
     out = []
     if profile.known_bugs:
@@ -137,6 +138,33 @@ def app_problems(args: argparse.Namespace, profile, given: set[str],
             out.append(f"--app {app!r} needs --app-guarantee: what your application claims "
                        "(" + ", ".join(GUARANTEES) + ") decides what may be found in its "
                        "output")
+    return out + group_problems(args, planned)
+
+
+def group_problems(args: argparse.Namespace, planned: list) -> list[str]:
+    """``--group-protocol`` and share groups against the clients and the broker
+    (verifier.rundata.app_groups): refused before anything starts, with the reason."""
+    import os
+
+    from verifier.rundata import app_groups, jvm
+
+    text = getattr(args, "group_protocol", None)
+    try:
+        protocols = app_groups.parse_protocols(text) if text is not None else ()
+    except UsageError as exc:
+        return [str(exc)]
+    if getattr(args, "bootstrap_servers", None):
+        brokers: list[str | None] = [None]  # an external cluster: its release is not known
+    elif getattr(args, "kafka_versions", None):
+        brokers = [v.strip() for v in args.kafka_versions.split(",") if v.strip()]
+    else:
+        brokers = [getattr(args, "kafka_version", None) or jvm.kafka_version()]
+    out: list[str] = []
+    for broker in brokers:
+        for problem in app_groups.refusals(planned, protocols, broker,
+                                           os.environ.get("KAFKA_CLIENTS_VERSION")):
+            if problem not in out:
+                out.append(problem)
     return out
 
 

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from verifier.rundata.app_groups import ENV_GROUP_PROTOCOL
 from verifier.rundata.columns import APP_PREFIX
 from verifier.rundata.pipelines import OUTPUT_SCHEMA
 
@@ -76,6 +77,8 @@ class Preset:
     #: or ``reference`` (an aggregate: its final state per key against the same
     #: application run without faults, verifier.judge.app_reference)
     oracle: str = "identity"
+    #: the group it runs in: ``consumer`` (a consumer group) or ``share`` (KIP-932)
+    group_type: str = "consumer"
 
     def argv(self, python: str, java: str, classpath: str) -> tuple[str, ...]:
         if self.runtime == "java":
@@ -112,6 +115,10 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
     Preset("streams-count-exactly-once-v2", ("streams", "--guarantee", "exactly_once_v2",
                                              "--topology", "count"),
            "exactly-once", "java", short="streams-count-eos", oracle="reference"),
+    # KIP-932: a share group; writes and flushes, then acknowledges each record (ACCEPT):
+    # at-least-once; a record past its delivery-attempt limit is archived, not lost
+    Preset("java-share-copier", ("share-copier",), "at-least-once", "java",
+           group_type="share"),
 )}
 #: every name ``--app`` takes for a preset (its name or its short one) -> the preset
 _BY_NAME: dict[str, Preset] = {**PRESETS, **{p.short: p for p in PRESETS.values() if p.short}}
@@ -143,6 +150,11 @@ class PlannedApp:
     instances: int = DEFAULT_INSTANCES
     preset: str | None = None
     oracle: str = "identity"  # Preset.oracle
+    runtime: str = ""  # a preset's (python, java); "" for a command
+    #: ``consumer`` or ``share`` (verifier.rundata.app_groups)
+    group_type: str = "consumer"
+    #: ``classic`` or ``consumer`` under ``--group-protocol``; "" the client's default
+    group_protocol: str = ""
 
     @property
     def label(self) -> str:
@@ -169,21 +181,28 @@ def plan_apps(value: str, guarantee: str | None, instances: int,
         for n in names:
             p = preset_named(n)
             out.append(PlannedApp(n, p.argv(python, java, classpath), p.claims, instances,
-                                  preset=p.name, oracle=p.oracle))
+                                  preset=p.name, oracle=p.oracle, runtime=p.runtime,
+                                  group_type=p.group_type))
         return out
     return [PlannedApp("user", tuple(shlex.split(value)), guarantee or "", instances)]
 
 
+def _on_cluster(name: str) -> str:
+    """An application's name as ids on the cluster take it: a topic name allows only
+    ``[a-zA-Z0-9._-]``, so ``copier[consumer]`` is ``copier-consumer`` there."""
+    return name.replace("[", "-").replace("]", "")
+
+
 def group_id(run_id: str, name: str) -> str:
-    return f"{run_id}.app.{name}"
+    return f"{run_id}.app.{_on_cluster(name)}"
 
 
 def output_topic(run_id: str, name: str) -> str:
-    return f"{run_id}.app.{name}.out"
+    return f"{run_id}.app.{_on_cluster(name)}.out"
 
 
 def transactional_id_prefix(run_id: str, name: str) -> str:
-    return f"{run_id}.app.{name}."
+    return f"{run_id}.app.{_on_cluster(name)}."
 
 
 def client_prefixes(run_id: str, name: str) -> tuple[str, ...]:
@@ -197,13 +216,17 @@ def client_prefixes(run_id: str, name: str) -> tuple[str, ...]:
 
 
 def environment(run_id: str, name: str, bootstrap_servers: str, input_topics: list[str],
-                instance: int, state_file: Path | None = None) -> dict[str, str]:
-    """The environment an instance of application ``name`` is started with."""
+                instance: int, state_file: Path | None = None,
+                group_protocol: str = "") -> dict[str, str]:
+    """The environment an instance of application ``name`` is started with
+    (``group_protocol``: ``VERIFIER_GROUP_PROTOCOL``, under ``--group-protocol``)."""
     env = {ENV_BOOTSTRAP: bootstrap_servers, ENV_INPUTS: ",".join(input_topics),
            ENV_OUTPUT: output_topic(run_id, name), ENV_GROUP: group_id(run_id, name),
            ENV_TXN_PREFIX: transactional_id_prefix(run_id, name), ENV_INSTANCE: str(instance)}
     if state_file is not None:
         env[ENV_STATE_FILE] = str(state_file)
+    if group_protocol:
+        env[ENV_GROUP_PROTOCOL] = group_protocol
     return env
 
 
@@ -213,7 +236,8 @@ def config_entry(app: PlannedApp, run_id: str, input_topics: list[str]) -> dict:
             "instances": app.instances, "preset": app.preset, "oracle": app.oracle,
             "group_id": group_id(run_id, app.name),
             "output_topic": output_topic(run_id, app.name), "input_topics": list(input_topics),
-            "transactional_id_prefix": transactional_id_prefix(run_id, app.name)}
+            "transactional_id_prefix": transactional_id_prefix(run_id, app.name),
+            "group_type": app.group_type, "group_protocol": app.group_protocol or None}
 
 
 #: an application's output read back: the decoded identity of every output record (as a

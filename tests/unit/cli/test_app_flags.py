@@ -36,8 +36,8 @@ def test_a_command_needs_its_claim_and_its_program():
                     "java-copier-commit-after, java-copier-transactional, "
                     "streams-at-least-once (streams-alo), streams-exactly-once-v2 "
                     "(streams-eos), streams-count-at-least-once (streams-count-alo), "
-                    "streams-count-exactly-once-v2 (streams-count-eos)) nor a program on "
-                    "PATH"]
+                    "streams-count-exactly-once-v2 (streams-count-eos), java-share-copier) "
+                    "nor a program on PATH"]
     said = problems("--app", "copier-commit-befor", "--app-guarantee", "at-least-once",
                     which=lambda name: None)
     assert "did you mean copier-commit-before?" in said[0]
@@ -83,3 +83,17 @@ def test_the_command_line_refuses_them_before_anything_starts(argv, said, capsys
     assert main(["chaos", *argv, "--out", "/nonexistent/never-created"]) == 64
     assert said in capsys.readouterr().err
     assert time.monotonic() - t0 < 10
+
+
+def test_group_protocols_are_checked_against_the_clients_and_the_broker():
+    java = "java-copier-transactional,java-share-copier"
+    assert problems("--app", java, "--group-protocol", "classic,consumer",
+                    "--kafka-version", "4.4.0") == []
+    said = problems("--app", "copier-transactional", "--group-protocol", "consumer",
+                    "--kafka-version", "4.4.0")
+    assert len(said) == 1 and "kafka-python 3.0.12 has no group.protocol" in said[0]
+    said = problems("--app", java, "--kafka-version", "4.1.1")
+    assert len(said) == 1 and "java-share-copier runs in a share group" in said[0]
+    assert "--group-protocol does not apply" in problems("--group-protocol", "consumer")[0]
+    assert "neither" in problems("--app", java, "--group-protocol", "eager",
+                                 "--kafka-version", "4.4.0")[0]

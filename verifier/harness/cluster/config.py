@@ -219,6 +219,12 @@ def broker_properties(spec: ClusterSpec, node: int, data_dir: str) -> dict[str, 
         # about unknown keys, but each version gets only the keys it knows
         props["share.coordinator.state.topic.replication.factor"] = rf
         props["share.coordinator.state.topic.min.isr"] = min_isr
+        # KIP-848 and KIP-932 groups take their session timeout from the group's config,
+        # bounded below by these (default 45 s): the application presets set 10 s on
+        # their groups, as the classic copiers set it on the client (docs/applications.md);
+        # a group that sets nothing keeps the 45 s default
+        props["group.consumer.min.session.timeout.ms"] = "10000"
+        props["group.share.min.session.timeout.ms"] = "10000"
     if spec.sasl_plain_users:
         users = " ".join(f'user_{u}="{pw}"' for u, pw in sorted(spec.sasl_plain_users.items()))
         props["sasl.enabled.mechanisms"] = "PLAIN"
