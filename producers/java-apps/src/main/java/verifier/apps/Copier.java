@@ -72,6 +72,15 @@ final class Copier {
         p.put("auto.offset.reset", "earliest");
         p.put("isolation.level", "read_committed");
         p.put("max.poll.records", String.valueOf(MAX_RECORDS));
+        if (env.groupProtocol.equals("consumer")) {
+            // KIP-848: the session timeout is the group's (set in copy(), as the group
+            // config consumer.session.timeout.ms); the client refuses session.timeout.ms
+            p.put("group.protocol", "consumer");
+            return p;
+        }
+        if (!env.groupProtocol.isEmpty()) {
+            p.put("group.protocol", env.groupProtocol);
+        }
         // a killed instance's partitions move after 10 s, not Kafka's 45 s (the same as
         // producers/app_copier.py's SESSION_TIMEOUT_MS, docs/applications.md)
         p.put("session.timeout.ms", String.valueOf(SESSION_TIMEOUT_MS));
@@ -97,6 +106,12 @@ final class Copier {
                  new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
             if (transactional) {
                 producer.initTransactions();
+            }
+            if (env.groupProtocol.equals("consumer")) {
+                // the same 10 s as the classic copier's, on the group (the broker's
+                // group.consumer.min.session.timeout.ms must allow it: the tool's does)
+                GroupConfigs.set(env, state, Map.of("consumer.session.timeout.ms",
+                    String.valueOf(SESSION_TIMEOUT_MS)));
             }
             // nothing is open between two polls (each batch is written and committed before
             // the next), so a revoke has nothing to finish

@@ -17,6 +17,8 @@ final class Env {
     final String instance;
     /** where the instance says what it is doing, or null */
     final String stateFile;
+    /** VERIFIER_GROUP_PROTOCOL: "classic", "consumer" (KIP-848), or "" (the default) */
+    final String groupProtocol;
 
     Env(Map<String, String> env) {
         bootstrap = env.get("VERIFIER_BOOTSTRAP_SERVERS");
@@ -31,6 +33,7 @@ final class Env {
         instance = env.getOrDefault("VERIFIER_INSTANCE", "0");
         String state = env.get("VERIFIER_STATE_FILE");
         stateFile = state == null || state.isBlank() ? null : state;
+        groupProtocol = env.getOrDefault("VERIFIER_GROUP_PROTOCOL", "").trim();
     }
 
     /** The required variables that are missing or empty, comma-separated ("" when none). */

@@ -12,6 +12,9 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * <pre>
  *   java -cp '.jars/java-apps-V/*' verifier.apps.Main copier --commit before|after|transactional [--process-ms N]
  *   java -cp '.jars/java-apps-V/*' verifier.apps.Main streams --guarantee at_least_once|exactly_once_v2 [--topology pass-through|count]
+ *   java -cp '.jars/java-apps-V/*' verifier.apps.Main share-copier [--process-ms N]
+ *   java -cp '.jars/java-apps-V/*' verifier.apps.Main share-offsets   (the group's, as JSON)
+ *   java -cp '.jars/java-apps-V/*' verifier.apps.Main group-type      (classic or consumer)
  * </pre>
  *
  * Everything else comes from the VERIFIER_* environment. Exit 64 on a usage error.
@@ -38,6 +41,19 @@ public final class Main {
             return 64;
         }
         Env env = new Env(environment);
+        if (kind.equals("share-offsets")) {
+            System.out.println(ShareOffsets.json(env));
+            return 0;
+        }
+        if (kind.equals("group-type")) {
+            System.out.println(ShareOffsets.groupType(env));
+            return 0;
+        }
+        if (kind.equals("share-copier")) {
+            ShareCopier share = new ShareCopier(env, Long.parseLong(option(args, "--process-ms",
+                "200")));
+            return loop(share::run);
+        }
         if (kind.equals("streams")) {
             String guarantee = option(args, "--guarantee", "");
             if (!Arrays.asList(PassThrough.GUARANTEES).contains(guarantee)) {
@@ -65,11 +81,16 @@ public final class Main {
             return 64;
         }
         long processMs = Long.parseLong(option(args, "--process-ms", "200"));
-        return copy(new Copier(strategy, env, processMs));
+        return loop(new Copier(strategy, env, processMs)::run);
+    }
+
+    /** One run of a copier's loop, until the stop condition holds. */
+    interface Loop {
+        void run(java.util.function.BooleanSupplier stop) throws InterruptedException;
     }
 
     /** As a service would: on an error, log, new clients, start over; stop on SIGTERM. */
-    private static int copy(Copier copier) throws InterruptedException {
+    private static int loop(Loop copier) throws InterruptedException {
         AtomicBoolean stopping = new AtomicBoolean();
         CountDownLatch done = new CountDownLatch(1);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {

@@ -33,6 +33,11 @@ final class StateFile {
      * zombie's refused commit (the instance-pause fault reads them) */
     private final List<String> errors = new ArrayList<>();
     static final int KEEP_ERRORS = 10;
+    /** a share copier's (KIP-932): the group's delivery-count limit, and the records it got
+     * at their last attempt ("topic-partition@offset"), which a kill leaves archived */
+    private int deliveryLimit;
+    private final List<String> lastAttempts = new ArrayList<>();
+    static final int KEEP_LAST_ATTEMPTS = 100_000;
 
     StateFile(String path, String instance, String strategy) {
         this.path = path == null ? null : Path.of(path);
@@ -98,6 +103,21 @@ final class StateFile {
         write();
     }
 
+    synchronized void deliveryLimit(int limit) {
+        deliveryLimit = limit;
+        write();
+    }
+
+    /** Records received at their last delivery attempt, on disk before they are at risk. */
+    synchronized void lastAttempts(List<String> records) {
+        for (String r : records) {
+            if (lastAttempts.size() < KEEP_LAST_ATTEMPTS) {
+                lastAttempts.add(r);
+            }
+        }
+        write();
+    }
+
     /** An error that ends this run of the loop (the copier starts over). */
     synchronized void error(Throwable e) {
         errors.add("{\"type\": " + Json.str(e.getClass().getSimpleName())
@@ -127,7 +147,16 @@ final class StateFile {
             .append(", \"written\": ").append(written)
             .append(", \"batches\": ").append(batches)
             .append(", \"step\": ").append(Json.str(step))
-            .append(", \"errors\": [").append(String.join(", ", errors)).append("]")
+            .append(", \"errors\": [").append(String.join(", ", errors)).append("]");
+        if (deliveryLimit > 0) {
+            b.append(", \"delivery_limit\": ").append(deliveryLimit)
+                .append(", \"last_attempts\": [");
+            for (int i = 0; i < lastAttempts.size(); i++) {
+                b.append(i == 0 ? "" : ", ").append(Json.str(lastAttempts.get(i)));
+            }
+            b.append("]");
+        }
+        b
             .append(", \"t\": ").append(System.currentTimeMillis() / 1000.0)
             .append("}\n");
         Path tmp = path.resolveSibling("." + path.getFileName() + "." + pid);
