@@ -16,6 +16,12 @@ one at or above it **unseen** (the application had not got there). One kind is t
 applications' own: **reorder**, records of one input partition whose first copies in one
 output partition are not in their input order (a replayed copy is a duplicate, never a
 reorder).
+
+A share group (KIP-932) has no committed offset per partition: its position is the
+share-partition start offset (every record below it acknowledged or archived). A record
+missing from the output that an instance got at its last delivery attempt (its state
+file's ``last_attempts``) was **archived** by the broker after the delivery-attempt limit:
+a kind of its own (:func:`archived`), never lost.
 """
 
 from __future__ import annotations
@@ -26,12 +32,21 @@ from dataclasses import dataclass
 import pyarrow as pa
 import pyarrow.compute  # noqa: F401 - pa.compute in judge_run
 
-from verifier.judge.model import DUP_DELIVERY, FOREIGN, LOST, REORDER, UNSEEN, CheckOutcome, Group
+from verifier.judge.model import (
+    ARCHIVED,
+    DUP_DELIVERY,
+    FOREIGN,
+    LOST,
+    REORDER,
+    UNSEEN,
+    CheckOutcome,
+    Group,
+)
 from verifier.judge.pipeline import KEY, PipelineSpec, _row, _timeline
 from verifier.judge.pipeline import judge as judge_records
 from verifier.rundata.columns import APP_PREFIX
 
-KINDS = (LOST, UNSEEN, DUP_DELIVERY, REORDER, FOREIGN)
+KINDS = (LOST, UNSEEN, DUP_DELIVERY, REORDER, FOREIGN, ARCHIVED)
 
 
 @dataclass(frozen=True)
@@ -92,24 +107,65 @@ def reordered(log: pa.Table, out: pa.Table, label: str, isolation: str) -> list[
     return found
 
 
+def archived(log: pa.Table, out: pa.Table, last_attempts, label: str,
+             isolation: str) -> tuple[pa.Table, list[dict]]:
+    """(the input log without them, rows of kind ``archived``): the input records at a
+    ``"topic-partition@offset"`` of ``last_attempts`` that are not in the output."""
+    at = {tuple(x.rsplit("@", 1)) for x in last_attempts}
+    if not at or log.num_rows == 0:
+        return log, []
+    written = {tuple(r[k] for k in KEY) for r in out.to_pylist() if not r.get("foreign")}
+    spec = PipelineSpec(label, label, "", isolation)
+    keep, found = [], []
+    for r in log.to_pylist():
+        key = tuple(r[k] for k in KEY)
+        gone = (f"{r['topic']}-{r['partition']}", str(r["offset"])) in at and key not in written
+        keep.append(not gone)
+        if gone:
+            found.append(_row(spec, ARCHIVED, r["topic"], dict(zip(KEY, key, strict=True)),
+                              r["offset"], {"input": f"{r['topic']}-{r['partition']}",
+                                            "why": "got at its last delivery attempt by an "
+                                                   "instance that did not acknowledge it: "
+                                                   "archived by the broker (KIP-932)"}))
+    return log.filter(pa.array(keep, pa.bool_())), found
+
+
 def judge(spec: AppSpec, isolation: str, log: pa.Table, out: pa.Table,
-          committed: dict[str, int], run_id: str, cap: int = 20) -> tuple[CheckOutcome, dict]:
+          committed: dict[str, int], run_id: str, cap: int = 20,
+          last_attempts=()) -> tuple[CheckOutcome, dict]:
     """The column ``app:<name>@<isolation>``: its outcome and counts (``sent``: input
     records, ``observed``: output records read back at ``isolation``). ``committed``:
     the group's committed offset per input ``"topic-partition"`` after the instances
-    stopped (a partition without one: every missing record of it is unseen)."""
+    stopped (a partition without one: every missing record of it is unseen); a share
+    group's start offsets. ``last_attempts``: a share group's records got at their last
+    delivery attempt (``"topic-partition@offset"``)."""
     column = spec.column(isolation)
     pspec = PipelineSpec(spec.name, spec.label, spec.expect, isolation)
     if "batch" not in out.column_names:
         out = out.append_column("batch", pa.nulls(out.num_rows, pa.int64()))
+    sent = log.num_rows
+    log, dropped = archived(log, out, last_attempts, spec.label, isolation)
     outcome, counts = judge_records(pspec, log, out, [], committed, run_id, cap,
                                     position=committed)
+    counts["sent"] = sent
+    if dropped:
+        outcome.groups.append(Group(ARCHIVED, spec.label, isolation, len(dropped),
+                                    dropped[:cap], _timeline(dropped)))
     moved = reordered(log, out, spec.label, isolation)
     if moved:
         outcome.groups.append(Group(REORDER, spec.label, isolation, len(moved), moved[:cap],
                                     _timeline(moved)))
     result = CheckOutcome(column, KINDS, groups=outcome.groups)
     return result, counts
+
+
+def protocol_problem(info: dict) -> None:
+    """Refuse to judge (UNKNOWN) a column of ``--group-protocol P`` whose group the broker
+    described as another type: the column would be named for a protocol it did not run."""
+    asked, seen = info.get("group_protocol"), info.get("group_type_seen")
+    if asked and seen and seen != asked:
+        raise ValueError(f"asked to run in a {asked} group, the broker describes its group "
+                         f"as {seen}")
 
 
 def group_offsets(committed: dict[str, int], topics) -> dict[str, int]:
@@ -126,7 +182,8 @@ def by_kind(outcome: CheckOutcome) -> dict[str, int]:
     return dict(counts)
 
 
-__all__ = ["KINDS", "AppSpec", "by_kind", "group_offsets", "judge", "judge_run", "reordered"]
+__all__ = ["KINDS", "AppSpec", "archived", "by_kind", "group_offsets", "judge", "judge_run",
+           "protocol_problem", "reordered"]
 
 
 def judge_run(run_dir, config, cap: int = 20) -> tuple[list[CheckOutcome], dict]:
@@ -166,8 +223,10 @@ def judge_run(run_dir, config, cap: int = 20) -> tuple[list[CheckOutcome], dict]
                 if log is None:
                     raise FileNotFoundError(f"no input observations in {run_dir}")
                 out, info = read_readback(AppLayout(run_dir, spec.name), iso)
+                protocol_problem(info)
                 committed = group_offsets(info.get("committed") or {}, spec.input_topics)
-                outcome, n = judge(spec, iso, log, out, committed, config.run, cap)
+                outcome, n = judge(spec, iso, log, out, committed, config.run, cap,
+                                   last_attempts=info.get("last_attempts") or ())
                 c["sent"] = n["sent"]
                 c[f"observed_{iso}"] = n["observed"]
             except Exception as exc:  # noqa: BLE001 - a check that cannot run is UNKNOWN

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from verifier.judge.model import (
     ABORTED_READ,
+    ARCHIVED,
     DUP_CROSS,
     DUP_DELIVERY,
     DUP_SAME,
@@ -123,8 +124,14 @@ _APP_ROWS: dict[tuple[str, str], tuple[str, str, str]] = {  # LOST, DUP_DELIVERY
 }  # fmt: skip
 _APP_LOG_SIDE = tuple(k for k in _LOG_SIDE if k != REORDER)
 for (_g, _iso), (_lost, _dup, _reorder) in _APP_ROWS.items():
+    # a share group's record archived after its delivery-attempt limit (KIP-932) is a
+    # drop the broker makes on purpose: tolerated where loss is allowed or the claim is
+    # at-least-once (a share group's only), forbidden under exactly-once
     TABLE[(f"app/{_g}", _iso)] = {LOST: _lost, DUP_DELIVERY: _dup, REORDER: _reorder,
-                                  FOREIGN: F, **dict.fromkeys(_APP_LOG_SIDE, N)}
+                                  FOREIGN: F, ARCHIVED: F if _g == "exactly-once" else T,
+                                  **dict.fromkeys(_APP_LOG_SIDE, N)}
+for _row in TABLE.values():  # only a share group archives records
+    _row.setdefault(ARCHIVED, N)
 
 
 def app_row(guarantee: str) -> str:

@@ -17,6 +17,7 @@ if TYPE_CHECKING:
 from verifier.rundata.columns import report_modes
 from verifier.rundata.vocab import (  # noqa: F401 - re-exported for the checks
     ABORTED_READ,
+    ARCHIVED,
     DUP_CROSS,
     DUP_DELIVERY,
     DUP_SAME,

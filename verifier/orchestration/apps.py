@@ -13,12 +13,14 @@ committed offsets into RUN/apps/<name>/ (verifier.judge.application judges them)
 from __future__ import annotations
 
 import logging
+import os
 import time
 from pathlib import Path
 
 import pyarrow as pa
 
 from verifier.harness.procs import ManagedProcess
+from verifier.orchestration import group_admin as S
 from verifier.rundata import apps as A
 from verifier.rundata.layout import RunLayout
 
@@ -49,7 +51,8 @@ def setup(run) -> dict[str, int]:
         A.AppLayout(run.run_dir, app.name).root.mkdir(parents=True, exist_ok=True)
         for i in range(app.instances):
             env = {**run.child_env, **A.environment(run.run_id, app.name,
-                                                    run.env.bootstrap_servers, inputs, i)}
+                                                    run.env.bootstrap_servers, inputs, i,
+                                                    group_protocol=app.group_protocol)}
             proc = AppInstance(run.run_dir, app, i, env)
             run.processes[proc.name] = proc
         topics[A.output_topic(run.run_id, app.name)] = run.scenario.workload.partitions
@@ -129,6 +132,31 @@ def group_behind(bootstrap: str, group: str, ends: dict[str, int],
     return behind({**ends, **more}, committed)
 
 
+def _env_of(run, app) -> dict:
+    first = next(p for p in instances(run) if p.name == app.process_name(0))
+    return {**os.environ, **first.env}
+
+
+def _position(run, app, bootstrap: str, group: str, extra: dict) -> dict[str, int]:
+    """The group's committed offsets, or a share group's start offsets (KIP-932)."""
+    if not S.is_share(app):
+        return committed_offsets(bootstrap, group, **extra)
+    return S.share_offsets(app, _env_of(run, app))
+
+
+def _group_facts(run, app) -> dict:
+    """readback.json's facts of the group: a share group's last attempts and limit; under
+    ``--group-protocol`` the protocol asked and the group's type as the broker describes
+    it (a Java preset's; None for a command: not asked)."""
+    if S.is_share(app):
+        attempts, limit = S.last_attempts(A.AppLayout(run.run_dir, app.name), app.instances)
+        return {"group_type": "share", "last_attempts": attempts, "delivery_limit": limit}
+    if not app.group_protocol:
+        return {}
+    seen = S.group_type(app, _env_of(run, app)) if app.runtime == "java" else None
+    return {"group_protocol": app.group_protocol, "group_type_seen": seen}
+
+
 def drain_and_read_back(run, timeout: float) -> list[str]:
     """Wait for each application's group to commit up to the input's read_committed end
     (at most ``timeout`` s in all), stop the instances, read back; notes for the run."""
@@ -144,7 +172,9 @@ def drain_and_read_back(run, timeout: float) -> list[str]:
         group = A.group_id(run.run_id, app.name)
         short = {}
         while time.monotonic() < deadline:
-            short = short_of[app.name] = group_behind(bootstrap, group, ends, **extra)
+            short = short_of[app.name] = (
+                behind(ends, _position(run, app, bootstrap, group, extra)) if S.is_share(app)
+                else group_behind(bootstrap, group, ends, **extra))
             dead = [p.name for p in instances(run) if p.name.startswith(
                 f"{A.PROCESS_PREFIX}/{app.name}/") and not p.alive]
             for name in dead:  # exited on its own: the drain needs it consuming
@@ -167,9 +197,10 @@ def drain_and_read_back(run, timeout: float) -> list[str]:
                                      run.run_id, iso, **extra)
                     for iso in ("read_committed", "read_uncommitted")
                     if app.oracle == "identity"}  # else its state: app_reference
-            committed = committed_offsets(bootstrap, A.group_id(run.run_id, app.name), **extra)
+            committed = _position(run, app, bootstrap, A.group_id(run.run_id, app.name), extra)
             A.write_readback(where, rows, {"committed": committed, "input_ends": ends,
-                                           "behind": short_of.get(app.name) or {}})
+                                           "behind": short_of.get(app.name) or {},
+                                           **_group_facts(run, app)})
         except Exception as exc:  # noqa: BLE001 - its columns are UNKNOWN with this
             log.warning("read-back of app %s", app.name, exc_info=True)
             A.write_readback(where, {}, {"error": f"{type(exc).__name__}: {exc}"})

@@ -15,6 +15,7 @@ from verifier.rundata.columns import is_pipeline_column
 from verifier.rundata.plan import plan_of
 from verifier.rundata.vocab import (
     ABORTED_READ,
+    ARCHIVED,
     DUP_CROSS,
     DUP_DELIVERY,
     DUP_SAME,
@@ -35,6 +36,7 @@ SHORT = {
     LOST: "lost", UNSEEN: "unseen", DUP_SAME: "dup", DUP_CROSS: "xdup",
     DUP_DELIVERY: "redelivered", REORDER: "reorder", ABORTED_READ: "aborted", TORN: "torn",
     HANGING: "hanging", INCONSISTENT: "inconsistent", FOREIGN: "foreign",
+    ARCHIVED: "archived",
 }  # fmt: skip
 
 #: the same for a column judged by the reference oracle (issue 46: rows, not records)

@@ -5,11 +5,11 @@ from __future__ import annotations
 from html import escape
 from pathlib import Path
 
-from verifier.judge.model import KINDS
 from verifier.report.compare import anchor, load_of, load_text, workload
 from verifier.report.connections import lanes_svg, render_connections
 from verifier.report.differences import comparison_line, difference_table
 from verifier.report.evidence import evidence_text
+from verifier.report.kinds import ABSENT, table_kinds
 from verifier.report.selftest import selftest_html
 from verifier.report.svg import partition_plot, timeline
 from verifier.report.terminal import COUNT_ROWS
@@ -44,10 +44,10 @@ def _table(doc: dict) -> str:
     ]
     for k in COUNT_ROWS:
         h += [f"<tr><td>{k}</td>", *[f"<td>{c['counts'].get(k, 0)}</td>" for c in cols], "</tr>"]
-    for k in KINDS:
+    for k in table_kinds(cols):
         h.append(f"<tr><td>{k}</td>")
         for c in cols:
-            a = c["anomalies"][k]
+            a = c["anomalies"].get(k, ABSENT)
             cls = "na" if a["expectation"] == "n/a" else a["expectation"] if a["count"] else ""
             text = "—" if a["expectation"] == "n/a" and not a["count"] else str(a["count"])
             h.append(f"<td class='{cls}' title='{a['expectation']}'>{text}</td>")

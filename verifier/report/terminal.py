@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from verifier.judge.faults.owners import cell_text
-from verifier.judge.model import KINDS
 from verifier.report.compare import load_of, rate_text, workload
 from verifier.report.differences import difference_lines
+from verifier.report.kinds import ABSENT, table_kinds
 
 COUNT_ROWS = ("sent", "acknowledged", "indeterminate", "committed", "observed")
 LEGEND = (
@@ -36,8 +36,8 @@ def table_rows(doc: dict) -> list[list[str]]:
         rows.append([k, *[str(c["counts"].get(k, 0)) for c in cols]])
         if k == "sent" and (rate := rate_row(doc)):
             rows.append(rate)
-    for k in KINDS:
-        rows.append([k, *[cell(c["anomalies"][k]) for c in cols]])
+    for k in table_kinds(cols):
+        rows.append([k, *[cell(c["anomalies"].get(k, ABSENT)) for c in cols]])
     rows += exposure_rows(cols)
     rows.append(["VERDICT", *[c["verdict"] for c in cols]])
     return rows

@@ -35,11 +35,14 @@ TORN = "torn-transaction"
 HANGING = "hanging-transaction"
 INCONSISTENT = "inconsistent-offset"
 FOREIGN = "foreign-record"
+#: a share group's record archived after its delivery-attempt limit (KIP-932): dropped
+#: on purpose by the broker, never delivered again; counted apart from lost
+ARCHIVED = "archived"
 
 #: every anomaly kind, in report order (DESIGN §6)
 KINDS: tuple[str, ...] = (
     LOST, UNSEEN, DUP_SAME, DUP_CROSS, DUP_DELIVERY, REORDER, ABORTED_READ, TORN,
-    HANGING, INCONSISTENT, FOREIGN,
+    HANGING, INCONSISTENT, FOREIGN, ARCHIVED,
 )  # fmt: skip
 
 # ---- verdicts and exit codes: THE one table (issue 49) ----------------------------------

@@ -64,13 +64,16 @@ def test_the_java_main_accepts_every_value_a_java_preset_passes():
                 ("streams", "--topology"): _java_strings("PassThrough.java",
                                                          r"TOPOLOGIES = \{(.*?)\};")}
     java = [p for p in PRESETS.values() if p.runtime == "java"]
-    assert len(java) == 7
+    assert len(java) == 8
     for p in java:
         kind, options = p.args[0], p.args[1:]
         for flag, value in zip(options[::2], options[1::2], strict=True):
             assert value in accepted[(kind, flag)], p.name
     # the count topology's name, as Main compares it
     assert '"count"' in (jvm.JAVA_APPS / "src/main/java/verifier/apps/Main.java").read_text()
+    # the share copier takes no option: its kind alone
+    assert 'kind.equals("share-copier")' in (
+        jvm.JAVA_APPS / "src/main/java/verifier/apps/Main.java").read_text()
 
 
 def test_setup_builds_the_java_apps_unless_told_not_to(monkeypatch, capsys):
@@ -98,4 +101,5 @@ def test_the_java_state_file_has_the_kafka_python_copiers_fields():
     java = set(re.findall(r'\\"(\w+)\\": ', text))
     python = set(State(None, "0", "before").doc) | {"t"}
     assert python <= java, python - java  # step too: the trigger waits past a second step
-    assert java - python == {"type", "message"}  # type, message: an error's
+    # type, message: an error's; delivery_limit, last_attempts: the share copier's
+    assert java - python == {"type", "message", "delivery_limit", "last_attempts"}
