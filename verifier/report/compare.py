@@ -15,7 +15,6 @@ from verifier.rundata.columns import is_pipeline_column
 from verifier.rundata.plan import plan_of
 from verifier.rundata.vocab import (
     ABORTED_READ,
-    ARCHIVED,
     DUP_CROSS,
     DUP_DELIVERY,
     DUP_SAME,
@@ -36,7 +35,6 @@ SHORT = {
     LOST: "lost", UNSEEN: "unseen", DUP_SAME: "dup", DUP_CROSS: "xdup",
     DUP_DELIVERY: "redelivered", REORDER: "reorder", ABORTED_READ: "aborted", TORN: "torn",
     HANGING: "hanging", INCONSISTENT: "inconsistent", FOREIGN: "foreign",
-    ARCHIVED: "archived",
 }  # fmt: skip
 
 #: the same for a column judged by the reference oracle (issue 46: rows, not records)
@@ -190,7 +188,7 @@ def cell_text(verdict: str, seen: list[tuple[str, int, str]], words=None) -> str
     if not seen:
         return verdict
     words = words or SHORT
-    return verdict + " · " + " ".join(f"{n} {words[k]} {MARK[e]}" for k, n, e in seen)
+    return verdict + " · " + " ".join(f"{n} {words.get(k, k)} {MARK[e]}" for k, n, e in seen)
 
 
 def outcome_text(outcomes: list[str]) -> str:
