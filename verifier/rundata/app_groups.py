@@ -41,7 +41,8 @@ KAFKA_PYTHON_LACKS = (
 STREAMS_LACKS = (
     "Kafka Streams takes no group.protocol=consumer (its main consumer's protocol is "
     "Streams' own); its broker-side protocol is group.protocol=streams (KIP-1071, "
-    "production-ready core in 4.2), which this dimension does not offer yet")
+    "production-ready core in 4.2, streams.version=1 on by default from 4.2), which this "
+    "dimension does not offer yet")
 
 
 def parse_protocols(text: str) -> tuple[str, ...]:
