@@ -24,16 +24,19 @@ NOT_RECORDED = {
     "instance-kill": "it kills an application's instances (refused without --app); its "
                      "runs are the chaos test tests/chaos/test_apps_instance_kill.py",
     "instance-pause": "it pauses an application's instance (refused without --app); its "
-                      "run is in docs/applications.md, its chaos test "
-                      "tests/chaos/test_apps_instance_pause.py",
+                      "runs are in docs/applications.md, its chaos test "
+                      "tests/chaos/test_apps_group_faults.py",
     "group-coordinator-kill": "it kills the broker coordinating the applications' groups "
-                              "(refused without --app); its run is in "
-                              "docs/applications.md",
+                              "(refused without --app); its runs are in "
+                              "docs/applications.md, its chaos test "
+                              "tests/chaos/test_apps_group_faults.py",
     "scale-out-in": "it adds and removes application instances (refused without --app); "
-                    "its run is in docs/applications.md",
+                    "its run is in docs/applications.md, its chaos test "
+                    "tests/chaos/test_apps_group_faults.py",
     "offset-commit-loss": "it loses the answers to the applications' offset commits "
                           "(without --app it acts on nothing); its run is in "
-                          "docs/applications.md",
+                          "docs/applications.md, its chaos test "
+                          "tests/chaos/test_apps_group_faults.py",
     "error-answer-refused": "run end to end by its chaos test "
                             "tests/chaos/test_error_answers.py (2026-11-29: every cell "
                             "PASS, docs/faults.md); not recorded under tests/data/runs yet",
