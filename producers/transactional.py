@@ -78,6 +78,13 @@ def bounded(fn, timeout_s: float, what: str):
 TXN_RETRY_BACKOFF_MS = 20
 
 
+def init_failed_for_good(producer: KafkaProducer) -> bool:
+    """Whether ``producer``'s transaction manager is in FATAL_ERROR (kafka-python 3.0.12:
+    no call leaves it; only a new producer goes on)."""
+    manager = producer._transaction_manager
+    return manager is not None and manager.has_fatal_error()
+
+
 def fast_txn_retries(producer: KafkaProducer) -> None:
     """Let the sender retry transactional requests after 20 ms instead of 100 ms.
 
@@ -160,6 +167,14 @@ class TxnRunner:
                 print(f"init_transactions: {outcomes.describe(exc)}; retrying", flush=True)
                 if self.session.stop.wait(self.settings["retry_backoff_ms"] / 1000):
                     raise
+                if init_failed_for_good(self.producer):
+                    # kafka-python turns an InitProducerId that timed out into FATAL_ERROR,
+                    # from which that producer never initializes ("Invalid transition
+                    # attempted from state FATAL_ERROR to state INITIALIZING" forever, seen
+                    # on 4.4.0 brokers stalled by a broker kill): retry on a new producer
+                    self.session.close_producer(self.producer, 0)
+                    self.producer = self.session.build_producer()
+                    fast_txn_retries(self.producer)
         pe = self.producer._transaction_manager.producer_id_and_epoch  # for the process log
         print(f"transactional.id {self.settings['transactional_id']}: producer id "
               f"{pe.producer_id}, epoch {pe.epoch}", flush=True)

@@ -50,3 +50,29 @@ def test_unbounded_rate_keeps_the_workloads_size(clock):
     pacer = pacer_at(clock, None, 30.0, 0)
     assert pacer.due() == 0
     assert txn_size(10, pacer) == 10
+
+
+def test_a_producer_in_fatal_error_never_initializes_and_is_replaced():
+    """The trap connect() steps around: kafka-python keeps a producer whose InitProducerId
+    failed in FATAL_ERROR, and every later init_transactions() raises "Invalid
+    transition" (seen forever on 4.4.0 in the container tier, 2026-11-29); such a producer
+    is told apart so that the retry goes on with a new one. No broker: the state is set
+    as kafka-python's own error handler sets it."""
+    from kafka import KafkaProducer
+    from kafka.errors import KafkaError
+    from kafka.producer.transaction_manager import TransactionState
+
+    from producers.transactional import init_failed_for_good
+
+    producer = KafkaProducer(bootstrap_servers="127.0.0.1:9", api_version=(3, 0),
+                             transactional_id="t", max_block_ms=100)
+    try:
+        assert not init_failed_for_good(producer)
+        producer._transaction_manager._transition_to(TransactionState.FATAL_ERROR,
+                                                     error=KafkaError("InitProducerId timed out"))
+        assert init_failed_for_good(producer)
+        with pytest.raises(KafkaError, match="Invalid transition"):
+            producer.init_transactions()
+        assert init_failed_for_good(producer)
+    finally:
+        producer.close(timeout=0)
