@@ -9,7 +9,8 @@ key is compared. exactly_once_v2: every key's count equal to the fault-free run'
 with exposure; at_least_once: no key below it (over-counts tolerated), PASS. In both the
 fault-free counts add up to the input log's records (else the column would be UNKNOWN).
 
-Chaos tier (`make test-chaos`), about 4 minutes.
+Chaos tier (`make test-chaos`), about 2.5 minutes (the same command by hand: 146 s,
+2026-11-29, docs/applications.md).
 """
 
 from __future__ import annotations
@@ -46,7 +47,7 @@ def check_count_cells(doc: dict) -> None:
     eos = cols[f"app:streams-count-eos@{RC}"]
     assert eos["oracle"]["differences"] == []  # exactly once: equal per key
     alo = cols[f"app:streams-count-alo@{RC}"]["anomalies"]["duplicate-delivery"]
-    assert alo["expectation"] == "tolerated"
+    assert alo["expectation"] == "tolerated" and alo["count"] > 0
 
 
 def test_the_stateful_streams_presets_against_their_fault_free_runs(tmp_path):
