@@ -8,7 +8,11 @@
 #                  installed PySpark version exactly
 PYTHON        ?= python3
 VENV          ?= .venv
-KAFKA_VERSION ?= 4.1.1
+# 4.4.0: the newest Kafka release whose whole chain (kafka_2.13, kafka-tools, kafka-clients,
+# kafka-streams) resolves from Maven Central here (issue 50, 2026-11-29); `make setup`
+# resolves and builds every piece of it, so a release that stops resolving fails there.
+# Kafka 4.x brokers and clients run on Java 17. Other releases side by side: --kafka-versions
+KAFKA_VERSION ?= 4.4.0
 # the kafka-clients version the Java generator (producers/java, --client java) is built
 # against at setup: the client under test, by default the broker's version
 KAFKA_CLIENTS_VERSION ?= $(KAFKA_VERSION)

@@ -47,7 +47,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "confluent-kafka), built or installed on first use")
     p.add_argument("--kafka-version", default=None, metavar="VERSION",
                    help="the local cluster's broker release, any KRaft one from 3.3 to 4.x "
-                        "(default $KAFKA_VERSION or 4.1.1; its jars are resolved on first use)")
+                        "(default $KAFKA_VERSION or 4.4.0; its jars are resolved on first use)")
     p.add_argument("--kafka-versions", default=None, metavar="V1,V2",
                    help="run the scenarios on a fresh local cluster of each release in turn "
                         "and print one grid, version x client x mode (the versions profile "

@@ -21,7 +21,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                             "release, rebuilt even if up to date")),
                        formatter_class=HelpFormatter)
     p.add_argument("--kafka-version", default=None,
-                   help="broker version (default KAFKA_VERSION or 4.1.1)")
+                   help="broker version (default KAFKA_VERSION or 4.4.0)")
     p.add_argument("--force", action="store_true",
                    help="rebuild both images even if they are up to date")
     p.set_defaults(func=cmd_image)

@@ -33,9 +33,9 @@ from verifier.rundata.errors import EnvironmentProblem, UsageError, VerifierErro
 ENVS_ROOT = jvm.PROJECT_ROOT / ".spark-envs"
 #: the delta-spark release for each Spark line, pinned, and why: its wheel's pyspark
 #: bound and its POM's spark-sql version (checked 2026-11-28 with pip and Maven Central):
-#: 3.3.2 says pyspark>=3.5.3,<3.6 (Scala 2.12); 4.0.0 is built on Spark 4.0.0 (the
-#: project's pin); 4.3.1 on spark-sql 4.1.0, pyspark<=4.1.1; 4.4.0 on spark-sql 4.2.0,
-#: pyspark<=4.2.0 (4.4.1's jar is not on Maven Central as reached from here)
+#: 3.3.2 says pyspark>=3.5.3,<3.6 (Scala 2.12); 4.0.0 is built on Spark 4.0.0; 4.3.1 on
+#: spark-sql 4.1.0, pyspark<=4.1.1; 4.4.0 on spark-sql 4.2.0, pyspark<=4.2.0 (the
+#: project's pin; 4.4.1's jar is not on Maven Central as reached from here)
 DELTA_FOR = {(3, 5): "3.3.2", (4, 0): "4.0.0", (4, 1): "4.3.1", (4, 2): "4.4.0"}
 _VERSION = re.compile(r"^\d+\.\d+\.\d+$")
 #: pip's own time for one environment (two large wheels on a slow link)
