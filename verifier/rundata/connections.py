@@ -10,6 +10,7 @@ stopped (kept, open until the end of the log).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -49,6 +50,12 @@ HANDSHAKE = frozenset({3, 17, 18, 36, -1})
 CLIENT_PREFIX = "verifier."
 #: Java client ids of the Spark observer's consumers and admin client
 JAVA_OBSERVER = ("consumer-spark-kafka-source-", "spark-kafka-source-", "adminclient-")
+#: an application's clients (verifier.rundata.apps.client_prefixes): the presets'
+#: ``<run>.app.<name>.<i>.consumer`` (or ``.producer``), Kafka Streams'
+#: ``<run>.app.<name>-<process uuid>-StreamThread-1-consumer`` (application.id = group)
+APP_CLIENT = re.compile(
+    r"^.+?\.app\.(?P<name>[^.]+?)(?:\.(?P<i>\d+)\.(?P<role>[\w-]+)"
+    r"|-(?P<uuid>[0-9a-f]{8})[0-9a-f-]{28}-(?P<srole>.+))$")
 
 
 def process_of(client_id: str | None) -> str:
@@ -56,8 +63,10 @@ def process_of(client_id: str | None) -> str:
 
     The tool names every client it builds ``verifier.<kind>.<name>`` (``verifier.generator
     .idempotent-0``, ``verifier.admin``, ``verifier.reader.read_committed``); the Spark
-    observer's Java clients are recognised by Spark's own ids; anything else keeps its
-    client id, and a connection that never sent a request has none."""
+    observer's Java clients are recognised by Spark's own ids, an application's by
+    :data:`APP_CLIENT` (``app/<name>/<instance> consumer``; Streams' instance is its
+    process id's first 8 digits); anything else keeps its client id, and a connection that
+    never sent a request has none."""
     if not client_id:
         return "(no request)"
     if client_id.startswith(CLIENT_PREFIX):
@@ -65,6 +74,11 @@ def process_of(client_id: str | None) -> str:
         return f"{kind} {name}" if name else kind
     if client_id.startswith(JAVA_OBSERVER):
         return "observer"
+    app = APP_CLIENT.match(client_id)
+    if app:  # a consumer and its producer apart: each client's connections on their own
+        if app["i"] is not None:
+            return f"app/{app['name']}/{app['i']} {app['role']}"
+        return f"app/{app['name']}/{app['uuid']} {app['srole']}"
     return client_id
 
 

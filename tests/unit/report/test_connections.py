@@ -48,6 +48,20 @@ def test_process_from_client_id():
     assert process_of(None) == "(no request)"
 
 
+def test_an_applications_clients_are_its_instances_processes():
+    """The presets' consumer and producer of one instance apart; Streams' by its process
+    id; a run id with dots and a name with dashes kept whole (issue 47)."""
+    run = "instance-kill-20261129T1842.s1"
+    assert process_of(f"{run}.app.copier-commit-after.0.consumer") == \
+        "app/copier-commit-after/0 consumer"
+    assert process_of(f"{run}.app.java-copier-transactional.1.producer") == \
+        "app/java-copier-transactional/1 producer"
+    streams = f"{run}.app.streams-eos-3f2a1b4c-1234-5678-9abc-def012345678-StreamThread-1-"
+    assert process_of(streams + "consumer") == "app/streams-eos/3f2a1b4c StreamThread-1-consumer"
+    assert process_of(streams + "producer") == "app/streams-eos/3f2a1b4c StreamThread-1-producer"
+    assert process_of("myapp.consumer-1") == "myapp.consumer-1"  # a user's own: its id
+
+
 def test_fold_pairs_opens_and_closes_and_names_purposes():
     rows = (_conn(1, 1, "verifier.generator.a-0", T0, T0 + 9000)
             + _conn(2, 2, "verifier.generator.a-0", T0 + 100, T0 + 9000,
