@@ -55,6 +55,12 @@ TARGET = 0.8
 PARTITIONS = 3
 VERIFIER = str(ROOT / ".venv" / "bin" / "verifier")
 JAVA_OPTS = list(A.JAVA_OPTS)
+#: the presets with a bare twin here: the copiers and the stateless Streams pass-through
+#: (the stateful count emits updates, not one record per input; the share copier reads
+#: through a share group, a loop of another shape: not measured yet)
+MEASURED = ("copier-commit-before", "copier-commit-after", "copier-transactional",
+            "java-copier-commit-before", "java-copier-commit-after",
+            "java-copier-transactional", "streams-at-least-once", "streams-exactly-once-v2")
 #: how long one side may take to copy everything before it counts as stuck
 COPY_TIMEOUT = 120.0
 
@@ -233,7 +239,7 @@ def main() -> int:
     p.add_argument("--records", type=int, default=20000)
     p.add_argument("--record-size", type=int, default=200)
     p.add_argument("--repeat", type=int, default=1)
-    p.add_argument("--presets", default=",".join(A.PRESETS))
+    p.add_argument("--presets", default=",".join(MEASURED))
     p.add_argument("--process-ms", type=int, default=0)
     p.add_argument("--bootstrap-servers")
     p.add_argument("--base-port", type=int, default=27500,
@@ -247,9 +253,9 @@ def main() -> int:
         bare_copier(a.bare, a.process_ms)
         return 0
     names = [n.strip() for n in a.presets.split(",") if n.strip()]
-    unknown = [n for n in names if n not in A.PRESETS]
+    unknown = [n for n in names if n not in MEASURED]
     if unknown:
-        p.error(f"unknown presets {unknown} (known: {list(A.PRESETS)})")
+        p.error(f"presets without a bare twin here {unknown} (measured: {list(MEASURED)})")
     classpath = ""
     if any(A.PRESETS[n].runtime == "java" for n in names):
         jarset = jvm.java_apps_jars()
