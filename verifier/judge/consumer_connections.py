@@ -10,8 +10,9 @@ coordinator and the leaders of the partitions it fetched):
 
 - ``none-at-construction``: ``new KafkaConsumer(props)`` opens no connection (unlike the
   producer, whose Sender thread connects at once);
-- ``find-coordinator-first``: the first connection, opened at the first poll, carries the
-  FindCoordinator request (to the least loaded broker; it also fetches the metadata);
+- ``find-coordinator-first``: the consumer's first connection, opened at the first poll,
+  carries the FindCoordinator request (to the least loaded broker; it also fetches the
+  metadata);
 - ``one-coordinator-connection``: one connection to the coordinator the FindCoordinator
   answer names carries the group's requests (join, sync, heartbeat, offsets), and no
   fetch: the Java client registers it under a node id of its own (Integer.MAX_VALUE
@@ -83,12 +84,16 @@ def check(conns: list[Connection], facts: ConsumerFacts) -> list[dict]:
     early = [c for c in conns if c.opened < facts.first_poll]
     out["none-at-construction"] = (not early, f"{len(early)} opened before the first poll"
                                    + "".join(f"; {_show(c, t0)}" for c in early))
-    later = [c for c in conns if c.opened >= facts.first_poll]
-    first = later[0] if later else None
+    # the consumer's first connection, opened at the first poll, carries FindCoordinator
+    # (a client that connected at construction already differs here: its first
+    # connection was not the poll's)
+    first = conns[0] if conns else None
     finders = [c for c in conns if FIND_COORDINATOR in c.api]
     out["find-coordinator-first"] = (
-        first is not None and FIND_COORDINATOR in first.api,
-        f"FindCoordinator on {len(finders)} connection(s): "
+        first is not None and first.opened >= facts.first_poll
+        and FIND_COORDINATOR in first.api,
+        f"first poll at +{facts.first_poll - t0} ms; FindCoordinator on {len(finders)} "
+        "connection(s): "
         + ", ".join(f"{'the first' if c is first else _show(c, t0)}" for c in finders)
         if finders else "no FindCoordinator")
     group = [c for c in conns if set(c.api) & GROUP_APIS]

@@ -47,7 +47,18 @@ def test_a_connection_at_construction_differs():
     conns = [_c(9, 3, T0 + 50, T0 + 900, META), *_text()]
     got = _holds(conns)
     assert not got["none-at-construction"]
-    assert got["find-coordinator-first"]  # the first one after the poll still finds it
+    assert not got["find-coordinator-first"]  # the first connection was not the poll's
+    assert got["one-per-leader"] and got["one-coordinator-connection"]
+
+
+def test_find_coordinator_before_the_first_poll_differs():
+    """librdkafka's group starts at construction: its first connection finds the
+    coordinator, but before any poll."""
+    conns = _text()
+    for c in conns:
+        c.opened -= 3000
+    got = _holds(conns)
+    assert not got["find-coordinator-first"] and not got["none-at-construction"]
 
 
 def test_find_coordinator_not_on_the_first_connection_differs():
