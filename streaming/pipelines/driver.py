@@ -47,6 +47,7 @@ from streaming.pipelines.hold import build_with_hold, watch_source_hold
 from streaming.pipelines.jdbc import CONF_JDBC_TABLE, CONF_JDBC_URL
 from streaming.pipelines.loader import load_pipeline
 from streaming.pipelines.reference import pipeline_source, read_back_and_compare_runs
+from streaming.pipelines.triggers import real_time_marker, recording_trigger
 from streaming.security import spark_kafka_options
 from streaming.session import driver_process
 from verifier.rundata.errors import VerifierError
@@ -133,17 +134,26 @@ def kafka_source(spark, bootstrap_servers: str, topics, isolation: str, security
 def built_writer(spark, pipeline, source):
     """``build(spark, source)``, its writer checked: a dropped value is refused before
     anything runs (PipelineError). When the run kills pipelines (``hold_ms``), with the
-    batch hold in place (streaming.pipelines.hold): a preset or a user's query alike."""
-    writer = build_with_hold(spark, pipeline.build, source)
+    batch hold in place (streaming.pipelines.hold): a preset or a user's query alike; a
+    real-time trigger gets none (streaming.pipelines.triggers). Returns the writer and
+    its trigger (triggers.describe); a real-time trigger on a PySpark before 4.1 is
+    refused (PipelineError)."""
+    with recording_trigger(pipeline.spec) as seen:
+        writer = build_with_hold(spark, pipeline.build, source)
+    if seen.real_time and writer is not None and spark.conf.get(CONF_HOLD_MS, "0") != "0":
+        # Spark's real-time allowlist has no Python operator: built again without the
+        # hold (the writer with it is dropped unstarted); the driver marks the batch
+        writer = pipeline.build(spark, source)
     check_writer(pipeline, writer)
-    return writer
+    return writer, seen.trigger
 
 
 def start_query(spark, pipeline, plan, entry: dict, where: PipelineLayout, security: dict):
+    """(the started query, its trigger)."""
     source = pipeline_source(spark, plan, entry, security, kafka_source)
-    writer = built_writer(spark, pipeline, source)
+    writer, trigger = built_writer(spark, pipeline, source)
     return (writer.queryName(f"pipeline-{pipeline.name}")
-            .option("checkpointLocation", str(where.checkpoint)).start())
+            .option("checkpointLocation", str(where.checkpoint)).start()), trigger
 
 
 #: what the check's source names: a port nothing listens on, never contacted
@@ -164,7 +174,7 @@ def check_only(spec: str, guarantee: str | None) -> int:
         spark = session(f"pipeline-check-{pipeline.name}", "local[1]", where,
                         {"output_topic": "verifier.check.out"}, CHECK_BOOTSTRAP)
         try:
-            built_writer(spark, pipeline, kafka_source(
+            _, trigger = built_writer(spark, pipeline, kafka_source(
                 spark, CHECK_BOOTSTRAP, ["verifier.check"], "read_committed", {},
                 options={"includeHeaders": "true"} if pipeline.file.inputs else None))
         except PipelineError as exc:
@@ -181,7 +191,9 @@ def check_only(spec: str, guarantee: str | None) -> int:
                 pass
     print(f"pipeline {spec}: " + ("judged against its fault-free run"
                                   if pipeline.file.oracle == "reference" else
-                                  f"its output keeps {pipeline.value_column!r}"), flush=True)
+                                  f"its output keeps {pipeline.value_column!r}")
+          + ("; real-time trigger " + trigger.get("text", "")
+             if trigger["kind"] == "real-time" else ""), flush=True)
     return EXIT_OK
 
 
@@ -224,6 +236,16 @@ def supervise(query, stop: threading.Event, tick=None) -> int:
         if tick is not None:
             tick()
     return EXIT_OK
+
+
+def _tick(spark, where: PipelineLayout, entry: dict, trigger: dict, started: float):
+    """What the driver looks at every half second: the source hold's stage, or, for a
+    real-time query under a kill scenario, how far its batch has run (the marker a
+    ``mid-batch`` kill waits for: streaming.pipelines.triggers)."""
+    if trigger["kind"] == "real-time" and (entry.get("hold_ms") or 0) > 0 and trigger["ms"]:
+        return lambda: real_time_marker(where.holding, where.checkpoint, started,
+                                        trigger["ms"])
+    return lambda: watch_source_hold(spark, where.holding)
 
 
 def stop_message(query) -> str:
@@ -310,19 +332,22 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if not args.readback_only:
             try:
-                query = start_query(spark, pipeline, plan, entry, where,
-                                    {**spark_kafka_options(security),
-                                     **spark_source_options(plan.run)})
+                query, trigger = start_query(spark, pipeline, plan, entry, where,
+                                             {**spark_kafka_options(security),
+                                              **spark_source_options(plan.run)})
             except PipelineError as exc:
                 print(f"refused: {exc}", file=sys.stderr, flush=True)
                 write_json_atomic(where.root / "refused.json", {"error": str(exc)})
                 return EXIT_USAGE
             # the application id: an executor kill finds the application's executors by it
-            write_json_atomic(where.ready, {"pid": os.getpid(), "t": time.time(),
-                                            "app": spark.sparkContext.applicationId})
-            log.info("pipeline %s (%s) started on PySpark %s: pid %d", pipeline.name,
-                     pipeline.spec, spark.version, os.getpid())
-            code = supervise(query, stop, lambda: watch_source_hold(spark, where.holding))
+            started = time.time()
+            write_json_atomic(where.ready, {"pid": os.getpid(), "t": started,
+                                            "app": spark.sparkContext.applicationId,
+                                            "trigger": trigger,
+                                            "spark_version": spark.version})
+            log.info("pipeline %s (%s) started on PySpark %s: pid %d, trigger %s",
+                     pipeline.name, pipeline.spec, spark.version, os.getpid(), trigger)
+            code = supervise(query, stop, _tick(spark, where, entry, trigger, started))
             if code == EXIT_QUERY_FAILED:
                 query_error = stop_message(query)
             try:

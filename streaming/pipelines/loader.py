@@ -62,8 +62,9 @@ def _import(spec: str):
         path = Path(target).expanduser().resolve()
         if not path.is_file():
             raise PipelineError(f"pipeline {spec}: no such file {path}")
-        name = _column_name(path.stem)
-        mod_name = f"verifier_user_pipeline_{name.replace('-', '_')}"
+        mod_name = f"verifier_user_pipeline_{_column_name(path.stem).replace('-', '_')}"
+        # two functions of one file are two columns: ``x.py:micro_batch`` is x-micro-batch
+        name = _column_name(path.stem if func == "build" else f"{path.stem}-{func}")
         loader_spec = importlib.util.spec_from_file_location(mod_name, path)
         if loader_spec is None or loader_spec.loader is None:
             raise PipelineError(f"pipeline {spec}: cannot load {path}")
@@ -83,7 +84,8 @@ def _import(spec: str):
     except Exception as exc:  # noqa: BLE001 - the user's code: say what broke
         raise PipelineError(f"pipeline {spec}: importing {target} failed: "
                             f"{type(exc).__name__}: {exc}") from None
-    return module, func, _column_name(target.rsplit(".", 1)[-1])
+    stem = target.rsplit(".", 1)[-1]
+    return module, func, _column_name(stem if func == "build" else f"{stem}-{func}")
 
 
 def _is_dotted(text: str) -> bool:

@@ -33,6 +33,7 @@ from verifier.assess import exitcodes as X
 from verifier.assess.facts import RunFacts
 from verifier.judge import verdict as V
 from verifier.judge.checks.crosscheck import mark_disagreement
+from verifier.judge.duplicate_window import add_duplicate_windows
 from verifier.judge.fencing import fencing_reasons, mark_foreign_fences
 
 #: the live verdict's cross-check while the batch pass still runs
@@ -82,6 +83,7 @@ def finish(judged: Judged, ending: Ending = Ending()) -> dict:
     if judged.cross is not None:
         _cross_checked(doc, judged.cross, facts)
     _exposed_and_interrupted(doc, facts)
+    add_duplicate_windows(doc, facts.run_dir)  # a pipeline's replays against its trigger
     mark_skipped(doc, ending.skipped_faults)
     if ending.connections:
         doc["connections"] = facts.connections(doc.get("faults") or [])

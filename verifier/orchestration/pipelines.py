@@ -126,10 +126,12 @@ def check_user_pipelines(pipelines: list[PlannedPipeline], env: dict | None = No
         if p.spec in PRESETS:
             continue
         say(f"checking pipeline {p.name} ({p.spec}): its build() on a Spark session ...")
-        argv = [sys.executable, "-m", "streaming.pipelines.driver", "--check",
+        # in the PySpark it runs on (--spark-version): a real-time trigger needs 4.1+
+        python, own_env = _python_for(p.spark_version, env)
+        argv = [python, "-m", "streaming.pipelines.driver", "--check",
                 _absolute(p.spec), "--pipeline-guarantee", p.guarantee]
         proc = spawn(f"pipeline-check/{p.name}", argv, stdout=subprocess.PIPE,
-                     stderr=subprocess.PIPE, text=True, env=env)
+                     stderr=subprocess.PIPE, text=True, env=own_env)
         try:
             out, err = proc.communicate(timeout=CHECK_TIMEOUT)
         except subprocess.TimeoutExpired:
@@ -149,6 +151,19 @@ def check_user_pipelines(pipelines: list[PlannedPipeline], env: dict | None = No
         tail = "\n".join(err.strip().splitlines()[-5:])
         raise VerifierError(f"pipeline {p.name}: its check failed (exit "
                             f"{proc.returncode}): {tail}")
+
+
+def _python_for(spark_version: str | None, env: dict | None) -> tuple[str, dict | None]:
+    """The Python (and environment) a pipeline's driver runs with: the project's, or
+    that of its ``--spark-version`` (verifier.harness.spark_envs)."""
+    if spark_version is None:
+        return sys.executable, env
+    import os
+
+    from verifier.harness.spark_envs import env_for
+
+    own = env_for(spark_version)
+    return str(own.python), {**(env if env is not None else os.environ), **own.child_env()}
 
 
 def kills_pipelines(faults) -> bool:
@@ -206,12 +221,8 @@ class PipelineProcess(ManagedProcess):
     def __init__(self, run_dir: Path, name: str, config: Path, env: dict,
                  spark_version: str | None = None) -> None:
         self.where = PipelineLayout(run_dir, name)
-        python = sys.executable
-        if spark_version is not None:  # its own PySpark (verifier.harness.spark_envs)
-            from verifier.harness.spark_envs import env_for
-
-            own = env_for(spark_version)
-            python, env = str(own.python), {**env, **own.child_env()}
+        # its own PySpark (--spark-version) or the project's
+        python, env = _python_for(spark_version, env)
         argv = [python, "-u", "-m", "streaming.pipelines.driver", "--plan",
                 str(config), "--pipeline", name]
         super().__init__(f"{PROCESS_PREFIX}/{name}", argv,

@@ -5,6 +5,7 @@ from __future__ import annotations
 from html import escape
 from pathlib import Path
 
+from verifier.judge.duplicate_window import window_rows
 from verifier.report.compare import anchor, load_of, load_text, workload
 from verifier.report.connections import lanes_svg, render_connections
 from verifier.report.differences import comparison_line, difference_table
@@ -180,6 +181,18 @@ def _connections(doc: dict) -> str:
             + lanes_svg(section, doc.get("faults") or []))
 
 
+def _duplicate_windows(doc: dict) -> str:
+    """Real-time mode against the micro-batch trigger: records written again per kill."""
+    rows = window_rows(doc)
+    if not rows:
+        return ""
+    head = "".join(f"<th>{escape(h)}</th>" for h in rows[0])
+    body = "".join("<tr>" + "".join(f"<td>{escape(v)}</td>" for v in r) + "</tr>"
+                   for r in rows[1:])
+    return (f"<h2 id='duplicate-window'>Duplicate window per kill</h2>"
+            f"<table><tr>{head}</tr>{body}</table>")
+
+
 def render_html(doc: dict) -> str:
     """The whole page."""
     checks = "".join(
@@ -199,6 +212,7 @@ def render_html(doc: dict) -> str:
         f"Kafka {escape(str(doc.get('kafka_version') or 'not recorded'))} · "
         f"client {escape(', '.join(doc.get('clients') or ['kafka-python']))} · drain {drain} · "
         f"exit code {doc['exit_code']}</p><h2>Modes side by side</h2>{_table(doc)}{_load(doc)}"
+        f"{_duplicate_windows(doc)}"
         f"<h2>Timeline</h2>{timeline(doc)}<h2>Anomalies</h2>{_samples(doc)}"
         f"<h2>Anomalous partitions</h2>{plots or '<p>None.</p>'}"
         f"<h2 id='connections'>Connections</h2>{_connections(doc)}"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from verifier.judge.duplicate_window import window_lines
 from verifier.judge.faults.owners import cell_text
 from verifier.report.compare import load_of, rate_text, workload
 from verifier.report.differences import difference_lines
@@ -146,6 +147,7 @@ def render_terminal(doc: dict) -> str:
             s = c["anomalies"][k]["sample"][:1]
             if s:
                 lines.append(f"{c['name']}: {k} e.g. {_where(s[0])}")
+    lines += window_lines(doc)  # real-time mode: records written again per kill
     return "\n".join(lines)
 
 

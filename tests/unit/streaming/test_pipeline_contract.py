@@ -35,6 +35,8 @@ def test_a_user_file_outside_the_project_loads_with_its_parts(tmp_path):
     p = load_pipeline(str(f))
     assert (p.name, p.guarantee, p.read_output is not None) == ("my-job", "exactly-once", True)
     assert load_pipeline(f"{f}:build", guarantee="at-least-once").guarantee == "at-least-once"
+    # another function of the same file is another column (its twin beside it)
+    assert load_pipeline(f"{f}:read_output").name == "my-job-read-output"
 
 
 def test_a_module_function_loads(tmp_path, monkeypatch):
@@ -42,7 +44,8 @@ def test_a_module_function_loads(tmp_path, monkeypatch):
     monkeypatch.syspath_prepend(str(tmp_path))
     try:
         p = load_pipeline("jobs_h21:make")
-        assert p.name == "jobs-h21" and p.guarantee is None
+        # a function other than build names its column too: two of one module are two
+        assert p.name == "jobs-h21-make" and p.guarantee is None
     finally:
         sys.modules.pop("jobs_h21", None)
 
