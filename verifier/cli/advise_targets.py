@@ -25,7 +25,12 @@ CONSUMER_KEYS = frozenset({
 PIPELINE_SINKS = {"kafka-sink": "kafka", "file": "file", "delta": "delta",
                   "foreach-batch": "foreachBatch",
                   "foreach-batch-idempotent": "foreachBatch-idempotent",
-                  "dedup-state": "delta"}  # stateful, into Delta: Delta's rules
+                  "dedup-state": "delta",  # stateful, into Delta: Delta's rules
+                  # issue 46: foreachBatch into PostgreSQL, an upsert by the record's
+                  # place in the log (a replay or a re-read writes nothing twice) and an
+                  # append (a replay is appended again)
+                  "postgres-upsert": "foreachBatch-upsert",
+                  "postgres-append": "foreachBatch"}
 
 
 def _pipeline_scan(path: Path) -> tuple[list[tuple[str, object]], list[str]]:
@@ -86,6 +91,24 @@ def kind_of(keys: list[str]) -> str:
     return "producer"
 
 
+def _file_of(spec: str) -> Path:
+    """The file a spec names: ``FILE.py:function`` is FILE.py; ``package.module:function``
+    the module's file when it can be found (no code of it runs); else the name as is."""
+    target, colon, _ = spec.partition(":")
+    if colon and target.endswith(".py"):
+        return Path(target)
+    if colon and target and all(p.isidentifier() for p in target.split(".")):
+        import importlib.util
+
+        try:
+            found = importlib.util.find_spec(target)
+        except (ImportError, ValueError):
+            found = None
+        if found is not None and found.origin and found.origin.endswith(".py"):
+            return Path(found.origin)
+    return Path(spec)
+
+
 def targets(files: list[str]) -> list[tuple[str, str, list[tuple[str, object]], list[str]]]:
     """(name, kind, pairs as written, notes) for each FILE."""
     from producers.config import DEFAULTS, PRESETS
@@ -94,7 +117,7 @@ def targets(files: list[str]) -> list[tuple[str, str, list[tuple[str, object]], 
 
     out = []
     for name in files:
-        path = Path(name)
+        path = _file_of(name)
         if not path.exists() and name in MODES:
             # in Java names: every client reads them (librdkafka as aliases of its own)
             pairs = [(java_name(k), v) for k, v in {**DEFAULTS, **PRESETS[name]}.items()

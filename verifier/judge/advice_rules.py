@@ -348,11 +348,16 @@ RULES: tuple[Rule, ...] = (
          reason="the sink records which batch it wrote (the file sink's _spark_metadata, "
                 "Delta's transaction log, txnAppId/txnVersion): a replayed batch is skipped",
          source=SPARK_SS + "; " + DELTA),
+    Rule("upsert-sink", DRIVER_CRASH, ((SINK, "==", "foreachBatch-upsert"),), (),
+         reason="each row is upserted by the record's place in the log (INSERT ... ON "
+                "CONFLICT DO NOTHING): a replayed batch, or a new checkpoint's re-read, "
+                "writes no row twice", source=SPARK_SS + " (foreachBatch)"),
     Rule("kafka-sink-task-retry", EXECUTOR_LOSS, ((SINK, "==", "kafka"),), (DUP_DELIVERY,),
          reason="a retried task sends again what the lost one already sent",
          source=SPARK_KAFKA + " (writing data to Kafka)"),
     Rule("file-sink-task-retry", EXECUTOR_LOSS,
-         ((SINK, "in", ("file", "delta", "foreachBatch", "foreachBatch-idempotent")),), (),
+         ((SINK, "in", ("file", "delta", "foreachBatch", "foreachBatch-idempotent",
+                        "foreachBatch-upsert")),), (),
          reason="a task's output is committed by the driver only once: a retried task's "
                 "files replace the lost one's", source=SPARK_SS),
     Rule("checkpoint-own-progress", CHECKPOINT_LOSS,

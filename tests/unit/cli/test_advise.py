@@ -91,6 +91,22 @@ def test_presets_and_usage_errors(capsys):
     assert exc.value.code == 64
 
 
+def test_every_pipeline_a_chaos_run_takes_has_its_sink(tmp_path):
+    """``verifier chaos`` reads each --pipeline's sink for its advice before the run: the
+    PostgreSQL presets and ``FILE.py:function`` (issue 46) stopped it with exit 64."""
+    from verifier.cli.advise_targets import targets
+
+    f = tmp_path / "rt.py"
+    f.write_text("def build(spark, source):\n    return source.writeStream.format('kafka')\n"
+                 "def micro_batch(spark, source):\n    return build(spark, source)\n")
+    got = {name: pairs for name, _, pairs, _ in
+           targets([f"{f}:micro_batch", "postgres-upsert", "postgres-append"])}
+    assert got[f"{f}:micro_batch"] == [("sink", "kafka")]
+    assert got["postgres-upsert"] == [("sink", "foreachBatch-upsert")]
+    assert got["postgres-append"] == [("sink", "foreachBatch")]
+    assert main(["advise", "postgres-upsert"]) == 0
+
+
 def test_kind_of():
     assert kind_of(["acks"]) == "producer"
     assert kind_of(["isolation.level", "group.id"]) == "consumer"

@@ -105,6 +105,8 @@ CASES = [
     ("foreach-batch-replay", SPARK, "pipeline", {"sink": "foreachBatch"}, R.DRIVER_CRASH,
      {"duplicate-delivery"}),
     ("exactly-once-sink", SPARK, "pipeline", {"sink": "delta"}, R.DRIVER_CRASH, set()),
+    ("upsert-sink", SPARK, "pipeline", {"sink": "foreachBatch-upsert"}, R.DRIVER_CRASH,
+     set()),
     ("kafka-sink-task-retry", SPARK, "pipeline", {"sink": "kafka"}, R.EXECUTOR_LOSS,
      {"duplicate-delivery"}),
     ("file-sink-task-retry", SPARK, "pipeline", {"sink": "file"}, R.EXECUTOR_LOSS, set()),
