@@ -19,9 +19,9 @@ What the tool does about it:
   anything starts, in the PySpark the pipeline runs on: ``--spark-version``);
 - no batch hold: Spark 4.2's real-time allowlist has no Python operator, and the hold is
   a Python pass-through (streaming.pipelines.hold). The driver marks the batch instead
-  (:func:`real_time_marker`): its ``holding`` marker appears once the batch in flight has
-  run KILL_AT of its duration, and goes at the batch's commit, so the ``mid-batch``
-  trigger of a kill lands late in a real-time batch, where its replay is widest.
+  (:func:`real_time_marker`): its ``holding`` marker appears once a batch after this
+  driver's first commit has run KILL_AT of its duration, and goes at the batch's commit,
+  so the ``mid-batch`` trigger of a kill lands late in one real-time batch.
 """
 
 from __future__ import annotations
@@ -137,11 +137,15 @@ def latest_commit_time(checkpoint: Path) -> float | None:
     return max(times, default=None)
 
 
-def batch_began(checkpoint: Path, started_at: float) -> float:
+def batch_began(checkpoint: Path, started_at: float) -> float | None:
     """When the real-time batch in flight began: at the latest commit since ``started_at``
-    (the driver's start), else at the start."""
+    (the driver's start); None before this driver committed one. Its first batch also
+    replays what its killed predecessor had not committed (from the checkpoint's last
+    commit, or from the input's start), and the first of a restarted driver on a loaded
+    machine took 13 s past its 10-s duration (2026-11-29): a kill then replays far more
+    than one batch."""
     last = latest_commit_time(checkpoint)
-    return last if last is not None and last > started_at else started_at
+    return last if last is not None and last > started_at else None
 
 
 def late_in_batch(began: float, now: float, batch_ms: int) -> bool:
@@ -159,10 +163,10 @@ def real_time_marker(marker: Path, checkpoint: Path, started_at: float, batch_ms
     now = time.time() if now is None else now
     began = batch_began(checkpoint, started_at)
     current = read_marker(marker)
-    if current is not None and current.get("batch_began") != round(began, 3):
+    if current is not None and (began is None or current.get("batch_began") != round(began, 3)):
         marker.unlink(missing_ok=True)  # committed since: that batch is over
         current = None
-    if current is None and late_in_batch(began, now, batch_ms):
+    if current is None and began is not None and late_in_batch(began, now, batch_ms):
         write_marker(marker, None, "real-time",
                      {"batch_began": round(began, 3), "batch_ms": batch_ms})
 

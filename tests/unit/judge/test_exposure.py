@@ -156,6 +156,24 @@ def test_a_kill_in_a_batch_the_checkpoint_no_longer_keeps_counts_from_its_detail
     assert got["pipeline:p"]["exercised"] is False
 
 
+def test_a_real_time_kill_counts_the_batch_its_restart_logged():
+    """Spark's real-time mode logs a batch's offsets at its end: at the kill the batch in
+    flight is in no log, and the restarted query logs it again (from the last commit)."""
+    batches = [Batch(0, T0 - 4_000, T0 - 3_900, {("run.t", 0): (0, 600)}),
+               Batch(1, T0 + 30_000, T0 + 30_100, {("run.t", 0): (600, 1400)})]
+    pipe = col("pipeline:p", (), pipeline="p")
+    rt = fault(1, "process-kill", {"process": "pipeline/p"}, T0, T0 + 3_000,
+               start_detail={"mid_batch": True, "batch": None, "hold": "real-time",
+                             "batch_in_flight": True})
+    (e,) = run(rt, [pipe], batches={"pipeline/p": batches})["pipeline:p"]["faults"]
+    assert e["acted"] == 800 and "real-time batch" in e["what"], e
+    # a micro-batch kill between the same batches acted on nothing, as before
+    mb = fault(1, "process-kill", {"process": "pipeline/p"}, T0, T0 + 3_000,
+               start_detail={"mid_batch": True, "batch": 1, "hold": "source"})
+    got = run(mb, [pipe], batches={"pipeline/p": batches})
+    assert got["pipeline:p"]["exercised"] is False
+
+
 def test_not_applied_is_not_exercised_unknown_outcome_is_left_open():
     failed = fault(1, "broker-kill", {"node": 1}, T0, T0 + 1, start_type="fail",
                    error="node 1 is dead, not running")

@@ -77,22 +77,25 @@ def _commit(checkpoint, batch: int, at: float) -> None:
 
 def test_the_batch_in_flight_began_at_the_latest_commit_since_the_start(tmp_path):
     cp = tmp_path / "checkpoint"
-    assert batch_began(cp, 500.0) == 500.0  # no commit yet: the query's start
+    assert batch_began(cp, 500.0) is None  # no commit yet: its first batch, a replay too
     _commit(cp, 0, 400.0)  # a commit of the killed predecessor
-    assert batch_began(cp, 500.0) == 500.0
+    assert batch_began(cp, 500.0) is None
     _commit(cp, 1, 520.0)
     assert batch_began(cp, 500.0) == 520.0
 
 
-def test_the_marker_appears_late_in_the_batch_and_goes_at_its_commit(tmp_path):
+def test_the_marker_appears_late_in_a_batch_after_the_first_commit(tmp_path):
     marker, cp = tmp_path / "holding", tmp_path / "checkpoint"
-    real_time_marker(marker, cp, 500.0, 10_000, now=505.0)
+    real_time_marker(marker, cp, 500.0, 10_000, now=530.0)
+    assert read_marker(marker) is None  # the driver's first batch: never
+    _commit(cp, 0, 510.0)
+    real_time_marker(marker, cp, 500.0, 10_000, now=515.0)
     assert read_marker(marker) is None  # 5 s into a 10-s batch: not yet
-    real_time_marker(marker, cp, 500.0, 10_000, now=508.5)
+    real_time_marker(marker, cp, 500.0, 10_000, now=518.5)
     m = read_marker(marker)
-    assert m["where"] == "real-time" and m["batch_began"] == 500.0 and m["batch"] is None
-    _commit(cp, 0, 510.0)  # the batch committed: the next one began
-    real_time_marker(marker, cp, 500.0, 10_000, now=511.0)
+    assert m["where"] == "real-time" and m["batch_began"] == 510.0 and m["batch"] is None
+    _commit(cp, 1, 520.0)  # the batch committed: the next one began
+    real_time_marker(marker, cp, 500.0, 10_000, now=521.0)
     assert read_marker(marker) is None
-    real_time_marker(marker, cp, 500.0, 10_000, now=518.2)
-    assert read_marker(marker)["batch_began"] == 510.0
+    real_time_marker(marker, cp, 500.0, 10_000, now=528.2)
+    assert read_marker(marker)["batch_began"] == 520.0

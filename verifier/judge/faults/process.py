@@ -70,6 +70,17 @@ def batch_at(batches: list[Batch], t: int) -> Batch | None:
     return None
 
 
+#: the kill detail's ``hold`` of a real-time query's marker (streaming.pipelines.triggers)
+REAL_TIME = "real-time"
+
+
+def logged_after(batches: list[Batch], t: int) -> Batch | None:
+    """A real-time batch in flight at ``t``: Spark's real-time mode writes a batch's
+    offsets at its end, so the batch a kill left in flight is the first logged after it,
+    as the restarted query ran it again (from the last commit, with what came since)."""
+    return min((b for b in batches if b.planned > t), key=lambda b: b.planned, default=None)
+
+
 def _aged_out(detail: dict, batches: list[Batch]) -> int | None:
     """The records of the batch a kill's detail names as in flight (its trigger saw it
     uncommitted) when the checkpoint no longer keeps it: a query keeps its latest 20
@@ -111,8 +122,11 @@ def _batches_acted_on(w: Window, col: ColumnSpec, facts: RunFacts, proc: str,
             return None, "checkpoint not found"
         return int(bool(mid)), "batches in flight at the kill (from the kill's detail)"
     n = batches = 0
+    real_time = w.start_detail.get("hold") == REAL_TIME
     for r in known:
         b = batch_at(facts.batches[r], w.start)
+        if b is None and real_time:
+            b = logged_after(facts.batches[r], w.start)
         if b is not None:
             batches += 1
             n += _records(b, topics) if b.ranges else 1
@@ -122,6 +136,9 @@ def _batches_acted_on(w: Window, col: ColumnSpec, facts: RunFacts, proc: str,
         return aged, ("records of 1 batch(es) planned and not committed at the kill "
                       "(from the kill's detail: the checkpoint keeps only its latest "
                       "batches)" + note(w.fault, w.start_detail))
+    if real_time:
+        return n, ("records of the real-time batch in flight at the kill, as its restart "
+                   "ran it (its offsets are logged at its end)" + note(w.fault, w.start_detail))
     return n, (f"records of {batches} batch(es) planned and not committed at the kill"
                + note(w.fault, w.start_detail))
 
