@@ -144,8 +144,6 @@ def app_problems(args: argparse.Namespace, profile, given: set[str],
 def group_problems(args: argparse.Namespace, planned: list) -> list[str]:
     """``--group-protocol`` and share groups against the clients and the broker
     (verifier.rundata.app_groups): refused before anything starts, with the reason."""
-    import os
-
     from verifier.rundata import app_groups, jvm
 
     text = getattr(args, "group_protocol", None)
@@ -161,8 +159,9 @@ def group_problems(args: argparse.Namespace, planned: list) -> list[str]:
         brokers = [getattr(args, "kafka_version", None) or jvm.kafka_version()]
     out: list[str] = []
     for broker in brokers:
-        for problem in app_groups.refusals(planned, protocols, broker,
-                                           os.environ.get("KAFKA_CLIENTS_VERSION")):
+        # the Java presets run on kafka-clients at jvm.clients_version(), which
+        # --kafka-version does not move (KAFKA_CLIENTS_VERSION, else KAFKA_VERSION)
+        for problem in app_groups.refusals(planned, protocols, broker, jvm.clients_version()):
             if problem not in out:
                 out.append(problem)
     return out

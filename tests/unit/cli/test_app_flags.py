@@ -85,8 +85,9 @@ def test_the_command_line_refuses_them_before_anything_starts(argv, said, capsys
     assert time.monotonic() - t0 < 10
 
 
-def test_group_protocols_are_checked_against_the_clients_and_the_broker():
+def test_group_protocols_are_checked_against_the_clients_and_the_broker(monkeypatch):
     java = "java-copier-transactional,java-share-copier"
+    monkeypatch.setenv("KAFKA_CLIENTS_VERSION", "4.4.0")
     assert problems("--app", java, "--group-protocol", "classic,consumer",
                     "--kafka-version", "4.4.0") == []
     said = problems("--app", "copier-transactional", "--group-protocol", "consumer",
@@ -97,3 +98,7 @@ def test_group_protocols_are_checked_against_the_clients_and_the_broker():
     assert "--group-protocol does not apply" in problems("--group-protocol", "consumer")[0]
     assert "neither" in problems("--app", java, "--group-protocol", "eager",
                                  "--kafka-version", "4.4.0")[0]
+    # --kafka-version moves the broker, not the Java presets' kafka-clients
+    monkeypatch.setenv("KAFKA_CLIENTS_VERSION", "4.1.1")
+    said = problems("--app", java, "--kafka-version", "4.4.0")
+    assert len(said) == 1 and "needs kafka-clients 4.2 or later" in said[0]
