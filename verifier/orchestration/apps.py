@@ -171,10 +171,18 @@ def drain_and_read_back(run, timeout: float) -> list[str]:
     for app in run.opts.apps:
         group = A.group_id(run.run_id, app.name)
         short = {}
+        quiet = S.Quiet()
         while time.monotonic() < deadline:
             short = short_of[app.name] = (
                 behind(ends, _position(run, app, bootstrap, group, extra)) if S.is_share(app)
                 else group_behind(bootstrap, group, ends, **extra))
+            if short and S.is_share(app) and quiet.settled(
+                    short, A.AppLayout(run.run_dir, app.name), app.instances):
+                notes.append(f"app {app.name}: its share group's start offsets stayed short "
+                             f"of the input's end for {S.SETTLE_S:.0f} s with no instance in "
+                             f"a batch (the broker moves them lazily): what is missing past "
+                             f"them is judged unseen")
+                break
             dead = [p.name for p in instances(run) if p.name.startswith(
                 f"{A.PROCESS_PREFIX}/{app.name}/") and not p.alive]
             for name in dead:  # exited on its own: the drain needs it consuming

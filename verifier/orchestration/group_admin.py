@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import logging
 import subprocess
+import time
 
 from verifier.rundata import apps as A
 from verifier.rundata.app_groups import SHARE_GROUP
@@ -53,19 +54,50 @@ def group_type(app, env: dict) -> str:
     return str(_ask(app, env, "group-type").get("type") or "").lower()
 
 
+#: how long a share group's start offsets may stay put, short of the input's end, with
+#: every instance between batches, before the drain stops waiting: the broker advances a
+#: share-partition's start offset lazily (measured 2026-11-29: 2, 4 and 9 records short
+#: of the end for two minutes after every record had been written and acknowledged)
+SETTLE_S = 15.0
+
+
+class Quiet:
+    """Whether a share group has settled: its start offsets unchanged for SETTLE_S while
+    no instance says it is in a batch (``at_risk`` > 0)."""
+
+    def __init__(self, clock=time.monotonic) -> None:
+        self.clock = clock
+        self.last: dict | None = None
+        self.since = clock()
+
+    def settled(self, short: dict, where: A.AppLayout, instances: int) -> bool:
+        now = self.clock()
+        if short != self.last or any(int(s.get("at_risk") or 0) > 0
+                                     for s in _states(where, instances)):
+            self.last, self.since = dict(short), now
+            return False
+        return now - self.since >= SETTLE_S
+
+
+def _states(where: A.AppLayout, instances: int) -> list[dict]:
+    out = []
+    for i in range(instances):
+        try:
+            out.append(json.loads(where.state_file(i).read_text()))
+        except (OSError, ValueError):
+            continue
+    return out
+
+
 def last_attempts(where: A.AppLayout, instances: int) -> tuple[list[str], int | None]:
     """Every ``"topic-partition@offset"`` an instance got at its last delivery attempt
     (sorted, once each), and the delivery-count limit the instances said."""
     got: set[str] = set()
     limit = None
-    for i in range(instances):
-        try:
-            state = json.loads(where.state_file(i).read_text())
-        except (OSError, ValueError):
-            continue
+    for state in _states(where, instances):
         got.update(state.get("last_attempts") or ())
         limit = state.get("delivery_limit") or limit
     return sorted(got), limit
 
 
-__all__ = ["group_type", "is_share", "last_attempts", "share_offsets"]
+__all__ = ["SETTLE_S", "Quiet", "group_type", "is_share", "last_attempts", "share_offsets"]

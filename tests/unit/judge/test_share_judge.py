@@ -64,3 +64,27 @@ def test_a_column_whose_group_ran_another_protocol_is_not_judged():
     protocol_problem({"group_protocol": "consumer", "group_type_seen": None})  # a command
     with pytest.raises(ValueError, match="describes its group as classic"):
         protocol_problem({"group_protocol": "consumer", "group_type_seen": "classic"})
+
+
+def test_the_drain_stops_waiting_for_a_share_group_once_it_settled_short(tmp_path):
+    from verifier.orchestration.group_admin import SETTLE_S, Quiet
+
+    where = AppLayout(tmp_path, "java-share-copier")
+    where.root.mkdir(parents=True)
+    where.state_file(0).write_text(json.dumps({"at_risk": 0}))
+    now = [0.0]
+    quiet = Quiet(clock=lambda: now[0])
+    short = {"t-0": "1366/1368"}
+    assert not quiet.settled(short, where, 1)
+    now[0] = SETTLE_S - 1
+    assert not quiet.settled(short, where, 1)
+    # an instance in a batch: not settled, the wait starts again
+    where.state_file(0).write_text(json.dumps({"at_risk": 3}))
+    now[0] = SETTLE_S + 1
+    assert not quiet.settled(short, where, 1)
+    where.state_file(0).write_text(json.dumps({"at_risk": 0}))
+    now[0] = 2 * SETTLE_S + 1
+    assert quiet.settled(short, where, 1)
+    # the offsets moved: not settled
+    now[0] += 1
+    assert not quiet.settled({"t-0": "1367/1368"}, where, 1)

@@ -116,18 +116,18 @@ final class Copier {
             // nothing is open between two polls (each batch is written and committed before
             // the next), so a revoke has nothing to finish
             consumer.subscribe(env.inputs, new ConsumerRebalanceListener() {
+                // the whole assignment after each callback: under the consumer protocol
+                // (KIP-848, incremental) a callback names only what was added or taken
+                // away, and the state file once showed 0 partitions owned by an instance
+                // that held 3 (2026-11-29, [consumer] column)
                 @Override
                 public void onPartitionsRevoked(Collection<TopicPartition> revoked) {
-                    state.revoked();
+                    state.revoked(names(consumer.assignment(), revoked));
                 }
 
                 @Override
                 public void onPartitionsAssigned(Collection<TopicPartition> assigned) {
-                    List<String> names = new ArrayList<>();
-                    for (TopicPartition tp : assigned) {
-                        names.add(tp.topic() + "-" + tp.partition());
-                    }
-                    state.assigned(names);
+                    state.assigned(names(consumer.assignment(), List.of()));
                 }
             });
             // started over after an error: the batch that was between its steps is gone
@@ -178,6 +178,18 @@ final class Copier {
                 state.done();
             }
         }
+    }
+
+    /** "topic-partition" of each partition of {@code owned} not in {@code gone}. */
+    private static List<String> names(Collection<TopicPartition> owned,
+                                      Collection<TopicPartition> gone) {
+        List<String> out = new ArrayList<>();
+        for (TopicPartition tp : owned) {
+            if (!gone.contains(tp)) {
+                out.add(tp.topic() + "-" + tp.partition());
+            }
+        }
+        return out;
     }
 
     /** Each record's key, value and headers to the output partition of its number. */

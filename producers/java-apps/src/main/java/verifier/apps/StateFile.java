@@ -56,7 +56,13 @@ final class StateFile {
     }
 
     synchronized void revoked() {
-        assigned = new ArrayList<>();
+        revoked(List.of());
+    }
+
+    /** A rebalance took partitions away; {@code kept}: what the instance still owns. */
+    synchronized void revoked(Collection<String> kept) {
+        assigned = new ArrayList<>(kept);
+        assigned.sort(null);
         rebalances++;
         write();
     }
