@@ -23,7 +23,7 @@ def snap(pid, assigned, rebalances):
     return {"pid": pid, "assigned": assigned, "rebalances": rebalances, "alive": True}
 
 
-START = {"app/a/0": snap(10, ["t-0", "t-1"], 2), "app/a/1": snap(11, ["t-2"], 2),
+START = {"app/a/0": snap(10, ["r.t-0", "r.t-1"], 2), "app/a/1": snap(11, ["t-2"], 2),
          "app/b/0": snap(20, ["t-0", "t-1", "t-2"], 0), "app/b/1": None}
 HEAL = {"app/a/0": snap(30, [], 1),  # killed and restarted: a new process, one rebalance
         "app/a/1": snap(11, ["t-0", "t-1", "t-2"], 3),
@@ -33,7 +33,7 @@ HEAL = {"app/a/0": snap(30, [], 1),  # killed and restarted: a new process, one 
 def test_each_instance_owned_what_it_held_at_either_end_and_saw_its_counters_rise():
     got = per_instance({"owners": START}, {"owners": HEAL})
     a0, a1 = got["a"]
-    assert a0 == {"instance": 0, "owned": ["t-0", "t-1"], "at_start": ["t-0", "t-1"],
+    assert a0 == {"instance": 0, "owned": ["r.t-0", "r.t-1"], "at_start": ["r.t-0", "r.t-1"],
                   "at_end": [], "rebalances": 1, "restarted": True}
     assert a1["owned"] == ["t-0", "t-1", "t-2"] and a1["rebalances"] == 1
     assert "restarted" not in a1
@@ -44,6 +44,9 @@ def test_each_instance_owned_what_it_held_at_either_end_and_saw_its_counters_ris
     added = per_instance({"owners": {}}, {"owners": {"app/a/2": snap(40, ["t-1"], 1)}})
     assert added["a"] == [{"instance": 2, "owned": ["t-1"], "at_start": [],
                            "at_end": ["t-1"], "rebalances": None, "seen": "end"}]
+    # added, its file not written yet at the start, gone at the end: not "no state file"
+    young = per_instance({"owners": {"app/a/2": None}}, {"owners": {}})["a"][0]
+    assert young["seen"] == "start" and "state" not in young and young["owned"] == []
     assert per_instance({}, {}) == {}  # a run without applications, or recorded before
 
 

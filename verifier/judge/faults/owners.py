@@ -14,7 +14,9 @@ From the two this module derives, per instance:
 - ``rebalances``: the rebalances it saw from the start to the end (its counter's rise,
   counted by its rebalance listener as its partitions are revoked); an instance restarted
   in between (a new ``pid``) counts from its restart (``restarted``);
-- ``state``: False when it keeps no state file (a user's service): nothing is known.
+- ``state``: False when it keeps no state file (a user's service): nothing is known; an
+  instance seen at one end only before it wrote its file (added by ``scale-out``) owned
+  nothing known then (``seen``).
 
 Where the fault acts on instances (a kill, a pause, a coordinator kill, scaling) these
 say whom it found holding what; where it acts on brokers or the proxy they say which
@@ -52,7 +54,11 @@ def per_instance(start_detail: dict, heal_detail: dict) -> dict[str, list[dict]]
         b, a = before.get(process), after.get(process)
         entry: dict = {"instance": instance}
         if b is None and a is None:
-            entry["state"] = False  # keeps no state file: nothing known
+            if process in before and process in after:
+                entry["state"] = False  # keeps no state file: nothing known
+            else:  # at one end only, its file not written yet (just added by scale-out)
+                entry.update(owned=[], at_start=[], at_end=[], rebalances=None,
+                             seen="start" if process in before else "end")
             out.setdefault(app, []).append(entry)
             continue
         at_start = sorted((b or {}).get("assigned") or ())
@@ -96,15 +102,21 @@ def long_text(app: str, entries: list[dict]) -> str:
         if e.get("state") is False:
             parts.append(f"{app}/{e['instance']} keeps no state file")
             continue
-        owned = ",".join(e.get("at_start") or ()) or "none"
+        owned = ",".join(map(_short, e.get("at_start") or ())) or "none"
         if e.get("at_end") != e.get("at_start"):
-            owned += f" -> {','.join(e.get('at_end') or ()) or 'none'}"
+            owned += f" -> {','.join(map(_short, e.get('at_end') or ())) or 'none'}"
         rb = e.get("rebalances")
         seen = ("rebalances not known (seen at the " + e.get("seen", "?") + " only)"
                 if rb is None else f"{rb} rebalance(s)"
                 + (" since its restart" if e.get("restarted") else ""))
         parts.append(f"{app}/{e['instance']} owned {owned}, {seen}")
     return "; ".join(parts)
+
+
+def _short(partition: str) -> str:
+    """A partition without its topic's run prefix (``<run>.idempotent-0`` ->
+    ``idempotent-0``): the summary's line stays readable."""
+    return partition.rsplit(".", 1)[-1]
 
 
 def rebalances_total(entries: list[dict] | None) -> int | None:
