@@ -84,7 +84,7 @@ def refuse_real_time(spec: str, pyspark_version: str) -> None:
         raise PipelineError(
             f"pipeline {spec}: trigger(realTime=...) is Spark's real-time mode, which "
             f"Spark has from 4.1; this pipeline runs on PySpark {pyspark_version}: run it "
-            "with --spark-version 4.2.0 (or 4.1.x)")
+            "on PySpark 4.1 or later (--spark-version 4.2.0)")
 
 
 @dataclass
