@@ -114,11 +114,11 @@ MECHANISM: dict[str, tuple[str, str, str]] = {
     ),
     DUP_DELIVERY: (
         "Redelivery: the reader processed one offset twice",
-        "The observer (Spark) crashed after writing a batch's output but before its "
-        "checkpoint recorded the batch's offsets; on restart it re-reads from the last "
-        "checkpointed offsets. An idempotent or transactional sink keyed by "
-        "(partition, offset) absorbs it; an at-least-once sink shows it.",
-        "Spark Structured Streaming guide, fault tolerance semantics",
+        "A reader (a Spark query, a consumer group's member) wrote an input record's output "
+        "and died or lost its partitions before recording the offset (checkpoint, committed "
+        "offset); its successor re-reads and writes it again. A sink keyed by (partition, "
+        "offset), or offsets committed in the output's transaction (KIP-447), absorbs it.",
+        "Spark Structured Streaming guide, fault tolerance semantics; " + _KAFKA_DOCS,
     ),
     REORDER: (
         "Reorder: a later record before an earlier one",
