@@ -73,6 +73,8 @@ def test_every_preset_mode_and_pipeline():
                    "kafka-sink": "pipeline/at-least-once", "file": "pipeline/exactly-once",
                    "delta": "pipeline/exactly-once", "foreach-batch": "pipeline/at-least-once",
                    "foreach-batch-idempotent": "pipeline/exactly-once",
+                   "postgres-upsert": "pipeline/exactly-once",
+                   "postgres-append": "pipeline/at-least-once",
                    "dedup-state": "pipeline/exactly-once"}
 
 
