@@ -3,6 +3,7 @@ environment, client(s), versions, pipelines, producer config and seed its plan r
 
 from __future__ import annotations
 
+import shlex
 import time
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -13,13 +14,15 @@ from verifier.api._run import spark_beside, stop_spark
 from verifier.orchestration.scenario import parse_duration
 from verifier.orchestration.shrink import Result
 from verifier.orchestration.shrink_plan import FailedRun, load_failed_run, scenario_toml
+from verifier.rundata.apps import DEFAULT_INSTANCES
 from verifier.rundata.errors import UsageError
 from verifier.rundata.plan import RunPlan
 
 
 def request_from_plan(plan: RunPlan, scenario_file: Path | str, **where) -> ChaosRequest:
     """The chaos request that runs ``scenario_file`` as the run of ``plan`` ran: seed,
-    client(s), producer config, pipelines and their guarantee, broker version,
+    client(s), producer config, pipelines and their guarantee, applications (their
+    instances and group protocols), broker version,
     environment and Spark master. The file holds the scenario as it ran (the profile's
     scaling already applied, the sink in its options), so no profile. ``where``: the
     request's ``out``, ``base_port`` and ``state_dir``."""
@@ -45,6 +48,7 @@ def request_from_plan(plan: RunPlan, scenario_file: Path | str, **where) -> Chao
         guarantees = {p.get("guarantee") for p in pipelines.values()}
         if len(guarantees) == 1 and None not in guarantees:
             fields["pipeline_guarantee"] = guarantees.pop()
+    fields.update(_app_fields(plan.apps))
     if plan.environment == "external":
         fields["bootstrap_servers"] = plan.bootstrap_servers
     elif plan.environment == "docker":
@@ -54,6 +58,29 @@ def request_from_plan(plan: RunPlan, scenario_file: Path | str, **where) -> Chao
     if plan.spark_master:
         fields["spark_master"] = str(plan.spark_master)
     return ChaosRequest(**fields)
+
+
+def _app_fields(apps: dict[str, dict]) -> dict:
+    """``--app``, ``--app-guarantee``, ``--app-instances`` and ``--group-protocol`` as the
+    run's config.json ``apps`` records them: the presets by the names they were typed as
+    (``streams-eos``; a ``[consumer]`` protocol suffix dropped, the protocols given
+    again), or the user's command with its claim."""
+    if not apps:
+        return {}
+    fields: dict = {}
+    if all(e.get("preset") for e in apps.values()):
+        fields["app"] = ",".join(dict.fromkeys(n.split("[", 1)[0] for n in apps))
+    else:
+        entry = next(iter(apps.values()))
+        fields["app"] = shlex.join(entry["command"])
+        fields["app_guarantee"] = entry["guarantee"]
+    instances = {int(e.get("instances") or DEFAULT_INSTANCES) for e in apps.values()}
+    if instances != {DEFAULT_INSTANCES}:
+        fields["app_instances"] = max(instances)
+    protocols = [e["group_protocol"] for e in apps.values() if e.get("group_protocol")]
+    if protocols:
+        fields["group_protocol"] = ",".join(dict.fromkeys(protocols))
+    return fields
 
 
 @dataclass(frozen=True)

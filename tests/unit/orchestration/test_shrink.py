@@ -343,3 +343,30 @@ def test_the_runner_runs_each_candidate_as_a_scenario_file_and_reads_its_verdict
     assert len(parse_scenario(text, "shrunk").faults) == 1
     report = paths["report"].read_text()
     assert "- before: 2 faults, 90 s" in report and "- after: 1 fault, 90 s" in report
+
+
+def test_the_chaos_request_runs_the_applications_again_as_they_ran(tmp_path):
+    from verifier.cli import build_parser
+    from verifier.cli.chaos import request_of
+
+    def entry(preset, protocol=None, instances=2, command=("python", "x.py"),
+              guarantee="exactly-once"):
+        return {"command": list(command), "guarantee": guarantee, "instances": instances,
+                "preset": preset, "group_protocol": protocol}
+
+    presets = {"streams-eos": entry("streams-exactly-once-v2"),
+               "java-copier-transactional[classic]": entry("java-copier-transactional",
+                                                           "classic", 3),
+               "java-copier-transactional[consumer]": entry("java-copier-transactional",
+                                                            "consumer", 3)}
+    command = {"user": entry(None, command=("java", "-cp", "my app/*", "example.Service"),
+                             guarantee="at-least-once")}
+    cases = [(presets, ["--app", "streams-eos,java-copier-transactional",
+                        "--app-instances", "3", "--group-protocol", "classic,consumer"]),
+             (command, ["--app", "java -cp 'my app/*' example.Service",
+                        "--app-guarantee", "at-least-once"])]
+    for apps, flags in cases:
+        request = request_from_plan(_plan([("idempotent-0", "kafka-python", None)],
+                                          apps=apps), "s.toml")
+        assert request.argv() == ["--scenario", "s.toml", "--seed", "4", *flags]
+        assert request_of(build_parser().parse_args(["chaos", *request.argv()])) == request
