@@ -111,6 +111,7 @@ def plan_lines(args, scenarios, env, opts, replication: int, found=None,
             creates.append(f"  topic {output_topic(rid, p.name)}  "
                            f"{s.workload.partitions} partitions, replication {replication}"
                            f"  (pipeline {p.name}'s output)")
+        _app_lines(opts.apps, rid, s.workload.partitions, replication, creates, tids, groups)
         groups.append(f"  group {rid}.spark-*  (the Spark readers of the observer"
                       f"{' and pipelines' if opts.pipelines else ''}: join, commit nothing)")
     lines += ["creates:", *creates, "uses:", *tids, *groups, "deletes:",
@@ -125,6 +126,39 @@ def plan_lines(args, scenarios, env, opts, replication: int, found=None,
                      + (f" ({', '.join(left)}); `verifier cleanup --bootstrap-servers "
                         f"{args.bootstrap_servers}` removes killed ones" if left else ""))
     return lines
+
+
+def _app_lines(apps, rid: str, partitions: int, replication: int, creates: list,
+               tids: list, groups: list) -> None:
+    """What ``--app``'s applications create and use (docs/applications.md): each one's
+    output topic, group and transactional-id prefix; Kafka Streams' internal topics; the
+    fault-free reference run of an aggregating one."""
+    from verifier.rundata import app_reference as R
+    from verifier.rundata import apps as A
+
+    for app in apps:
+        topics = [(A.output_topic(rid, app.name), "output")]
+        if app.oracle == "reference":
+            topics.append((R.reference_output(rid, app.name), "fault-free reference run's "
+                                                               "output"))
+        for topic, what in topics:
+            creates.append(f"  topic {topic}  {partitions} partitions, replication "
+                           f"{replication}  (application {app.name}'s {what})")
+        streams = bool(app.preset and app.preset.startswith("streams"))
+        kind = "share group" if app.group_type == "share" else "group"
+        runs = [(A.group_id(rid, app.name), f"{app.instances} instances")]
+        if app.oracle == "reference":
+            runs.append((R.reference_group(rid, app.name), "its fault-free reference run"))
+        for group, who in runs:
+            if streams:
+                creates.append(f"  topics {group}-*  (Kafka Streams' internal changelog and "
+                               "repartition topics, created by Streams)")
+            groups.append(f"  {kind} {group}  (application {app.name}, {who}: commits "
+                          "offsets)")
+        if app.guarantee == "exactly-once":  # Streams names its own: application.id-...
+            prefix = (f"{A.group_id(rid, app.name)}-" if streams
+                      else A.transactional_id_prefix(rid, app.name))
+            tids.append(f"  transactional ids {prefix}*  (application {app.name})")
 
 
 def _transactional_id(p, rid: str) -> str | None:

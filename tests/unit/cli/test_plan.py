@@ -106,3 +106,26 @@ def test_the_duration_and_what_it_deletes(tmp_path, env):
     kept = plan_lines(argparse.Namespace(bootstrap_servers=BS, keep_topics=True), [s], env,
                       _opts(tmp_path), 3)
     assert "--keep-topics keeps the topics" in kept[kept.index("deletes:") + 1]
+
+
+def test_the_applications_topics_groups_and_transactional_ids_are_in_the_plan(tmp_path, env):
+    from verifier.rundata.apps import plan_apps
+
+    apps = tuple(plan_apps("copier-transactional,streams-count-eos,copier-commit-after",
+                           None, 2))
+    lines = _plan(tmp_path, env, names=("instance-kill",), apps=apps)
+    text = "\n".join(lines)
+    rid = "verifier-instance-kill-<start>-s3"
+    for name in ("copier-transactional", "streams-count-eos", "copier-commit-after"):
+        assert f"  topic {rid}.app.{name}.out  " in text
+        assert f"  group {rid}.app.{name}  " in text
+    assert f"  topic {rid}.app.streams-count-eos.reference.out  " in text
+    assert f"  topics {rid}.app.streams-count-eos-*  " in text
+    assert f"  transactional ids {rid}.app.copier-transactional.*  " in text
+    assert f"  transactional ids {rid}.app.streams-count-eos-*  " in text
+    assert f"{rid}.app.copier-commit-after.*" not in text  # at-least-once: no transactions
+    for ln in lines:
+        if ln.startswith(("  topic ", "  group ", "  transactional ids ")):
+            name = ln.split()[2] if ln.startswith("  transactional ids") else ln.split()[1]
+            real = name.replace("<start>", "20261129T150102Z").replace("*", "x")
+            assert run_of(real) == "verifier-" + real.split("verifier-")[1].split(".")[0]
