@@ -164,6 +164,11 @@ class Emitter:
         finally:
             self.write_completions(every=True)
 
+    def unanswered(self) -> int:
+        """Sends handed to the producer whose answer has not come (after a flush that
+        timed out: those the history leaves without an outcome)."""
+        return sum(1 for q in self._parts.values() for f, *_ in q if not f.is_done)
+
     def write_completions(self, every: bool = False) -> None:
         """Write the completions of the sends that completed. A partition's sends are
         read in send order, a later one after the earlier ones (a retried batch can

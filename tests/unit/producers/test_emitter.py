@@ -16,6 +16,8 @@ from kafka.errors import KafkaTimeoutError, MessageSizeTooLargeError
 from kafka.future import Future
 
 from producers.emitter import Emitter, Pacer
+from producers.generator import final_flush
+from verifier.rundata.errors import ClusterUnreachable
 
 Meta = namedtuple("Meta", "offset")
 SIZE = 200  # bytes of each record value
@@ -116,6 +118,9 @@ def test_the_end_of_a_session_writes_every_completed_send_whatever_its_place():
     with pytest.raises(KafkaTimeoutError):
         em.flush(0.0)
     assert lines.done() == [("ok", 0, 2)]
+    assert em.unanswered() == 2
+    with pytest.raises(ClusterUnreachable, match="after 0 s with 2 sends unanswered"):
+        final_flush(em, 0.0)  # one line for the run's notes, not a traceback
     prod.sent[(0, 0)].success(Meta(1))
     em.write_completions()
     assert lines.done() == [("ok", 0, 2), ("ok", 0, 0)]  # no line twice
