@@ -10,6 +10,7 @@ from verifier.report.compare import anchor, load_of, load_text, workload
 from verifier.report.connections import lanes_svg, render_connections
 from verifier.report.differences import comparison_line, difference_table
 from verifier.report.evidence import evidence_text
+from verifier.report.heads import column_head
 from verifier.report.kinds import ABSENT, table_kinds
 from verifier.report.selftest import selftest_html
 from verifier.report.svg import partition_plot, timeline
@@ -40,7 +41,7 @@ def _table(doc: dict) -> str:
     cols = doc["columns"]
     h = [
         "<table id='verdicts'><tr><th></th>",
-        *[f"<th>{escape(c['name'])}</th>" for c in cols],
+        *[f"<th>{column_head(c['name'])}</th>" for c in cols],
         "</tr>",
     ]
     for k in COUNT_ROWS:

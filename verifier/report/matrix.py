@@ -24,6 +24,7 @@ from verifier.report.compare import (
     summary,
     workload,
 )
+from verifier.report.heads import column_head
 from verifier.report.selftest import matrix_selftest_html
 from verifier.rundata.formats import write_json
 
@@ -69,7 +70,7 @@ def _grid_html(grid: dict, docs: list[dict], out_dir: Path) -> str:
         runs.setdefault(doc["scenario"], []).append(doc)
     # a column name may break after its '@': transactional@read_uncommitted is wider than
     # any cell under it, and five of them pushed the grid past a 1280-px window
-    head = "".join(f"<th>{escape(c).replace('@', '@<wbr>')}</th>" for c in grid["columns"])
+    head = "".join(f"<th>{column_head(c)}</th>" for c in grid["columns"])
     rows = []
     for sc, group in runs.items():
         tds = []
@@ -140,7 +141,7 @@ def summary_html(docs: list[dict], out_dir: Path, workloads: dict | None = None)
     kinds: list[str] = []
     for e in entries:
         kinds += [k for k in e["kinds"] if k not in kinds]
-    head = "".join(f"<th>{escape(e['column'])}</th>" for e in entries)
+    head = "".join(f"<th>{column_head(e['column'])}</th>" for e in entries)
     rows = []
     loads = []
     for e in entries:

@@ -25,7 +25,7 @@ def test_fault_lines_fold_under_their_scenario():
     assert "<details><summary>faults: " in folded
     assert "70 of 898 responses hit" in folded
     assert f"colspan={len(matrix['grid']['columns']) + 1}" in folded
-    assert "transactional@<wbr>read_committed" in page
+    assert "transactional@<wbr>read_<wbr>committed" in page
 
 
 def test_what_a_cell_observed_may_wrap():
