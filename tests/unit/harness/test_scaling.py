@@ -29,9 +29,9 @@ from verifier.judge.faults.windows import Window
 PROGRAM = textwrap.dedent("""
     import json, os, signal, sys, time
     path = os.environ["VERIFIER_STATE_FILE"]
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # before the file says "up"
     doc = {"instance": os.environ["VERIFIER_INSTANCE"], "rebalances": 0, "at_risk": 0}
     open(path, "w").write(json.dumps(doc))
-    signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))
     while True:
         time.sleep(0.05)
 """)
