@@ -12,15 +12,23 @@ import threading
 
 import pytest
 
-from verifier.harness.faults.kinds import KINDS, FaultEnv, NotApplied, ScheduledFault
+from verifier.harness.faults.kinds import (
+    KINDS,
+    FaultEnv,
+    NotApplied,
+    ScheduledFault,
+    Settling,
+)
 from verifier.harness.faults.kinds.application import (
     heal_instance_kill,
     instance_target,
     matching,
+    owners,
     start_instance_kill,
 )
 from verifier.judge.faults import acted_on, concerns
 from verifier.judge.faults.facts import ColumnSpec, RunFacts
+from verifier.judge.faults.owners import per_instance
 from verifier.judge.faults.windows import Window
 from verifier.rundata.errors import UsageError
 
@@ -80,6 +88,42 @@ def test_the_kill_keeps_what_each_instance_was_doing_and_the_heal_restarts_it(tm
     assert not procs["app/a/0"].alive and procs["app/a/1"].alive
     heal_instance_kill(fault({"instance": 0}), FaultEnv("b:1", processes=procs), state)
     assert procs["app/a/0"].alive and procs["app/a/0"].starts == 2
+
+
+def test_the_kills_rebalances_are_counted_once_the_group_took_the_instance_back(tmp_path):
+    # As the nemesis records a kill: the instances' snapshot with the start's ok line,
+    # the heal, its wait when it settles, the snapshot with the heal's ok line. The
+    # rebalances a kill causes come after the restart (the dead member dropped after the
+    # session timeout, the new one taken in): a snapshot at the restart itself showed
+    # every instance at "0 rebalances" while their state files said 1 (issue 47's runs
+    # of 2026-11-29). Here the new process writes its file 0.3 s after the restart and
+    # the instance that stayed up sees the rebalance 0.5 s after it.
+    procs = {n: FakeInstance(tmp_path, n, at_risk=7) for n in ("app/a/0", "app/a/1")}
+    for i, proc in enumerate(procs.values()):
+        proc.say(7, pid=100 + i, rebalances=2)
+    env, state = FaultEnv("b:1", processes=procs), {}
+    start = {"owners": owners(procs),
+             **start_instance_kill(fault({"instance": 0}), env, state)}
+    healing = heal_instance_kill(fault({"instance": 0}), env, state)
+    timers = [threading.Timer(0.3, procs["app/a/0"].say, (0,), {"pid": 200, "rebalances": 1}),
+              threading.Timer(0.5, procs["app/a/1"].say, (0,), {"pid": 101, "rebalances": 3})]
+    for t in timers:
+        t.start()
+    try:
+        more = healing.wait() if isinstance(healing, Settling) else {}
+    finally:
+        for t in timers:
+            t.cancel()
+    a0, a1 = per_instance(start, {"owners": owners(procs)})["a"]
+    assert a0.get("restarted") and a0["rebalances"] == 1, a0  # since its restart
+    assert a1["rebalances"] == 1 and "restarted" not in a1, a1  # 2 at the kill, then 3
+    assert "rejoin_waiting" not in more and more["rejoin_s"] < 5
+    # a group that never settles: the watch gives up at ``observe`` and says on whom
+    procs["app/a/1"].say(7, pid=101, rebalances=3)
+    start_instance_kill(fault({"instance": 1}), env, state)
+    healing = heal_instance_kill(fault({"instance": 1}, observe=0.5), env, state)
+    # instance 1's file is still its old process's; instance 0 saw no rebalance
+    assert healing.wait()["rejoin_waiting"] == ["app/a/1", "app/a/0"]
 
 
 def test_at_risk_waits_for_a_batch_between_its_two_steps(tmp_path):

@@ -13,7 +13,10 @@ From the two this module derives, per instance:
   seen;
 - ``rebalances``: the rebalances it saw from the start to the end (its counter's rise,
   counted by its rebalance listener as its partitions are revoked); an instance restarted
-  in between (a new ``pid``) counts from its restart (``restarted``);
+  in between (a new ``pid``) counts from its restart (``restarted``). For a kill the end
+  is once the group has taken the restarted instance back, not the restart itself (the
+  heal waits for it: verifier.harness.faults.kinds.application), since the rebalances a
+  kill causes come after the restart;
 - ``state``: False when it keeps no state file (a user's service): nothing is known; an
   instance seen at one end only before it wrote its file (added by ``scale-out``) owned
   nothing known then (``seen``).

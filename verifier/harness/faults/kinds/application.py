@@ -14,6 +14,14 @@ or ``committing``) is not at risk: a kill then may or may not undo the batch (th
 commit-before copier killed 0.29 s into its 200 ms window had begun writing and lost
 nothing). After the SIGKILL the state file is read again: the last thing the instance
 said before it died (``state_at_kill``), what the verdict counts.
+
+The heal restarts each killed instance and then watches, for at most ``observe`` seconds
+(default :data:`REJOIN_S`), until its group has taken it back (its state file written by
+the new process, with partitions in it) and each instance of its application that stayed
+up has seen one more rebalance than at the kill; its ``ok`` line, and the instances'
+snapshot with it (``owners``: verifier.judge.faults.owners), come then. The rebalances a
+kill causes happen after the restart (the group drops the dead member after its session
+timeout and takes the new one in), so a snapshot at the restart itself counted none.
 """
 
 from __future__ import annotations
@@ -21,7 +29,13 @@ from __future__ import annotations
 import json
 import time
 
-from verifier.harness.faults.kinds.base import FaultEnv, Kind, NotApplied, ScheduledFault
+from verifier.harness.faults.kinds.base import (
+    FaultEnv,
+    Kind,
+    NotApplied,
+    ScheduledFault,
+    Settling,
+)
 from verifier.harness.faults.triggers import Gate, NotTriggered
 from verifier.judge.faults.application import FAMILY, SECOND_STEPS
 from verifier.rundata.apps import PROCESS_PREFIX
@@ -76,6 +90,15 @@ def owners(processes) -> dict[str, dict | None]:
         out[name] = None if state is None else {
             "pid": state.get("pid"), "assigned": list(state.get("assigned") or ()),
             "rebalances": state.get("rebalances"), "alive": bool(proc.alive)}
+    return out
+
+
+def rebalances(env: FaultEnv, names) -> dict[str, int | None]:
+    """Process name -> the rebalances its state file says it saw (None: no file)."""
+    out = {}
+    for name in names:
+        state = read_state(env.processes[name]) if name in env.processes else None
+        out[name] = None if state is None else int(state.get("rebalances") or 0)
     return out
 
 
@@ -161,19 +184,61 @@ def start_instance_kill(fault: ScheduledFault, env: FaultEnv, state: dict,
 
     missed = at_risk_each(fault, env, names, gate, kill)
     state["processes"] = [k["process"] for k in killed]
+    # what the heal's watch compares with: the pid each killed instance's file named, and
+    # the rebalances its application's other instances had seen at the kill
+    state["pids"] = {k["process"]: (k.get("state_at_kill") or k.get("state") or {}).get("pid")
+                     for k in killed}
+    apps = {(PROCESS_PREFIX, k["app"]) for k in killed}
+    state["stayed"] = rebalances(env, [n for n in env.processes if n not in state["pids"]
+                                       and tuple(n.split("/")[:2]) in apps])
     if not killed:
         raise NotApplied("; ".join(m["why"] for m in missed), {"missed": missed})
     return {"signal": "SIGKILL", "killed": killed, **({"missed": missed} if missed else {})}
 
 
-def heal_instance_kill(fault: ScheduledFault, env: FaultEnv, state: dict) -> dict:
+def heal_instance_kill(fault: ScheduledFault, env: FaultEnv, state: dict) -> Settling:
     restarted = []
     for name in state.get("processes", ()):
         proc = env.processes[name]
         if not proc.alive:
             proc.restart()
         restarted.append({"process": name, "pid": getattr(proc, "pid", None)})
-    return {"restarted": restarted}
+    return Settling({"restarted": restarted}, lambda: _rejoined(fault, env, state))
+
+
+#: how long a kill's heal watches for its group to settle after the restart: the presets
+#: drop a dead member after their 10-s session timeout, and a JVM takes seconds to start
+REJOIN_S = 30.0
+LOOK_S = 0.2
+
+
+def _rejoined(fault: ScheduledFault, env: FaultEnv, state: dict) -> dict:
+    """Wait (at most ``observe`` s) until each restarted instance's state file is its new
+    process's, with partitions, and each instance that stayed up saw one more rebalance
+    than at the kill; what is still awaited then (``rejoin_waiting``: none, usually)."""
+    t0 = time.monotonic()
+    deadline = t0 + float(fault.action_params.get("observe", REJOIN_S))
+    stayed, pids = state.get("stayed") or {}, state.get("pids") or {}
+
+    def waiting() -> list[str]:
+        out = []
+        for name, old in pids.items():
+            proc = env.processes.get(name)
+            s = read_state(proc) if proc is not None and old is not None else None
+            if proc is not None and proc.alive and old is not None and (
+                    s is None or s.get("pid") == old or not s.get("assigned")):
+                out.append(name)
+        now = rebalances(env, stayed)
+        return out + [n for n, seen in stayed.items() if seen is not None
+                      and now[n] is not None and now[n] <= seen
+                      and env.processes[n].alive]
+
+    left = waiting()
+    while left and time.monotonic() < deadline:
+        time.sleep(LOOK_S)
+        left = waiting()
+    return {"rejoin_s": round(time.monotonic() - t0, 1),
+            **({"rejoin_waiting": left} if left else {})}
 
 
 KINDS = (

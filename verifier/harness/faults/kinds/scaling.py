@@ -19,7 +19,12 @@ from __future__ import annotations
 
 import time
 
-from verifier.harness.faults.kinds.application import instance_target, matching, read_state
+from verifier.harness.faults.kinds.application import (
+    instance_target,
+    matching,
+    read_state,
+    rebalances,
+)
 from verifier.harness.faults.kinds.base import (
     FaultEnv,
     Kind,
@@ -35,15 +40,6 @@ OBSERVE_S = 15.0
 LOOK_S = 0.2
 STOP_TIMEOUT_S = 30.0
 ENV_INSTANCE, ENV_STATE_FILE = "VERIFIER_INSTANCE", "VERIFIER_STATE_FILE"
-
-
-def rebalances(env: FaultEnv, names) -> dict[str, int | None]:
-    """Process name -> the rebalances its state file says it saw (None: no file)."""
-    out = {}
-    for name in names:
-        state = read_state(env.processes[name]) if name in env.processes else None
-        out[name] = None if state is None else int(state.get("rebalances") or 0)
-    return out
 
 
 def extra_instance(template, app: str, instance: int):
