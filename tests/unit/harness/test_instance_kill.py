@@ -124,6 +124,20 @@ def test_the_kills_rebalances_are_counted_once_the_group_took_the_instance_back(
     healing = heal_instance_kill(fault({"instance": 1}, observe=0.5), env, state)
     # instance 1's file is still its old process's; instance 0 saw no rebalance
     assert healing.wait()["rejoin_waiting"] == ["app/a/1", "app/a/0"]
+    # another fault kills the instance that stayed up while the watch waits: the count
+    # stops there (the next kill's own count begins), not at the 30 s (the Streams count
+    # presets' run of 2026-11-30 00:35: the first kill's watch ran past the second kill,
+    # and its snapshot showed instance 1 "restarted" by that kill)
+    procs["app/a/0"].say(7, pid=200, rebalances=1)
+    start_instance_kill(fault({"instance": 0}), env, state)
+    healing = heal_instance_kill(fault({"instance": 0}), env, state)
+    timer = threading.Timer(0.3, procs["app/a/1"].kill)
+    timer.start()
+    try:
+        more = healing.wait()
+    finally:
+        timer.cancel()
+    assert more["rejoin_cut"] == ["app/a/1"] and more["rejoin_s"] < 5, more
 
 
 def test_at_risk_waits_for_a_batch_between_its_two_steps(tmp_path):

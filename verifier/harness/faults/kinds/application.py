@@ -18,8 +18,10 @@ said before it died (``state_at_kill``), what the verdict counts.
 The heal restarts each killed instance and then watches, for at most ``observe`` seconds
 (default :data:`REJOIN_S`), until its group has taken it back (its state file written by
 the new process, with partitions in it) and each instance of its application that stayed
-up has seen one more rebalance than at the kill; its ``ok`` line, and the instances'
-snapshot with it (``owners``: verifier.judge.faults.owners), come then. The rebalances a
+up has seen one more rebalance than at the kill, or until another fault acts on one of
+them (killed, or a new process), so the count stops where the next fault's begins; its
+``ok`` line, and the instances' snapshot with it (``owners``:
+verifier.judge.faults.owners), come then. The rebalances a
 kill causes happen after the restart (the group drops the dead member after its session
 timeout and takes the new one in), so a snapshot at the restart itself counted none.
 """
@@ -189,8 +191,11 @@ def start_instance_kill(fault: ScheduledFault, env: FaultEnv, state: dict,
     state["pids"] = {k["process"]: (k.get("state_at_kill") or k.get("state") or {}).get("pid")
                      for k in killed}
     apps = {(PROCESS_PREFIX, k["app"]) for k in killed}
-    state["stayed"] = rebalances(env, [n for n in env.processes if n not in state["pids"]
-                                       and tuple(n.split("/")[:2]) in apps])
+    others = [n for n in env.processes if n not in state["pids"]
+              and tuple(n.split("/")[:2]) in apps and env.processes[n].alive]
+    state["stayed"] = rebalances(env, others)
+    state["stayed_pids"] = {n: (read_state(env.processes[n]) or {}).get("pid")
+                            for n in others}
     if not killed:
         raise NotApplied("; ".join(m["why"] for m in missed), {"missed": missed})
     return {"signal": "SIGKILL", "killed": killed, **({"missed": missed} if missed else {})}
@@ -215,30 +220,43 @@ LOOK_S = 0.2
 def _rejoined(fault: ScheduledFault, env: FaultEnv, state: dict) -> dict:
     """Wait (at most ``observe`` s) until each restarted instance's state file is its new
     process's, with partitions, and each instance that stayed up saw one more rebalance
-    than at the kill; what is still awaited then (``rejoin_waiting``: none, usually)."""
+    than at the kill; what is still awaited then (``rejoin_waiting``). Cut short when
+    another fault acts on one of them first (dead, or a new process: ``rejoin_cut``), so
+    the count stops where the next fault's begins."""
     t0 = time.monotonic()
     deadline = t0 + float(fault.action_params.get("observe", REJOIN_S))
     stayed, pids = state.get("stayed") or {}, state.get("pids") or {}
+    stayed_pids = state.get("stayed_pids") or {}
+
+    def cut() -> list[str]:
+        """The watched instances another fault has acted on since."""
+        out = [n for n in pids if n in env.processes and not env.processes[n].alive]
+        for name, pid in stayed_pids.items():
+            proc = env.processes.get(name)
+            if proc is not None and (not proc.alive or (pid is not None and (
+                    read_state(proc) or {}).get("pid", pid) != pid)):
+                out.append(name)
+        return out
 
     def waiting() -> list[str]:
         out = []
         for name, old in pids.items():
             proc = env.processes.get(name)
             s = read_state(proc) if proc is not None and old is not None else None
-            if proc is not None and proc.alive and old is not None and (
+            if proc is not None and old is not None and (
                     s is None or s.get("pid") == old or not s.get("assigned")):
                 out.append(name)
         now = rebalances(env, stayed)
         return out + [n for n, seen in stayed.items() if seen is not None
-                      and now[n] is not None and now[n] <= seen
-                      and env.processes[n].alive]
+                      and now[n] is not None and now[n] <= seen]
 
-    left = waiting()
-    while left and time.monotonic() < deadline:
+    left, acted = waiting(), cut()
+    while left and not acted and time.monotonic() < deadline:
         time.sleep(LOOK_S)
-        left = waiting()
+        left, acted = waiting(), cut()
     return {"rejoin_s": round(time.monotonic() - t0, 1),
-            **({"rejoin_waiting": left} if left else {})}
+            **({"rejoin_waiting": left} if left else {}),
+            **({"rejoin_cut": acted} if acted else {})}
 
 
 KINDS = (
