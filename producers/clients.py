@@ -215,10 +215,10 @@ def _maven_error(tail: str) -> str:
 def generator_argv(client: str, plan: Path, pid: str) -> list[str]:
     """The command line of one generator process reading the run from ``plan``."""
     spec = parse_client(client)
-    if spec.name == "java":
+    if spec.name == "java":  # --python: what serves a pipeline file's records to it
         return [jvm.java_executable(), *JAVA_OPTS, "-cp",
-                jvm.java_generator_jars(spec.version).classpath(), JAVA_MAIN, "--plan",
-                str(plan), "--pid", pid]
+                jvm.java_generator_jars(spec.version).classpath(), JAVA_MAIN,
+                "--python", sys.executable, "--plan", str(plan), "--pid", pid]
     python = sys.executable
     if spec.name == "librdkafka" and spec.version:
         from producers.rdkafka_envs import RdkafkaEnv

@@ -59,28 +59,46 @@ class RdEmitter:
         # the ok line of a plain send, filled with the key's own digits (records.py: the
         # key is <pid>:<p>:<seq>), the offset and the time
         self._ok_head = b'{"type":"ok","f":"send","ses":%d,"p":' % self.ses
+        #: a pipeline file's records (producers.user_records.RecordMaker), their identity
+        #: in a header; None: the tool's values
+        self.records = None
+        if session.spec.user_input:
+            from producers.user_records import RecordMaker
+
+            self.records = RecordMaker.from_plan(dict(session.spec.user_input))
 
     def send_many(self, idents, txn: int | None = None, abort: bool = False) -> list:
         """Announce and produce; return a :class:`_Pending` per record of a transaction
         (``None`` where produce() raised). Plain sends (``txn`` None) return nothing to
         wait on: their reports go to one callback, ``self._report``, which keeps the
-        message (its key names the record), ~1 us a record less than an object each."""
+        message (its key names the record), ~1 us a record less than an object each; a
+        pipeline file's records (``self.records``) keep the user's key, so each gets its
+        own :class:`_Pending`."""
         ts = now_ms()
+        records = self.records  # a user's record carries the unpadded value as identity
         values = encode_values(self.run, self.session.spec.pid, self.ses, idents, txn, abort,
-                               ts, self.record_size)
+                               ts, 0 if records else self.record_size)
         lines = [self._completion_lines(), *invoke_send_lines(self.ses, idents, txn, ts)]
         self.writer.write_raw(b"".join(lines))
         pendings: list = []
         produce, topic, pid, done = self.producer.produce, self.topic, self.pid, self._done
         report = self._report
         for (p, seq), value in zip(idents, values, strict=True):
-            callback = report if txn is None else _Pending(p, seq, txn, done)
+            # a user's record has the user's key: its report cannot name it, a _Pending does
+            callback = report if txn is None and records is None else \
+                _Pending(p, seq, txn, done)
             try:
-                try:  # the usual case first: room in librdkafka's queue; positional
-                    # (topic, value, key, partition, callback): no keywords to parse
-                    produce(topic, value, b"%s:%d:%d" % (pid, p, seq), p, callback)
-                except BufferError:
-                    self._produce_blocking(p, seq, value, callback)
+                if records is not None:  # the value is the identity the record carries
+                    self._blocking(lambda p=p, seq=seq, value=value, cb=callback:
+                                   records.produce(produce, topic, p, seq, value, cb))
+                else:
+                    try:  # the usual case first: room in librdkafka's queue; positional
+                        # (topic, value, key, partition, callback): no keywords to parse
+                        produce(topic, value, b"%s:%d:%d" % (pid, p, seq), p, callback)
+                    except BufferError:
+                        self._blocking(lambda p=p, seq=seq, value=value, cb=callback:
+                                       produce(topic, value, b"%s:%d:%d" % (pid, p, seq),
+                                               partition=p, on_delivery=cb))
             except Exception as exc:  # noqa: BLE001 - every exception is an outcome here
                 self.writer.write_raw(self._line(_Pending(p, seq, txn, done), exc, now_ms(),
                                                  "enqueue"))
@@ -90,18 +108,18 @@ class RdEmitter:
         self.producer.poll(0)
         return pendings if txn is not None else []
 
-    def _produce_blocking(self, p: int, seq: int, value: bytes, pending) -> None:
-        """A full queue blocks, as Java's send() does, up to max.block.ms."""
+    def _blocking(self, attempt) -> None:
+        """``attempt()`` (one produce()) until librdkafka's queue has room: a full queue
+        blocks, as Java's send() does, up to max.block.ms."""
         deadline = time.monotonic() + self.block_s
         while True:
-            self.producer.poll(0.05)
             try:
-                self.producer.produce(self.topic, value, b"%s:%d:%d" % (self.pid, p, seq),
-                                      partition=p, on_delivery=pending)
+                attempt()
                 return
             except BufferError:
                 if time.monotonic() > deadline:
                     raise
+            self.producer.poll(0.05)
 
     def wait_all(self, pendings) -> list:
         """Every delivery report of ``pendings`` (``None``: produce() raised); failures."""

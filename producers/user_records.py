@@ -18,7 +18,9 @@ import importlib.util
 import sys
 from collections.abc import Callable
 from pathlib import Path
+from typing import BinaryIO
 
+from producers import record_server as RS
 from verifier.rundata.errors import UsageError
 from verifier.rundata.pipeline_file import (
     ID_HEADER,
@@ -78,12 +80,71 @@ class RecordMaker:
         return encode_record(self.make(self.topic, i), f"make_record({self.topic!r}, {i})",
                              self.id_field, identity)
 
-    def send(self, send, topic: str, p: int, seq: int, identity: bytes):
-        """``producer.send`` of record (p, seq) with its identity header (and in its
-        ID_FIELD)."""
+    def sent(self, p: int, seq: int, identity: bytes) -> UserRecord:
+        """Record (p, seq) as it goes on the wire: its identity header last (and the
+        identity in its ID_FIELD)."""
         r = self(p, seq, identity)
-        return send(topic, r.value, r.key, headers=[*r.headers, (ID_HEADER, identity)],
-                    partition=p, timestamp_ms=r.timestamp_ms)
+        return UserRecord(r.key, r.value, (*r.headers, (ID_HEADER, identity)), r.timestamp_ms)
+
+    def send(self, send, topic: str, p: int, seq: int, identity: bytes):
+        """kafka-python's ``producer.send`` of record (p, seq) with its identity."""
+        r = self.sent(p, seq, identity)
+        return send(topic, r.value, r.key, headers=list(r.headers), partition=p,
+                    timestamp_ms=r.timestamp_ms)
+
+    def produce(self, produce, topic: str, p: int, seq: int, identity: bytes, callback):
+        """confluent-kafka's ``producer.produce`` of record (p, seq) with its identity."""
+        r = self.sent(p, seq, identity)
+        kw = {} if r.timestamp_ms is None else {"timestamp": r.timestamp_ms}
+        return produce(topic, r.value, r.key, partition=p, on_delivery=callback,
+                       headers=list(r.headers), **kw)
 
 
-__all__ = ["RecordMaker", "load_make_record", "load_records"]
+def serve(plan_path: str, pid: str, stdin: BinaryIO, stdout: BinaryIO) -> int:
+    """Answer record requests (producers.record_server's frames) until the end of
+    ``stdin``: the records of the generator ``pid``'s declared topic."""
+    from verifier.rundata.plan import read_plan
+
+    entry = read_plan(Path(plan_path)).user_input.get(pid)
+    if entry is None:
+        raise UsageError(f"{plan_path}: producer {pid!r} writes no declared topic")
+    maker = RecordMaker.from_plan(entry)
+    while (body := RS.read_frame(stdin)) is not None:
+        out: list = []
+        for p, seq, identity in RS.decode_request(body):
+            try:
+                out.append(maker.sent(p, seq, identity))
+            except Exception as exc:  # noqa: BLE001 - the record's own failure, sent back
+                out.append(f"{type(exc).__name__}: {exc}")
+        stdout.write(RS.encode_response(out))
+        stdout.flush()
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``python -m producers.user_records serve --plan RUN/config.json --pid P``: the
+    record server of a generator that cannot call Python (the Java one). Its stdout is
+    the protocol's alone: what else would print there (a ``print`` in make_record) goes
+    to stderr, the generator's log."""
+    import argparse
+    import os
+
+    parser = argparse.ArgumentParser(prog="python -m producers.user_records")
+    parser.add_argument("command", choices=["serve"])
+    parser.add_argument("--plan", required=True)
+    parser.add_argument("--pid", required=True)
+    args = parser.parse_args(argv)
+    wire = os.fdopen(os.dup(sys.stdout.fileno()), "wb")
+    os.dup2(sys.stderr.fileno(), sys.stdout.fileno())
+    try:
+        return serve(args.plan, args.pid, sys.stdin.buffer, wire)
+    except UsageError as exc:
+        print(f"producers.user_records: usage error: {exc}", file=sys.stderr)
+        return 64
+
+
+__all__ = ["RecordMaker", "load_make_record", "load_records", "serve"]
+
+
+if __name__ == "__main__":
+    sys.exit(main())

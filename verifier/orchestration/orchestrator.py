@@ -88,7 +88,8 @@ class ScenarioRun:
         self.pipelines = for_scenario(opts.pipelines, scenario)  # with its variants
         # the topics pipeline files declare, each written by a producer of its own
         self.declared = UI.declared_topics(self.pipelines, self.run_id)
-        self.plans += UI.input_producers(self.declared, scenario)
+        self.plans += UI.input_producers(self.declared, scenario,
+                                         (opts.clients or (opts.client,))[0])
         self.tails = {p.pid: HistoryTail(self.layout.history(p.pid))
                       for p in self.plans}
         self.notes: list[str] = [f"your producer config: {n}" for n in opts.user_notes]

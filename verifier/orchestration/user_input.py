@@ -5,7 +5,8 @@ identity in a header (and in the value's ID_FIELD when the file names one).
 
 A declared topic ``orders`` is ``<run>.in.orders`` on the cluster; its producer's column
 is ``input:orders``, judged by the producer-side checks like any mode's (its mode: the
-scenario's idempotent one when it runs one, else its first). Pipelines that declare no
+scenario's idempotent one when it runs one, else its first; its client: the run's first,
+kafka-python, Java or librdkafka). Pipelines that declare no
 input read the run's own topics, never a declared one.
 """
 
@@ -24,7 +25,7 @@ COLUMN_PREFIX = "input:"
 #: which its retention check deletes seconds after the write (the observer and the
 #: pipelines then fail on data lost), and the reference oracle reads the log from its start
 INPUT_CONFIGS = {"retention.ms": "-1"}
-#: the generator of the declared topics (the only one that sends a user's records)
+#: the generator of the declared topics when the run names no client
 CLIENT = "kafka-python"
 
 
@@ -84,16 +85,20 @@ def _mode(scenario) -> str:
     return "idempotent" if "idempotent" in modes or not modes else modes[0]
 
 
-def input_producers(declared: list[DeclaredTopic], scenario) -> list[PlannedProducer]:
-    """One producer per declared topic (its pid ``in-<topic>-0``)."""
-    from producers.clients import client_version
+def input_producers(declared: list[DeclaredTopic], scenario,
+                    client: str = CLIENT) -> list[PlannedProducer]:
+    """One producer per declared topic (its pid ``in-<topic>-0``), on ``client`` (a
+    ``--clients`` spec: the run's first; every client writes a user's records,
+    producers.user_records)."""
+    from producers.clients import check_client, client_version
 
     if not declared:
         return []
     mode = _mode(scenario)
     return [PlannedProducer(f"in-{_slug(d.topic)}-0", COLUMN_PREFIX + d.topic, mode,
-                            d.cluster_topic, dict(scenario.clients), client=CLIENT,
-                            client_version=client_version(CLIENT)) for d in declared]
+                            d.cluster_topic, dict(scenario.clients),
+                            client=check_client(client), client_version=client_version(client),
+                            client_spec=client) for d in declared]
 
 
 def plan_entries(declared: list[DeclaredTopic]) -> dict:

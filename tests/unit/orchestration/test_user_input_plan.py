@@ -102,3 +102,14 @@ def test_the_samples_example_plans_its_identity_field_and_trace_column():
         "identity", "verifier_id", "verifier_id")
     assert UI.plan_entries(UI.declared_topics(planned, "r1"))["in-orders-0"]["spec"] == \
         sampled
+
+
+def test_the_declared_topics_are_written_by_the_runs_client():
+    """Every client writes a pipeline file's records: the input producer runs the run's
+    (first) client, at the version it names."""
+    declared = UI.declared_topics(plan_pipelines((ORDERS,), None), "r1")
+    scenario = parse_scenario('[workload]\nmodes = ["idempotent"]\n', "s")
+    for client in ("java", "librdkafka", "java:3.9.1"):
+        (p,) = UI.input_producers(declared, scenario, client)
+        assert (p.client, p.spec, p.topic) == (client.split(":")[0], client, "r1.in.orders")
+    assert UI.input_producers(declared, scenario)[0].client == "kafka-python"

@@ -116,7 +116,8 @@ def test_plain_reports_name_their_record_by_its_key(acks):
 
     settings = {"record_size": 100, "max_block_ms": 1000, "delivery_timeout_ms": 1000,
                 "request_timeout_ms": 1000}
-    spec = SimpleNamespace(settings=settings, topic="t", run_id="r", pid="a:b")
+    spec = SimpleNamespace(settings=settings, topic="t", run_id="r", pid="a:b",
+                           user_input=None)
     em = RdEmitter(None, SimpleNamespace(spec=spec, writer=None, ses=3), acks)
     em._report(None, _Msg(b"a:b:2:17", 41))
     em._report(KE(KE._MSG_TIMED_OUT), _Msg(b"a:b:0:5", -1001))

@@ -66,6 +66,8 @@ final class Emitter {
     private final boolean commitAfterFlush;
     private final java.util.Map<String, long[]> outstanding = new java.util.LinkedHashMap<>();
     private final java.util.Set<String> committedInFlight = new java.util.HashSet<>();
+    /** a pipeline file's records (issue 46), their identity in a header; null: the tool's values */
+    private final UserRecords records;
 
     Emitter(KafkaProducer<byte[], byte[]> producer, History.Writer writer, Main.Spec spec, int ses) {
         this.producer = producer;
@@ -74,7 +76,9 @@ final class Emitter {
         this.run = spec.runId;
         this.pid = spec.pid;
         this.ses = ses;
-        this.recordSize = spec.recordSize();
+        this.records = spec.userInput ? UserRecords.start(spec) : null;
+        // a user's record carries the unpadded value as its identity
+        this.recordSize = records == null ? spec.recordSize() : 0;
         this.pidColon = (spec.pid + ":").getBytes(StandardCharsets.UTF_8);
         this.acks0 = "0".equals(spec.settings.get("acks"));
         // a send's future always completes by delivery.timeout.ms (batch expiry); the margin
@@ -171,11 +175,22 @@ final class Emitter {
                     .append(",\"t\":").append(ts).append("}\n");
         }
         writer.writeRaw(lines);
+        List<UserRecords.Made> made = records == null ? null : records.make(topic, idents, values);
         List<Future<RecordMetadata>> futures = new ArrayList<>(idents.size());
         for (int k = 0; k < idents.size(); k++) {
             int p = (int) idents.get(k)[0];
             long seq = idents.get(k)[1];
-            byte[] key = key(pidColon, p, seq);
+            ProducerRecord<byte[], byte[]> record;
+            if (made == null) {
+                record = new ProducerRecord<>(topic, p, key(pidColon, p, seq), values.get(k));
+            } else if (made.get(k).error == null) {
+                record = made.get(k).record;
+            } else { // make_record failed for this one: never sent
+                writer.writeRaw(completion(new Completion(p, seq, txn, -1,
+                        new UserRecords.RecordError(made.get(k).error), History.nowMs(), "enqueue")));
+                futures.add(null);
+                continue;
+            }
             if (commitAfterFlush) outstanding.put(p + ":" + seq, new long[] {p, seq});
             Callback cb = (meta, exc) -> {
                 boolean inSend = Thread.currentThread() == sending;
@@ -184,7 +199,7 @@ final class Emitter {
             };
             sending = Thread.currentThread();
             try {
-                futures.add(producer.send(new ProducerRecord<>(topic, p, key, values.get(k)), cb));
+                futures.add(producer.send(record, cb));
             } catch (RuntimeException exc) { // every exception is an outcome here
                 outstanding.remove(p + ":" + seq);
                 writer.writeRaw(completion(new Completion(p, seq, txn, -1, exc, History.nowMs(), "enqueue")));

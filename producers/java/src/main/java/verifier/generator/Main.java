@@ -16,7 +16,9 @@ import java.util.Map;
  * <p>{@code --outcome-table} prints the exception table; {@code --classify} reads lines
  * {@code OP<TAB>EXCEPTION CLASS<TAB>MESSAGE} and prints each one's outcome (the unit tier
  * checks the table through it). {@code --validate-config FILE} runs the client's own
- * configuration checks on a properties file, without a broker ({@link Validate}).
+ * configuration checks on a properties file, without a broker ({@link Validate});
+ * {@code --print-user-records PYTHON PLAN PID} prints what the record server makes
+ * ({@link UserRecords}).
  */
 public final class Main {
     static final int EXIT_OK = 0;
@@ -60,6 +62,12 @@ public final class Main {
         double abortFraction;
         long seed;
         double connectTimeout = 30.0;
+        /** the plan, when the generator runs one; a pipeline file's records need it */
+        Path plan;
+        /** the plan names this producer in {@code user_input}: a pipeline file's records ({@link UserRecords}) */
+        boolean userInput;
+        /** the Python that serves them (--python; the launcher passes its own) */
+        String python = "python3";
 
         Path historyPath() {
             return runDir.resolve("histories").resolve(pid + ".jsonl");
@@ -105,6 +113,14 @@ public final class Main {
             }
             if (flag.equals("--classify")) {
                 return classify();
+            }
+            if (flag.equals("--print-user-records")) { // the record server's framing, no broker
+                if (k + 3 >= argv.length) throw new UsageError(flag + " needs PYTHON PLAN PID");
+                try {
+                    return UserRecords.print(argv[k + 1], argv[k + 2], argv[k + 3]);
+                } catch (java.io.IOException e) {
+                    throw new CannotRun(flag + ": " + e);
+                }
             }
             if (flag.equals("--validate-config")) { // verifier advise: no broker, no run
                 if (k + 1 >= argv.length) throw new UsageError(flag + " needs a properties file");
@@ -154,7 +170,7 @@ public final class Main {
             "bootstrap-servers", "rate", "record-size", "txn-size", "abort-fraction", "seed");
     private static final List<String> KNOWN = List.of("plan", "pid", "run-dir", "run-id", "mode",
             "topic", "bootstrap-servers", "partitions", "count", "duration", "rate", "record-size",
-            "txn-size", "abort-fraction", "seed", "connect-timeout");
+            "txn-size", "abort-fraction", "seed", "connect-timeout", "python");
 
     @SuppressWarnings("unchecked")
     static Spec spec(Map<String, String> a, List<String> sets) {
@@ -182,6 +198,8 @@ public final class Main {
             Map<String, Object> p = (Map<String, Object>) producers.get(s.pid);
             if (p == null) throw new UsageError("producer '" + s.pid + "' is not in the plan (known: " + String.join(", ", producers.keySet()) + ")");
             s.runDir = planPath.toAbsolutePath().getParent();
+            s.plan = planPath;
+            s.userInput = ((Map<String, Object>) plan.getOrDefault("user_input", Map.of())).containsKey(s.pid);
             s.runId = String.valueOf(plan.get("run"));
             s.mode = String.valueOf(p.getOrDefault("expect", p.get("mode")));
             s.topic = String.valueOf(p.get("topic"));
@@ -214,6 +232,7 @@ public final class Main {
         }
         if (a.containsKey("count")) s.count = Long.parseLong(a.get("count"));
         if (a.containsKey("duration")) s.duration = Double.parseDouble(a.get("duration"));
+        if (a.containsKey("python")) s.python = a.get("python");
         if (a.containsKey("connect-timeout")) s.connectTimeout = Double.parseDouble(a.get("connect-timeout"));
         if (a.containsKey("partitions")) {
             s.partitions = new ArrayList<>();
