@@ -138,6 +138,23 @@ def test_the_kills_rebalances_are_counted_once_the_group_took_the_instance_back(
     finally:
         timer.cancel()
     assert more["rejoin_cut"] == ["app/a/1"] and more["rejoin_s"] < 5, more
+    # an instance that stayed up whose file names a new pid is no other fault's doing:
+    # an earlier kill's restarted process writing its file late (the Java presets' run
+    # of 00:46: the second kill's watch was cut at once on it)
+    procs["app/a/1"].restart()
+    procs["app/a/1"].say(7, pid=300, rebalances=0)
+    start_instance_kill(fault({"instance": 1}), env, state)
+    healing = heal_instance_kill(fault({"instance": 1}), env, state)
+    timers = [threading.Timer(0.2, procs["app/a/0"].say, (0,), {"pid": 201, "rebalances": 5}),
+              threading.Timer(0.4, procs["app/a/1"].say, (0,), {"pid": 301, "rebalances": 1})]
+    for t in timers:
+        t.start()
+    try:
+        more = healing.wait()
+    finally:
+        for t in timers:
+            t.cancel()
+    assert "rejoin_cut" not in more and "rejoin_waiting" not in more, more
 
 
 def test_at_risk_waits_for_a_batch_between_its_two_steps(tmp_path):

@@ -194,8 +194,8 @@ def start_instance_kill(fault: ScheduledFault, env: FaultEnv, state: dict,
     others = [n for n in env.processes if n not in state["pids"]
               and tuple(n.split("/")[:2]) in apps and env.processes[n].alive]
     state["stayed"] = rebalances(env, others)
-    state["stayed_pids"] = {n: (read_state(env.processes[n]) or {}).get("pid")
-                            for n in others}
+    # the processes' own ids, not their files' (a file may be an earlier process's yet)
+    state["stayed_pids"] = {n: getattr(env.processes[n], "pid", None) for n in others}
     if not killed:
         raise NotApplied("; ".join(m["why"] for m in missed), {"missed": missed})
     return {"signal": "SIGKILL", "killed": killed, **({"missed": missed} if missed else {})}
@@ -228,13 +228,16 @@ def _rejoined(fault: ScheduledFault, env: FaultEnv, state: dict) -> dict:
     stayed, pids = state.get("stayed") or {}, state.get("pids") or {}
     stayed_pids = state.get("stayed_pids") or {}
 
+    now_pids = {n: getattr(env.processes[n], "pid", None) for n in pids
+                if n in env.processes}
+
     def cut() -> list[str]:
-        """The watched instances another fault has acted on since."""
-        out = [n for n in pids if n in env.processes and not env.processes[n].alive]
-        for name, pid in stayed_pids.items():
+        """The watched instances another fault has acted on since: not running, or a
+        new process (killed and restarted, stopped and started)."""
+        out = []
+        for name, pid in (now_pids | stayed_pids).items():
             proc = env.processes.get(name)
-            if proc is not None and (not proc.alive or (pid is not None and (
-                    read_state(proc) or {}).get("pid", pid) != pid)):
+            if proc is not None and (not proc.alive or getattr(proc, "pid", None) != pid):
                 out.append(name)
         return out
 
