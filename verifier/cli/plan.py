@@ -81,7 +81,7 @@ def plan_lines(args, scenarios, env, opts, replication: int, found=None,
     """The plan as printed: pure, from what ``_prepare`` made of the flags."""
     from verifier.orchestration.pipelines import for_scenario, output_topic
     from verifier.orchestration.planning import plan_producers
-    from verifier.orchestration.user_input import declared_topics
+    from verifier.orchestration.user_input import declared_topics, input_producers
 
     where = (f"the external cluster {args.bootstrap_servers}" if args.bootstrap_servers
              else f"the local cluster the run starts ({env.spec.nodes} nodes on "
@@ -104,9 +104,15 @@ def plan_lines(args, scenarios, env, opts, replication: int, found=None,
             if p.mode.split("/")[0] == "copier":
                 groups.append(f"  group {rid}.{p.pid}  (the copier: commits offsets)")
         pipes = for_scenario(opts.pipelines, s)
-        for d in declared_topics(pipes, rid):
+        declared = declared_topics(pipes, rid)
+        writers = input_producers(declared, s, (opts.clients or (opts.client,))[0])
+        for d, w in zip(declared, writers, strict=True):
             creates.append(f"  topic {d.cluster_topic}  {d.partitions} partitions, "
-                           f"replication {replication}  (the pipelines' input {d.topic})")
+                           f"replication {replication}  (the pipelines' input {d.topic}, "
+                           f"written by {w.client}, {w.expect})")
+            tid = _transactional_id(w, rid)
+            if tid:
+                tids.append(f"  transactional id {tid}  (the writer of {d.topic})")
         for p in pipes:
             creates.append(f"  topic {output_topic(rid, p.name)}  "
                            f"{s.workload.partitions} partitions, replication {replication}"

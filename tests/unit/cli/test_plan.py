@@ -129,3 +129,18 @@ def test_the_applications_topics_groups_and_transactional_ids_are_in_the_plan(tm
             name = ln.split()[2] if ln.startswith("  transactional ids") else ln.split()[1]
             real = name.replace("<start>", "20261129T150102Z").replace("*", "x")
             assert run_of(real) == "verifier-" + real.split("verifier-")[1].split(".")[0]
+
+
+def test_the_declared_input_topics_name_their_writer_and_its_transactional_id(tmp_path, env):
+    from verifier.orchestration.pipelines import plan_pipelines
+    from verifier.orchestration.scenario import parse_scenario
+    from verifier.rundata.jvm import PROJECT_ROOT
+
+    orders = str(PROJECT_ROOT / "examples" / "pipelines" / "orders.py")
+    s = parse_scenario('[workload]\nmodes = ["transactional"]\n', "txn-only")
+    lines = plan_lines(_args(), [s], env, _opts(tmp_path, pipelines=tuple(plan_pipelines(
+        (orders,), None)), clients=("java",)), 3)
+    rid = "verifier-txn-only-<start>-s3"
+    assert any(ln.startswith(f"  topic {rid}.in.orders  ") and "written by java, "
+               "transactional" in ln for ln in lines)
+    assert f"  transactional id {rid}.in-orders-0  (the writer of orders)" in lines
