@@ -18,7 +18,9 @@ in the value or a header travels, and order per input partition is observable).
   when the partition's next owner resumes from the older offsets: at-least-once.
 - ``transactional`` (KIP-447): the batch's records and its offsets in one transaction,
   the offsets sent with ``consumer.group_metadata()`` so the coordinator fences an
-  instance whose partitions moved (a zombie): exactly-once at read_committed.
+  instance whose partitions moved (a zombie): exactly-once at read_committed. Its two
+  blocking calls give up after the producer's ``max_block_ms`` (producers.app_txn_wait),
+  as the Java client's do; the copier then starts over with new clients.
 
 The state file (JSON, replaced whole) says what the instance is doing: its partitions,
 whether a transaction is open, the errors that made it start over (``errors``: a
@@ -41,6 +43,8 @@ import signal
 import sys
 import time
 from pathlib import Path
+
+from producers import app_txn_wait as bounded
 
 STRATEGIES = ("before", "after", "transactional")
 POLL_MS = 200
@@ -98,11 +102,14 @@ def record_error(path: str | None, exc: BaseException) -> None:
         doc = json.loads(p.read_text())
     except (OSError, ValueError):
         doc = {}
-    # batches: how many this run of the loop had done (a zombie's batch done or not)
+    # batches: how many this run of the loop had done (a zombie's batch done or not);
+    # a call given up adds which and after how long (call, waited_s: app_txn_wait)
+    more = exc.state_fields() if isinstance(exc, bounded.CommitGaveUp) else {}
     doc["errors"] = [*previous_errors(p), {"type": type(exc).__name__,
                                            "message": str(exc)[:300],
                                            "t": round(time.time(), 3),
-                                           "batches": doc.get("batches")}][-KEEP_ERRORS:]
+                                           "batches": doc.get("batches"),
+                                           **more}][-KEEP_ERRORS:]
     tmp = p.with_name(f".{p.name}.{os.getpid()}")
     tmp.write_text(json.dumps(doc) + "\n")
     tmp.replace(p)
@@ -159,6 +166,7 @@ def run(strategy: str, env: dict[str, str], stop, process_ms: int = PROCESS_MS) 
     consumer.subscribe(inputs, listener=_listener(state, lambda: None))
     state.update()
     out_partitions = len(producer.partitions_for(output))
+    limit_s = bounded.limit_of(producer)
     try:
         while not stop():
             batch = consumer.poll(timeout_ms=POLL_MS)
@@ -198,8 +206,9 @@ def run(strategy: str, env: dict[str, str], stop, process_ms: int = PROCESS_MS) 
                 state.update(at_risk=n, in_transaction=True, step="processing")
                 time.sleep(process_ms / 1000)
                 state.update(step="committing")
-                producer.send_offsets_to_transaction(offsets, consumer.group_metadata())
-                producer.commit_transaction()
+                # bounded (kafka-python waits without a limit; it lost a TxnOffsetCommit
+                # under group-coordinator-kill): CommitGaveUp starts over (main)
+                bounded.finish(producer, offsets, consumer.group_metadata(), limit_s)
             state.update(at_risk=0, in_transaction=False, written=state.doc["written"] + n,
                          batches=state.doc["batches"] + 1, step="")
     finally:
@@ -209,7 +218,8 @@ def run(strategy: str, env: dict[str, str], stop, process_ms: int = PROCESS_MS) 
 
 #: a batch's second step this long under way when the instance is asked to stop: stuck
 #: (kafka-python's commit_transaction and send_offsets_to_transaction wait without a
-#: limit; the group-coordinator-kill run of 2026-11-29 18:08 left one there for good)
+#: limit; the group-coordinator-kill run of 2026-11-29 18:08 left one there for good
+#: before they were bounded by app_txn_wait: kept for any other step that hangs)
 STUCK_S = 5.0
 
 
@@ -269,9 +279,12 @@ def main(argv: list[str] | None = None) -> int:
             run(args.commit, dict(os.environ), lambda: bool(stopping), args.process_ms)
         except Exception as exc:  # noqa: BLE001 - as a service would: log, start over
             # a commit refused after a rebalance (CommitFailedError), a fenced producer
-            # (a newer instance took the transactional id): new clients, the group's
+            # (a newer instance took the transactional id), a transaction's step with no
+            # answer within max_block_ms (CommitGaveUp): new clients, the group's
             # committed offsets, go on; what was written and not committed is written
-            # again (commit-after) or was aborted (transactional)
+            # again (commit-after) or aborted (transactional: the new producer's
+            # InitProducerId with the same transactional.id fences the old one and aborts
+            # its open transaction)
             print(f"app_copier: {type(exc).__name__}: {exc}; starting over", flush=True)
             record_error(os.environ.get("VERIFIER_STATE_FILE"), exc)
             time.sleep(1.0)

@@ -148,9 +148,9 @@ def run(tmp_path, scenarios: tuple[str, ...]) -> None:
     assert proc.returncode == matrix["exit_code"] and proc.returncode in (0, 3), said
 
 
-# Two tests, so that the coordinator's kill (kafka-python's transactional copier hangs in
-# send_offsets_to_transaction after it: docs/applications.md) runs, or is left out
-# (``-k "not coordinator"``), on its own.
+# Two tests, so that the coordinator's kill runs, or is left out (``-k "not coordinator"``),
+# on its own: the kafka-python transactional copier gives up a commit kafka-python lost
+# there after 60 s (max_block_ms) and starts over (docs/applications.md).
 @pytest.mark.timeout(1800)
 def test_a_zombie_lost_commit_answers_and_scaling_on_the_two_copiers(tmp_path):
     run(tmp_path, tuple(s for s in SCENARIOS if s != "group-coordinator-kill"))

@@ -12,6 +12,7 @@ committed offsets into RUN/apps/<name>/ (verifier.judge.application judges them)
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import time
@@ -20,6 +21,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from verifier.harness.procs import ManagedProcess
+from verifier.judge import app_gave_up as G
 from verifier.orchestration import group_admin as S
 from verifier.rundata import apps as A
 from verifier.rundata.layout import RunLayout
@@ -200,6 +202,8 @@ def drain_and_read_back(run, timeout: float) -> list[str]:
         proc.terminate(timeout=STOP_TIMEOUT)
     for app in run.opts.apps:
         where = A.AppLayout(run.run_dir, app.name)
+        said = G.note(app.name, G.gave_up(_states(where, app.instances)))
+        notes += [said] if said else []
         try:
             rows = {iso: read_output(bootstrap, A.output_topic(run.run_id, app.name),
                                      run.run_id, iso, **extra)
@@ -214,6 +218,17 @@ def drain_and_read_back(run, timeout: float) -> list[str]:
             A.write_readback(where, {}, {"error": f"{type(exc).__name__}: {exc}"})
             notes.append(f"app {app.name}: its output could not be read back: {exc}")
     return notes
+
+
+def _states(where: A.AppLayout, instances: int) -> dict[int, dict]:
+    """Instance -> its state file's last document (those that wrote one)."""
+    out = {}
+    for i in range(instances):
+        try:
+            out[i] = json.loads(where.state_file(i).read_text())
+        except (OSError, ValueError):
+            continue
+    return out
 
 
 def read_output(bootstrap: str, topic: str, run_id: str, isolation: str,
