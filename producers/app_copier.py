@@ -129,12 +129,12 @@ def _listener(state: State, on_revoke):
     return Listener()
 
 
-def write(producer, output: str, batch: dict, out_partitions: int) -> None:
-    """Each record's key, value and headers to the output partition of its number."""
-    for tp, records in batch.items():
-        for r in records:
-            producer.send(output, value=r.value, key=r.key, headers=list(r.headers or ()),
+def write(producer, output: str, batch: dict, out_partitions: int) -> list:
+    """Each record's key, value and headers to the output partition of its number; the
+    sends' futures."""
+    return [producer.send(output, value=r.value, key=r.key, headers=list(r.headers or ()),
                           partition=tp.partition % out_partitions)
+            for tp, records in batch.items() for r in records]
 
 
 def run(strategy: str, env: dict[str, str], stop, process_ms: int = PROCESS_MS) -> None:
@@ -199,10 +199,15 @@ def run(strategy: str, env: dict[str, str], stop, process_ms: int = PROCESS_MS) 
                 consumer.commit(offsets)
             else:
                 producer.begin_transaction()
-                write(producer, output, batch, out_partitions)
+                sent = write(producer, output, batch, out_partitions)
                 # flushed: at risk means in the log, uncommitted (a kill right after an
                 # unflushed write left nothing to abort: 262 "at risk", 0 aborted read)
                 producer.flush()
+                # kafka-python leaves a transaction committable after a failed batch
+                # (Java's would not): RecordsNotWritten starts over (main)
+                failure = bounded.not_written(sent)
+                if failure is not None:
+                    raise failure
                 state.update(at_risk=n, in_transaction=True, step="processing")
                 time.sleep(process_ms / 1000)
                 state.update(step="committing")
@@ -280,7 +285,8 @@ def main(argv: list[str] | None = None) -> int:
         except Exception as exc:  # noqa: BLE001 - as a service would: log, start over
             # a commit refused after a rebalance (CommitFailedError), a fenced producer
             # (a newer instance took the transactional id), a transaction's step with no
-            # answer within max_block_ms (CommitGaveUp): new clients, the group's
+            # answer within max_block_ms (CommitGaveUp), a record of the transaction not
+            # written (RecordsNotWritten): new clients, the group's
             # committed offsets, go on; what was written and not committed is written
             # again (commit-after) or aborted (transactional: the new producer's
             # InitProducerId with the same transactional.id fences the old one and aborts

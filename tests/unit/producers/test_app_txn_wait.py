@@ -145,3 +145,31 @@ def test_the_state_file_keeps_which_call_was_given_up_and_after_how_long(tmp_pat
     assert first["type"] == "CommitGaveUp" and first["batches"] == 7
     assert (first["call"], first["waited_s"]) == ("send_offsets_to_transaction", 60.0)
     assert "call" not in second and "waited_s" not in second
+
+
+def _sent(*exceptions):
+    """kafka-python futures of a batch's sends: done (None: written) or failed."""
+    from kafka.future import Future
+
+    out = []
+    for exc in exceptions:
+        f = Future()
+        f.success("metadata") if exc is None else f.failure(exc)
+        out.append(f)
+    return out
+
+
+def test_a_record_not_written_after_the_flush_fails_the_transaction():
+    # kafka-python fails an expired batch without making the transaction abortable, and
+    # flush() only logs it: committing then commits offsets of records never written
+    from kafka.errors import KafkaTimeoutError
+    from kafka.future import Future
+
+    expired = KafkaTimeoutError("Expiring 29 record(s) for out-0: 120001 ms has passed")
+    failure = bounded.not_written(_sent(None, expired, expired, None))
+    assert isinstance(failure, bounded.RecordsNotWritten)
+    assert (failure.failed, failure.of) == (2, 4) and "KafkaTimeoutError" in str(failure)
+    pending = bounded.not_written([*_sent(None), Future()])
+    assert isinstance(pending, bounded.RecordsNotWritten) and pending.failed == 1
+    assert bounded.not_written(_sent(None, None)) is None
+    assert bounded.not_written([]) is None
