@@ -191,8 +191,13 @@ def run(strategy: str, env: dict[str, str], stop, process_ms: int = PROCESS_MS) 
                 write(producer, output, batch, out_partitions)
                 producer.flush()
             elif strategy == "after":
-                write(producer, output, batch, out_partitions)
+                sent = write(producer, output, batch, out_partitions)
                 producer.flush()
+                # a batch that expired fails its futures and flush() does not raise:
+                # committing now would lose it (RecordsNotWritten starts over, main)
+                failure = bounded.not_written(sent)
+                if failure is not None:
+                    raise failure
                 state.update(at_risk=n, step="processing")
                 time.sleep(process_ms / 1000)
                 state.update(step="committing")
