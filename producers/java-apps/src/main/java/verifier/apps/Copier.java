@@ -137,6 +137,7 @@ final class Copier {
             while (!stop.getAsBoolean()) {
                 ConsumerRecords<byte[], byte[]> batch = consumer.poll(Duration.ofMillis(POLL_MS));
                 if (batch.isEmpty()) {
+                    state.flush();  // the last batch's end, while no batch follows
                     continue;
                 }
                 // the positions, not the last record's offset + 1: at read_committed a
@@ -149,18 +150,16 @@ final class Copier {
                 switch (strategy) {
                     case "before" -> {
                         consumer.commitSync(offsets);
-                        state.atRisk(n, false);
-                        Thread.sleep(processMs);
-                        state.step("writing");
+                        state.atRisk(n, false, opening("writing"));
+                        process("writing");
                         write(producer, batch, outPartitions);
                         producer.flush();
                     }
                     case "after" -> {
                         write(producer, batch, outPartitions);
                         producer.flush();
-                        state.atRisk(n, false);
-                        Thread.sleep(processMs);
-                        state.step("committing");
+                        state.atRisk(n, false, opening("committing"));
+                        process("committing");
                         consumer.commitSync(offsets);
                     }
                     default -> {
@@ -168,15 +167,34 @@ final class Copier {
                         write(producer, batch, outPartitions);
                         // flushed: at risk means in the log, uncommitted
                         producer.flush();
-                        state.atRisk(n, true);
-                        Thread.sleep(processMs);
-                        state.step("committing");
+                        state.atRisk(n, true, opening("committing"));
+                        process("committing");
                         producer.sendOffsetsToTransaction(offsets, consumer.groupMetadata());
                         producer.commitTransaction();
                     }
                 }
-                state.done();
+                // on disk with the next batch's window (or an empty poll): one write a batch
+                // without processing time, where three kept the commit-before copier at
+                // 0.56 of its bare loop (StateFile.doneLater)
+                state.doneLater();
             }
+        } finally {
+            state.flush();
+        }
+    }
+
+    /** The step a batch's window opens in: {@code processing} (the sleep), or straight
+     * the second step when there is no processing time (nothing for a trigger to hit
+     * between the two steps, and one write of the state file instead of two). */
+    private String opening(String second) {
+        return processMs > 0 ? "processing" : second;
+    }
+
+    /** The processing time, then the second step said (if a processing step was). */
+    private void process(String second) throws InterruptedException {
+        Thread.sleep(processMs);
+        if (processMs > 0) {
+            state.step(second);
         }
     }
 
