@@ -13,7 +13,7 @@ commit-before copier, the same kills, three runs: FAIL 3/3 (lost) for the copier
 with tolerated duplicates for at_least_once, PASS without loss or duplicate at
 read_committed for exactly_once_v2, every kill at risk (exposure > 0) in every run.
 
-Chaos tier (`make test-chaos`), about 12 minutes each.
+Chaos tier (`make test-chaos`): 321 s and 231 s on 2026-11-30 (2 cores, shared).
 """
 
 from __future__ import annotations
