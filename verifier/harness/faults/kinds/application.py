@@ -17,9 +17,10 @@ said before it died (``state_at_kill``), what the verdict counts.
 
 The heal restarts each killed instance and then watches, for at most ``observe`` seconds
 (default :data:`REJOIN_S`), until its group has taken it back (its state file written by
-the new process, with partitions in it) and each instance of its application that stayed
-up has seen one more rebalance than at the kill, or until another fault acts on one of
-them (killed, or a new process), so the count stops where the next fault's begins; its
+the new process, with partitions in it: a group hands partitions to a new member only
+once the rebalances that take them from the others are done, eager or cooperative), or
+until another fault acts on it or on its application's other instances (killed, or a new
+process), so the count stops where the next fault's begins; its
 ``ok`` line, and the instances' snapshot with it (``owners``:
 verifier.judge.faults.owners), come then. The rebalances a
 kill causes happen after the restart (the group drops the dead member after its session
@@ -187,13 +188,12 @@ def start_instance_kill(fault: ScheduledFault, env: FaultEnv, state: dict,
     missed = at_risk_each(fault, env, names, gate, kill)
     state["processes"] = [k["process"] for k in killed]
     # what the heal's watch compares with: the pid each killed instance's file named, and
-    # the rebalances its application's other instances had seen at the kill
+    # the process ids of its application's other instances at the kill
     state["pids"] = {k["process"]: (k.get("state_at_kill") or k.get("state") or {}).get("pid")
                      for k in killed}
     apps = {(PROCESS_PREFIX, k["app"]) for k in killed}
     others = [n for n in env.processes if n not in state["pids"]
               and tuple(n.split("/")[:2]) in apps and env.processes[n].alive]
-    state["stayed"] = rebalances(env, others)
     # the processes' own ids, not their files' (a file may be an earlier process's yet)
     state["stayed_pids"] = {n: getattr(env.processes[n], "pid", None) for n in others}
     if not killed:
@@ -219,13 +219,15 @@ LOOK_S = 0.2
 
 def _rejoined(fault: ScheduledFault, env: FaultEnv, state: dict) -> dict:
     """Wait (at most ``observe`` s) until each restarted instance's state file is its new
-    process's, with partitions, and each instance that stayed up saw one more rebalance
-    than at the kill; what is still awaited then (``rejoin_waiting``). Cut short when
+    process's, with partitions (the instances that stayed up have then seen the
+    rebalances that moved them); what is still awaited then (``rejoin_waiting``; an
+    instance its group gives no partition, as a stateful Streams one warming up, keeps
+    the watch to its end). Cut short when
     another fault acts on one of them first (dead, or a new process: ``rejoin_cut``), so
     the count stops where the next fault's begins."""
     t0 = time.monotonic()
     deadline = t0 + float(fault.action_params.get("observe", REJOIN_S))
-    stayed, pids = state.get("stayed") or {}, state.get("pids") or {}
+    pids = state.get("pids") or {}
     stayed_pids = state.get("stayed_pids") or {}
 
     now_pids = {n: getattr(env.processes[n], "pid", None) for n in pids
@@ -249,9 +251,7 @@ def _rejoined(fault: ScheduledFault, env: FaultEnv, state: dict) -> dict:
             if proc is not None and old is not None and (
                     s is None or s.get("pid") == old or not s.get("assigned")):
                 out.append(name)
-        now = rebalances(env, stayed)
-        return out + [n for n, seen in stayed.items() if seen is not None
-                      and now[n] is not None and now[n] <= seen]
+        return out
 
     left, acted = waiting(), cut()
     while left and not acted and time.monotonic() < deadline:
