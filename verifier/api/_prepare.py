@@ -267,7 +267,8 @@ def _apps(request: ChaosRequest) -> tuple:
     java = jvm.java_executable() if java_presets(request.app) else "java"
     planned = plan_apps(request.app, request.app_guarantee,
                         request.app_instances or DEFAULT_INSTANCES, python=sys.executable,
-                        java=java, classpath=jvm.java_apps_jars().classpath())
+                        java=java, classpath=jvm.java_apps_jars().classpath(),
+                        oracle=request.app_oracle)
     protocols = (app_groups.parse_protocols(request.group_protocol)
                  if request.group_protocol else ())
     return tuple(app_groups.expand(planned, protocols))

@@ -46,6 +46,8 @@ class ChaosRequest:
     spark_version: str | None = None
     app: str | None = None
     app_guarantee: str | None = None
+    #: how a command's output is judged: ``identity`` (None: the default) or ``reference``
+    app_oracle: str | None = None
     app_instances: int | None = None
     #: ``classic,consumer``: each consumer-group application once per protocol
     group_protocol: str | None = None
@@ -84,6 +86,8 @@ class ChaosRequest:
             argv += ["--app", self.app]
         if self.app_guarantee is not None:
             argv += ["--app-guarantee", self.app_guarantee]
+        if self.app_oracle is not None:
+            argv += ["--app-oracle", self.app_oracle]
         if self.app_instances is not None:
             argv += ["--app-instances", str(self.app_instances)]
         if self.group_protocol is not None:

@@ -61,10 +61,11 @@ def request_from_plan(plan: RunPlan, scenario_file: Path | str, **where) -> Chao
 
 
 def _app_fields(apps: dict[str, dict]) -> dict:
-    """``--app``, ``--app-guarantee``, ``--app-instances`` and ``--group-protocol`` as the
-    run's config.json ``apps`` records them: the presets by the names they were typed as
-    (``streams-eos``; a ``[consumer]`` protocol suffix dropped, the protocols given
-    again), or the user's command with its claim."""
+    """``--app``, ``--app-guarantee``, ``--app-oracle``, ``--app-instances`` and
+    ``--group-protocol`` as the run's config.json ``apps`` records them: the presets by
+    the names they were typed as (``streams-eos``; a ``[consumer]`` protocol suffix
+    dropped, the protocols given again), or the user's command with its claim and its
+    oracle (when not the default)."""
     if not apps:
         return {}
     fields: dict = {}
@@ -74,6 +75,8 @@ def _app_fields(apps: dict[str, dict]) -> dict:
         entry = next(iter(apps.values()))
         fields["app"] = shlex.join(entry["command"])
         fields["app_guarantee"] = entry["guarantee"]
+        if (entry.get("oracle") or "identity") != "identity":
+            fields["app_oracle"] = entry["oracle"]
     instances = {int(e.get("instances") or DEFAULT_INSTANCES) for e in apps.values()}
     if instances != {DEFAULT_INSTANCES}:
         fields["app_instances"] = max(instances)

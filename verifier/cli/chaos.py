@@ -15,6 +15,7 @@ from verifier.cli.retry import add_flag as add_retry_flag
 from verifier.orchestration.scenario import SINKS, load_profiles
 from verifier.rundata.apps import DEFAULT_INSTANCES as DEFAULT_APP_INSTANCES
 from verifier.rundata.apps import GUARANTEES as APP_GUARANTEES
+from verifier.rundata.apps import ORACLES as APP_ORACLES
 from verifier.rundata.errors import UsageError
 
 
@@ -95,6 +96,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "(docs/applications.md)")
     p.add_argument("--app-guarantee", choices=APP_GUARANTEES, default=None,
                    help="what your --app command claims (the presets claim their own)")
+    p.add_argument("--app-oracle", choices=APP_ORACLES, default=None,
+                   help="how your --app command's output is judged: identity (default: "
+                        "each input record's value passes through) or reference (the final "
+                        "value per key against the same command run without faults over "
+                        "the same input; docs/applications.md)")
     p.add_argument("--app-instances", type=int, default=None, metavar="N",
                    help=f"instances of each --app (default {DEFAULT_APP_INSTANCES})")
     p.add_argument("--group-protocol", default=None, metavar="classic,consumer",

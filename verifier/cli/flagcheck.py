@@ -101,8 +101,8 @@ def app_problems(args: argparse.Namespace, profile, given: set[str],
     app = getattr(args, "app", None)
     if app is None:
         return [f"--{f.replace('_', '-')} does not apply: it is about the applications under "
-                "test; name them with --app" for f in ("app_guarantee", "app_instances",
-                                                        "group_protocol")
+                "test; name them with --app" for f in ("app_guarantee", "app_oracle",
+                                                        "app_instances", "group_protocol")
                 if f in given]
     out = []
     if profile.known_bugs:
@@ -112,7 +112,8 @@ def app_problems(args: argparse.Namespace, profile, given: set[str],
     instances = getattr(args, "app_instances", None)
     if instances is not None and instances < 1:
         out.append(f"--app-instances {instances}: an application needs at least 1 instance")
-    planned = plan_apps(app, args.app_guarantee, instances or 1)
+    planned = plan_apps(app, args.app_guarantee, instances or 1,
+                        oracle=getattr(args, "app_oracle", None))
     presets = [a for a in planned if a.preset]
     chosen = [a.preset for a in presets]
     twice = sorted({p for p in chosen if chosen.count(p) > 1})
@@ -122,6 +123,10 @@ def app_problems(args: argparse.Namespace, profile, given: set[str],
     if presets and "app_guarantee" in given:
         out.append(f"--app-guarantee does not apply to the presets ({app}): each claims its "
                    "own (" + ", ".join(f"{a.name}: {a.guarantee}" for a in presets) + ")")
+    if presets and "app_oracle" in given:
+        out.append(f"--app-oracle does not apply to the presets ({app}): each is judged by "
+                   "its own oracle (" + ", ".join(f"{a.name}: {a.oracle}" for a in presets)
+                   + "); it is for your own command")
     if not presets:
         argv = planned[0].argv
         if not argv:

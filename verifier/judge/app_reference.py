@@ -12,12 +12,20 @@ above the reference's                  ``duplicate-delivery``  tolerated      fo
                                        counted again)
 below the reference's, or the key      ``lost`` (the           forbidden      forbidden
 missing                                shortfall)
-a key the reference never had, or a    ``foreign-record``      forbidden      forbidden
-value that is no count
+a key the reference never had          ``foreign-record``      forbidden      forbidden
+a different final value where one of   ``foreign-record`` at   UNKNOWN        forbidden
+the two is no whole number (``--app    read_committed under    (reason)       (rc)
+-oracle reference``: any value)        exactly-once, else
+                                       UNKNOWN with it
 =====================================  ======================  =============  ============
 
 (at read_uncommitted an exactly-once application's surplus is tolerated, as the
 expectation table's ``app/exactly-once`` row says: aborted updates are visible there.)
+A value that is no whole number has no "above" or "below": a different one is forbidden
+only where every difference is (exactly-once at read_committed); under any other claim,
+or at read_uncommitted, it cannot be told apart from an update applied again (or an
+aborted one), so the column is UNKNOWN with that reason and the key in the detail, never
+PASS, and FAIL only on a difference that backs it.
 So exactly-once means every key's final count equal to the reference's; at-least-once no
 key's count below it. An update written more often than once (compare's *extra*) is
 reported in the detail, not judged: which intermediate counts an aggregation writes
@@ -37,6 +45,8 @@ from verifier.judge.reference import DIFFERENT, EXTRA, MISSING, Comparison, comp
 KEYS = ("key",)
 KINDS = (LOST, UNSEEN, DUP_DELIVERY, FOREIGN)
 OVER, UNDER = "over-count", "under-count"
+#: a differing key where one value is no whole number (decided by the claim: judge_state)
+OTHER_VALUE = "other-value"
 
 
 def _count(row: dict | None) -> int | None:
@@ -66,8 +76,8 @@ def count_differences(got: Comparison) -> list[dict]:
                                                        "counted"})
         elif a is None or b is None:
             out.append({"key": key, "output": mine["value"], "reference": theirs["value"],
-                        "delta": None, "kind": FOREIGN,
-                        "difference": "different: not a count"})
+                        "delta": None, "kind": OTHER_VALUE,
+                        "difference": "a different final value, not a whole number"})
         elif a > b:
             out.append({"key": key, "output": a, "reference": b, "delta": a - b,
                         "kind": DUP_DELIVERY,
@@ -82,10 +92,12 @@ def count_differences(got: Comparison) -> list[dict]:
 
 def judge_state(label: str, column: str, isolation: str, faulted: pa.Table,
                 reference: pa.Table, inputs: int | None = None, cap: int = 20,
-                behind: dict | None = None) -> CheckOutcome:
-    """The column ``column`` (of application ``label``) at ``isolation``: ``faulted``
-    and ``reference`` are state tables (key, value, the order column); ``inputs``, the
-    input log's records, which the reference's counts must add up to (None: unchecked);
+                behind: dict | None = None, guarantee: str = "exactly-once",
+                claim: str = "final count per key") -> CheckOutcome:
+    """The column ``column`` (of application ``label``, which claims ``guarantee``) at
+    ``isolation``: ``faulted`` and ``reference`` are state tables (key, value, the order
+    column); ``inputs``, the input log's records, which the reference's counts must add up
+    to (None: unchecked, as for a user's command, whose values need not be counts);
     ``behind``: the partitions the faulted group had not committed to their end when the
     drain gave up (then a count below the reference's is ``unseen``, not ``lost``)."""
     from verifier.rundata.app_reference import COMPARED
@@ -97,7 +109,7 @@ def judge_state(label: str, column: str, isolation: str, faulted: pa.Table,
     diffs = count_differences(got) if not got.unjudgeable else []
     counted = sum(c for r in _final_counts(reference) if (c := _count(r)) is not None)
     detail = {k: v for k, v in got.to_json().items() if k != "samples"}
-    detail.update({"claim": "final count per key", "differences": diffs,
+    detail.update({"claim": claim, "differences": diffs,
                    "reference_total": counted,
                    "repeated_updates": got.counts[EXTRA]})  # reported, not judged
     detail["counts"] = {k: v for k, v in detail["counts"].items() if k != EXTRA}
@@ -115,6 +127,18 @@ def judge_state(label: str, column: str, isolation: str, faulted: pa.Table,
             if d["kind"] == LOST:
                 d["kind"] = UNSEEN
                 d["difference"] += f" (its group was behind at the drain's end: {behind})"
+    other = [d for d in diffs if d["kind"] == OTHER_VALUE]
+    if other and (guarantee != "exactly-once" or isolation != "read_committed"):
+        d = other[0]
+        outcome.unjudged = (
+            f"the reference oracle cannot judge {len(other)} key(s) whose final value is "
+            f"no whole number and differs from the fault-free run's (e.g. {d['key']!r}: "
+            f"{d['output']!r} against {d['reference']!r}): under {guarantee} at "
+            f"{isolation} a different value cannot be told apart from an update applied "
+            f"again; every one is in the detail (differences)")
+    else:
+        for d in other:  # exactly-once at read_committed: every difference is forbidden
+            d["kind"] = FOREIGN
     for kind in KINDS:
         mine = [d for d in diffs if d["kind"] == kind]
         if mine:
@@ -175,11 +199,14 @@ def judge_run(run_dir, spec, log_rows: int | None, cap: int = 20
         else:
             faulted = R.read_state(R.state_path(where, iso))
             counts[f"observed_{iso}"] = faulted.num_rows
-            outcome = judge_state(spec.label, column, iso, faulted, reference, log_rows, cap,
-                                  behind)
+            preset = getattr(spec, "preset", None)  # a preset's values are counts
+            outcome = judge_state(spec.label, column, iso, faulted, reference,
+                                  log_rows if preset else None, cap, behind, spec.guarantee,
+                                  "final count per key" if preset else
+                                  "final value per key (whole numbers as counts)")
             outcome.detail["seconds"] = info.get("seconds")
         outcomes.append(outcome)
     return outcomes, counts
 
 
-__all__ = ["KINDS", "OVER", "UNDER", "count_differences", "judge_run", "judge_state"]
+__all__ = ["KINDS", "OTHER_VALUE", "OVER", "UNDER", "count_differences", "judge_run", "judge_state"]

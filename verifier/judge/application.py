@@ -60,6 +60,8 @@ class AppSpec:
     #: ``identity`` (per input record) or ``reference`` (an aggregate's final state per
     #: key against a fault-free run: verifier.judge.app_reference)
     oracle: str = "identity"
+    #: the preset it is (None: the user's own command, whose values need not be counts)
+    preset: str | None = None
 
     @property
     def label(self) -> str:

@@ -33,6 +33,10 @@ from verifier.rundata.pipelines import OUTPUT_SCHEMA
 
 #: what an application claims; the expectation table's rows ``app/<guarantee>``
 GUARANTEES = ("at-most-once", "at-least-once", "exactly-once")
+#: how an application's output is judged (``--app-oracle``, a command's only): each input
+#: record followed to the output (``identity``), or the final value per key against the
+#: same command run without faults (``reference``: verifier.judge.app_reference)
+ORACLES = ("identity", "reference")
 #: an application's report column is ``app:<name>@<isolation>`` (verifier.rundata.columns)
 COLUMN_PREFIX = APP_PREFIX
 #: an instance's process is ``app/<name>/<i>``: a fault naming ``app`` hits one of them
@@ -170,9 +174,11 @@ class PlannedApp:
 
 def plan_apps(value: str, guarantee: str | None, instances: int,
               python: str = "python", java: str = "java",
-              classpath: str = ".jars/java-apps/*") -> list[PlannedApp]:
+              classpath: str = ".jars/java-apps/*", oracle: str | None = None
+              ) -> list[PlannedApp]:
     """``--app``'s value as applications: a comma-separated list of preset names, or one
-    command (any program; ``guarantee`` is what it claims). Pure: the checks that
+    command (any program; ``guarantee`` is what it claims, ``oracle`` how its output is
+    judged, default ``identity``; a preset's are its own). Pure: the checks that
     need the machine (the program exists, the Java presets are built: ``classpath``) are
     the CLI's."""
     names = [v.strip() for v in value.split(",")]
@@ -184,7 +190,8 @@ def plan_apps(value: str, guarantee: str | None, instances: int,
                                   preset=p.name, oracle=p.oracle, runtime=p.runtime,
                                   group_type=p.group_type))
         return out
-    return [PlannedApp("user", tuple(shlex.split(value)), guarantee or "", instances)]
+    return [PlannedApp("user", tuple(shlex.split(value)), guarantee or "", instances,
+                       oracle=oracle or "identity")]
 
 
 def _on_cluster(name: str) -> str:
@@ -310,8 +317,9 @@ def read_readback(where: AppLayout, isolation: str) -> tuple[pa.Table, dict]:
 
 
 __all__ = ["COLUMN_PREFIX", "CONTRACT", "DEFAULT_INSTANCES", "GUARANTEES", "JAVA_MAIN",
-           "JAVA_OPTS", "PRESETS", "PROCESS_PREFIX", "READBACK_FORMAT", "READBACK_SCHEMA",
-           "RUNTIMES", "AppLayout", "PlannedApp", "Preset", "client_prefixes", "config_entry",
+           "JAVA_OPTS", "ORACLES", "PRESETS", "PROCESS_PREFIX", "READBACK_FORMAT",
+           "READBACK_SCHEMA", "RUNTIMES", "AppLayout", "PlannedApp", "Preset",
+           "client_prefixes", "config_entry",
            "environment", "group_id", "java_presets", "output_topic", "plan_apps",
            "preset_named", "preset_names", "read_readback", "transactional_id_prefix",
            "write_readback"]

@@ -75,6 +75,9 @@ def test_they_are_among_the_flags_checked_before_a_run():
 @pytest.mark.parametrize(("argv", "said"), [
     (("--app", "no-such-program-here-47"), "nor a program on PATH"),
     (("--app-guarantee", "at-least-once"), "name them with --app"),
+    (("--app-oracle", "reference"), "--app-oracle does not apply: it is about"),
+    (("--app", "streams-count-eos", "--app-oracle", "identity"),
+     "--app-oracle does not apply to the presets"),
     (("--profile", "known-bugs", "--app", "copier-commit-after"),
      "--app does not apply: the known-bugs profile"),
 ])
@@ -102,3 +105,36 @@ def test_group_protocols_are_checked_against_the_clients_and_the_broker(monkeypa
     monkeypatch.setenv("KAFKA_CLIENTS_VERSION", "4.1.1")
     said = problems("--app", java, "--kafka-version", "4.4.0")
     assert len(said) == 1 and "needs kafka-clients 4.2 or later" in said[0]
+
+
+def test_a_commands_oracle_is_chosen_a_presets_is_its_own():
+    """``--app-oracle`` (default identity) reaches the planned application, config.json
+    and `verifier shrink`'s re-run; with a preset it is refused (each has its own)."""
+    from verifier.api._shrink import _app_fields
+    from verifier.rundata import apps as A
+
+    command = ("--app", "my-svc --count", "--app-guarantee", "at-least-once")
+    assert problems(*command, "--app-oracle", "reference") == []
+    assert problems("--app", "copier-commit-after,streams-count-alo", "--app-oracle",
+                    "reference") == [
+        "--app-oracle does not apply to the presets (copier-commit-after,streams-count-alo): "
+        "each is judged by its own oracle (copier-commit-after: identity, streams-count-alo: "
+        "reference); it is for your own command"]
+    assert problems("--app-oracle", "identity") == [
+        "--app-oracle does not apply: it is about the applications under test; name them "
+        "with --app"]
+    [app] = A.plan_apps("my-svc --count", "at-least-once", 2, oracle="reference")
+    assert app.oracle == "reference" and app.preset is None
+    assert A.plan_apps("my-svc", "at-least-once", 2)[0].oracle == "identity"
+    assert A.plan_apps("streams-count-alo", None, 2, oracle="identity")[0].oracle == \
+        "reference"
+    entry = A.config_entry(app, "r1", ["r1.t"])
+    assert entry["oracle"] == "reference"
+    again = _app_fields({"user": entry})
+    assert again == {"app": "my-svc --count", "app_guarantee": "at-least-once",
+                     "app_oracle": "reference"}
+    from verifier.api import ChaosRequest
+    argv = ChaosRequest(scenarios=("instance-kill",), **again).argv()
+    assert argv[argv.index("--app-oracle") + 1] == "reference"
+    plain = A.config_entry(A.plan_apps("my-svc", "at-least-once", 2)[0], "r1", ["r1.t"])
+    assert "app_oracle" not in _app_fields({"user": plain})  # the default, not written

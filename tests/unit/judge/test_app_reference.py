@@ -185,3 +185,69 @@ def test_the_cell_says_over_and_under_counted():
            "oracle": {"keys": ["key"], "claim": "final count per key"}}
     text = cells([{"scenario": "s", "run": "r", "columns": [col]}])["s"][col["name"]]["text"]
     assert "3 over-counted x" in text and "2 under-counted x" in text
+
+
+def test_whole_numbers_of_a_users_command_keep_the_count_semantics():
+    o = judge_state("app:user", "app:user@" + RC, RC, state(("a", 4), ("b", 1), ("c", 5)),
+                    REF, None, guarantee="at-least-once",
+                    claim="final value per key (whole numbers as counts)")
+    assert {g.kind: g.count for g in o.groups} == {DUP_DELIVERY: 1} and o.unjudged is None
+    o = judge_state("app:user", "app:user@" + RC, RC, state(("a", 2), ("b", 1), ("c", 5)),
+                    REF, None, guarantee="at-least-once")
+    assert {g.kind: g.count for g in o.groups} == {LOST: 1} and o.unjudged is None
+
+
+def text_state(*updates: tuple[str, str]) -> pa.Table:
+    return R.state_table([{"key": k, "value": v, "out_partition": 0, "out_offset": i}
+                          for i, (k, v) in enumerate(updates)])
+
+
+TEXT_REF = text_state(("a", "x"), ("b", "y1"), ("b", "y2"))  # final: a x, b y2
+
+
+def test_a_different_value_that_is_no_number_is_unknown_unless_exactly_once_forbids_it():
+    faulted = text_state(("a", "x"), ("b", "y2"), ("b", "y1"))  # b's old value last
+
+    def judge(guarantee, iso, table=faulted, ref=TEXT_REF):
+        o = judge_state("app:user", "app:user@" + iso, iso, table, ref, None,
+                        guarantee=guarantee)
+        return o, {g.kind: g.count for g in o.groups}
+
+    o, found = judge("at-least-once", RC)
+    assert found == {} and "cannot judge 1 key(s)" in o.unjudged  # never PASS, no FAIL
+    assert "'b': 'y1' against 'y2'" in o.unjudged
+    assert [(d["key"], d["output"], d["reference"]) for d in o.detail["differences"]] == [
+        ("b", "y1", "y2")]
+    o, found = judge("exactly-once", RC)
+    assert found == {FOREIGN: 1} and o.unjudged is None
+    o, found = judge("exactly-once", RU)  # an aborted update may be read there
+    assert found == {} and o.unjudged
+    o, found = judge("at-least-once", RC, text_state(("a", "x"), ("b", "y2")))
+    assert found == {} and o.unjudged is None  # equal values: PASS
+    # a whole number against a text is no count either
+    o, found = judge("at-least-once", RC, text_state(("a", "3"), ("b", "y2")))
+    assert found == {} and o.unjudged
+    # a backed difference (a key lost) still FAILs beside the unjudgeable one
+    o, found = judge("at-least-once", RC, text_state(("b", "y1")))
+    assert found == {LOST: 1} and o.unjudged
+
+
+def test_a_users_command_is_judged_per_value_not_held_to_the_count_sum(tmp_path):
+    user = AppSpec("user", "at-least-once", ("t",), "o", "reference")
+    where = A.AppLayout(tmp_path, user.name)
+    for iso in (RC, RU):
+        R.write_state(R.state_path(where, iso), text_state(("a", "x"), ("b", "y2")))
+    R.write_state(R.reference_state_path(where), TEXT_REF)
+    R.write_info(where, {"seconds": 1.0})
+    outcomes, _ = judge_run(tmp_path, user, 3)  # 3 input records; values are no counts
+    assert [(o.unjudged, o.groups) for o in outcomes] == [(None, []), (None, [])]
+    assert outcomes[0].detail["claim"] == "final value per key (whole numbers as counts)"
+    preset = AppSpec("streams-count-eos", "exactly-once", ("t",), "o", "reference",
+                     "streams-count-exactly-once-v2")
+    where = A.AppLayout(tmp_path, preset.name)
+    for iso in (RC, RU):
+        R.write_state(R.state_path(where, iso), REF)
+    R.write_state(R.reference_state_path(where), REF)
+    R.write_info(where, {"seconds": 1.0})
+    outcomes, _ = judge_run(tmp_path, preset, 10)  # a count must add up to the input
+    assert all("counted 9 records, the input log holds 10" in o.unjudged for o in outcomes)

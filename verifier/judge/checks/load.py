@@ -138,7 +138,7 @@ def app_specs(entries: dict) -> dict:
             raise KeyError(f"app {name}: guarantee {e.get('guarantee')!r}")
         out[name] = AppSpec(name, e["guarantee"], tuple(e.get("input_topics") or ()),
                             str(e.get("output_topic") or ""),
-                            str(e.get("oracle") or "identity"))
+                            str(e.get("oracle") or "identity"), e.get("preset"))
     return out
 
 
