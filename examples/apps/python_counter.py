@@ -16,8 +16,16 @@ in memory; when it is given partitions (its start, a rebalance, a restart after 
 it reads them back from its own output topic (each key's last count), so the records it
 reads again after a crash are counted again (an over-count, tolerated under
 at-least-once) and none is forgotten. It stops cleanly on SIGTERM.
+
+It also says what it is doing in ``VERIFIER_STATE_FILE`` (optional in the contract; JSON
+replaced whole): its ``pid``, the partitions ``assigned`` to it, and ``at_risk``, the
+records of a batch written but not yet committed (``step`` ``processing`` while 50 ms of
+"work" follow the flush), so the ``instance-kill`` trigger can kill it there and the
+verdict can count what the kill acted on; without the file its exposure is not measured
+and its columns cannot PASS.
 """
 
+import json
 import os
 import signal
 import time
@@ -30,6 +38,18 @@ signal.signal(signal.SIGTERM, lambda *_: stopping.append(True))
 bootstrap = os.environ["VERIFIER_BOOTSTRAP_SERVERS"].split(",")
 output = os.environ["VERIFIER_OUTPUT_TOPIC"]
 counts: dict[str, int] = {}
+state = {"pid": os.getpid(), "assigned": [], "at_risk": 0, "step": ""}
+
+
+def say(**fields) -> None:
+    """The state file, replaced whole (when the environment names one)."""
+    path = os.environ.get("VERIFIER_STATE_FILE")
+    state.update(fields, t=round(time.time(), 3))
+    if path:
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "w") as f:
+            json.dump(state, f)
+        os.replace(tmp, path)
 
 
 def count_key(record) -> str:
@@ -65,7 +85,7 @@ def restore() -> dict[str, int]:
 
 class Restore(ConsumerRebalanceListener):
     def on_partitions_revoked(self, revoked):
-        pass  # every batch was flushed and committed before the next poll
+        say(assigned=[])  # every batch was flushed and committed before the next poll
 
     def on_partitions_assigned(self, assigned):
         try:
@@ -75,6 +95,7 @@ class Restore(ConsumerRebalanceListener):
             os._exit(1)
         counts.clear()
         counts.update(restored)
+        say(assigned=sorted(f"{tp.topic}-{tp.partition}" for tp in assigned))
 
 
 consumer = KafkaConsumer(bootstrap_servers=bootstrap,
@@ -96,7 +117,12 @@ try:
             producer.send(output, key=key.encode(), value=str(counts[key]).encode())
         if batch:
             producer.flush()
+            # written, not committed: a kill now counts this batch again after the restart
+            say(at_risk=sum(len(r) for r in batch.values()), step="processing")
+            time.sleep(0.05)
+            say(step="committing")
             consumer.commit()  # after the counts are written: at-least-once
+            say(at_risk=0, step="")
 finally:
     consumer.close(autocommit=False)
     producer.close(timeout=10)
