@@ -2,7 +2,7 @@
 kafka-python consumer that counts records per key and writes each key's count, judged by
 the reference oracle (the same command run without faults over the same input).
 
-    verifier chaos --app "python examples/apps/python_counter.py" \\
+    verifier chaos --app ".venv/bin/python examples/apps/python_counter.py" \\
         --app-guarantee at-least-once --app-oracle reference --scenario instance-kill
 
 It reads ``VERIFIER_INPUT_TOPICS`` in the consumer group ``VERIFIER_GROUP_ID``. The

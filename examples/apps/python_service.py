@@ -2,7 +2,7 @@
 kafka-python consume-transform-produce loop that knows nothing of the verifier except the
 environment contract it is started with.
 
-    verifier chaos --app "python examples/apps/python_service.py" \\
+    verifier chaos --app ".venv/bin/python examples/apps/python_service.py" \\
         --app-guarantee at-least-once --scenario instance-kill
 
 It reads ``VERIFIER_INPUT_TOPICS`` in the consumer group ``VERIFIER_GROUP_ID``, writes
