@@ -148,6 +148,15 @@ SINK = "sink"
 _J = dict(clients=JAVA)
 _RETRY_REASON = ("a request whose response was lost is retried and the broker appends it "
                  "again: without idempotence nothing tells the broker it is a retry")
+#: a transaction that fails without its producer dying (a send that expired, a commit that
+#: timed out) is aborted and tried again by the same producer, as Kafka's own example does
+#: (the generators redo it with the same records): read_uncommitted then holds two copies
+#: of one session (issue 50: late-produce on 3.5.2, 4.1.1, 4.4.0; late-end-txn on 3.5.2)
+_REDO_REASON = ("a transaction whose request timed out or failed is aborted and tried "
+                "again by the same producer: read_uncommitted delivers the aborted copy and "
+                "the committed one (read_committed only the committed one)")
+_REDO_SOURCE = (KIP_98 + "; kafka-clients KafkaProducer javadoc (\"abort the transaction "
+                "and try again\"); " + PROJECT)
 
 RULES: tuple[Rule, ...] = (
     # ---- defaults, per client and version ------------------------------------------------
@@ -336,6 +345,11 @@ RULES: tuple[Rule, ...] = (
                 "hanging transaction (brokers before 3.6) or end the next transaction early "
                 "(without transaction version 2); scenarios late-produce, late-end-txn",
          source=KIP_890, bug=True),
+    # ---- a transaction redone after a failure, read at read_uncommitted ------------------
+    *(Rule(f"{slug}-txn-redo-ru", fault, (P, TXN, RU), (DUP_SAME, ABORTED_READ),
+           reason=_REDO_REASON, source=_REDO_SOURCE)
+      for slug, fault in (("lost-ack", LOST_ACK), ("broker-crash", BROKER_CRASH),
+                          ("network-cut", NETWORK_CUT))),
     # ---- pipelines (Spark) -------------------------------------------------------------
     Rule("kafka-sink-replay", DRIVER_CRASH, ((SINK, "==", "kafka"),), (DUP_DELIVERY,),
          reason="the Kafka sink is at-least-once: a batch replayed after a restart is "

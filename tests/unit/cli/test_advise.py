@@ -185,3 +185,27 @@ def test_a_known_bugs_run_is_not_compared_with_the_advice(tmp_path, monkeypatch)
         assert ("not compared (the known-bugs profile" in said) == bool(plans), said
     # the run without the profile only is given the advice to compare with
     assert [a is not None for a in compared] == [False, True]
+
+
+@pytest.mark.parametrize("scenario", ["late-produce", "late-end-txn"])
+def test_the_versions_profile_cells_agree_with_the_advice(scenario):
+    """Issue 50: `--profile versions` (kafka-python 3.0.12) printed DISAGREES on the
+    transactional@read_uncommitted cells of both scenarios: duplicates within one session,
+    each an aborted attempt of a transaction and its redo by the same producer, which the
+    expectation table tolerates there. The same cells, compared as the chaos hook does."""
+    from verifier.judge.advice import compare, fault_classes
+
+    spec = load_scenario(scenario)
+    advice = ColumnAdvice(column_configs(RunOptions(out="/tmp/x"), [spec]))
+    faults = fault_classes(spec.faults)
+    assert faults == {"network cut"}  # a hold
+    cells = {iso: {"name": f"transactional@{iso}", "mode": "transactional",
+                   "pids": ["transactional-0"], "isolations": [iso], "verdict": "PASS",
+                   "anomalies": {"duplicate-same-session": {"count": 12},
+                                 "aborted-read": {"count": 640}}}
+             for iso in ("read_committed", "read_uncommitted")}
+    ru = compare(advice(cells["read_uncommitted"]), cells["read_uncommitted"], faults)
+    assert ru["agree"] and ru["disagree"] == [], ru
+    # at read_committed a second copy would be a real duplicate: still ruled out
+    rc = compare(advice(cells["read_committed"]), cells["read_committed"], faults)
+    assert rc["disagree"] == ["duplicate-same-session"], rc

@@ -23,6 +23,10 @@ from verifier.judge.model import KINDS, CheckOutcome, Drain, Group, ProducerSpec
     ("transactional", X.RU, "aborted-read", X.EXPECTED),
     ("transactional", X.RU, "duplicate-cross-session", X.EXPECTED),
     ("transactional", X.RU, "torn-transaction", X.TOLERATED),
+    # an aborted attempt and its redo by the same producer: two copies of one session
+    # at read_uncommitted, the committed one alone at read_committed (issue 50)
+    ("transactional", X.RU, "duplicate-same-session", X.TOLERATED),
+    ("transactional", X.RC, "duplicate-same-session", X.FORBIDDEN),
     ("idempotent", X.RC, "torn-transaction", X.NA),
     ("transactional", X.RU, "hanging-transaction", X.FORBIDDEN),
     ("at-least-once", X.RC, "unseen", X.INCONCLUSIVE),
