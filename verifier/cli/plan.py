@@ -18,20 +18,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from verifier.cli.plan_parts import app_lines, duration_line, fault_lines
 from verifier.rundata.naming import MARK, USE_MY_IDS_RISK, run_id
-
-#: measured: a quick-profile run (14-22 s of load) took 77-91 s on the 2-core machine
-#: (docs/benchmarks.md 2026-11-27): the observer's start, the drain and the verification
-#: add about a minute to a run's load; a local cluster's start about half a minute
-RUN_OVERHEAD_S = 65
-LOCAL_CLUSTER_START_S = 30
-#: why a fault kind cannot run where the part it needs (its Kind.needs) is missing
-_NEEDS = {
-    "proxy": "needs the fault proxy in front of the local cluster's brokers",
-    "cluster": "signals the local cluster's broker processes",
-    "partition": "needs the run's own network namespace (root, ip, nft and setpriv), on "
-                 "the local cluster",
-}
 
 
 def add_safety_flags(parser: argparse.ArgumentParser) -> None:
@@ -63,7 +51,13 @@ def cmd_plan(args: argparse.Namespace, prepare, out=sys.stdout) -> int:
         replication = env.spec.replication_factor
     # a run that needs a network namespace re-executes itself in one: partitions run there
     runs_there = {"network-partition"} if prepared.needs_namespace else set()
-    for line in plan_lines(args, scenarios, env, opts, replication, found, runs_there):
+    if prepared.known_bug_plans:  # a cluster per plan, only its combinations' runs
+        from verifier.cli.plan_known_bugs import known_bug_plan_lines
+
+        lines = known_bug_plan_lines(prepared.known_bug_plans, env, opts, runs_there)
+    else:
+        lines = plan_lines(args, scenarios, env, opts, replication, found, runs_there)
+    for line in lines:
         print(line, file=out)
     return 0
 
@@ -117,54 +111,24 @@ def plan_lines(args, scenarios, env, opts, replication: int, found=None,
             creates.append(f"  topic {output_topic(rid, p.name)}  "
                            f"{s.workload.partitions} partitions, replication {replication}"
                            f"  (pipeline {p.name}'s output)")
-        _app_lines(opts.apps, rid, s.workload.partitions, replication, creates, tids, groups)
+        app_lines(opts.apps, rid, s.workload.partitions, replication, creates, tids, groups)
         groups.append(f"  group {rid}.spark-*  (the Spark readers of the observer"
                       f"{' and pipelines' if opts.pipelines else ''}: join, commit nothing)")
     lines += ["creates:", *creates, "uses:", *tids, *groups, "deletes:",
               *_deletes(args, bool(tids)), ""]
     if args.bootstrap_servers:
         lines += _acls(args, env, scenarios, opts, bool(tids)) + [""]
-    lines += _faults(scenarios, env, runs_there) + [""]
-    lines += _duration(scenarios, opts, args)
+    lines += fault_lines(scenarios, env, runs_there) + [""]
+    versions = max(1, len(opts.kafka_versions))
+    load = sum(s.workload.duration_s for s in scenarios) * opts.repeat * versions
+    lines.append(duration_line(len(scenarios) * opts.repeat * versions, load,
+                               0 if args.bootstrap_servers else versions))
     if found is not None:
         left = found.runs
         lines.append(f"on the cluster now: {len(left)} earlier runs of this tool"
                      + (f" ({', '.join(left)}); `verifier cleanup --bootstrap-servers "
                         f"{args.bootstrap_servers}` removes killed ones" if left else ""))
     return lines
-
-
-def _app_lines(apps, rid: str, partitions: int, replication: int, creates: list,
-               tids: list, groups: list) -> None:
-    """What ``--app``'s applications create and use (docs/applications.md): each one's
-    output topic, group and transactional-id prefix; Kafka Streams' internal topics; the
-    fault-free reference run of an aggregating one."""
-    from verifier.rundata import app_reference as R
-    from verifier.rundata import apps as A
-
-    for app in apps:
-        topics = [(A.output_topic(rid, app.name), "output")]
-        if app.oracle == "reference":
-            topics.append((R.reference_output(rid, app.name), "fault-free reference run's "
-                                                               "output"))
-        for topic, what in topics:
-            creates.append(f"  topic {topic}  {partitions} partitions, replication "
-                           f"{replication}  (application {app.name}'s {what})")
-        streams = bool(app.preset and app.preset.startswith("streams"))
-        kind = "share group" if app.group_type == "share" else "group"
-        runs = [(A.group_id(rid, app.name), f"{app.instances} instances")]
-        if app.oracle == "reference":
-            runs.append((R.reference_group(rid, app.name), "its fault-free reference run"))
-        for group, who in runs:
-            if streams:
-                creates.append(f"  topics {group}-*  (Kafka Streams' internal changelog and "
-                               "repartition topics, created by Streams)")
-            groups.append(f"  {kind} {group}  (application {app.name}, {who}: commits "
-                          "offsets)")
-        if app.guarantee == "exactly-once":  # Streams names its own: application.id-...
-            prefix = (f"{A.group_id(rid, app.name)}-" if streams
-                      else A.transactional_id_prefix(rid, app.name))
-            tids.append(f"  transactional ids {prefix}*  (application {app.name})")
 
 
 def _transactional_id(p, rid: str) -> str | None:
@@ -236,56 +200,3 @@ def _acls(args, env, scenarios, opts, transactional: bool) -> list[str]:
     return lines
 
 
-def _faults(scenarios, env, runs_there: set[str]) -> list[str]:
-    """Each scenario's faults: runs, or cannot run here and why (``runs_there``: kinds the
-    run's own network namespace adds)."""
-    from verifier.harness.faults.kinds import KINDS
-
-    skipped = env.skipped_kinds() - runs_there
-    lines = ["faults:"]
-    for s in scenarios:
-        faults = [*s.faults, *s.broker_faults()]
-        if not faults:
-            lines.append(f"  {s.name}: none")
-        for f in faults:
-            kind = f.get("kind")
-            label = f"  {s.name}: {_fault_label(f)}"
-            if kind not in skipped:
-                what = ("changes your brokers' settings " + ", ".join(
-                    f"{k}={v}" for k, v in (f.get("params") or {}).get("settings", {}).items())
-                        + " for its window, then restores them"
-                        if kind == "broker-config" else "runs")
-                lines.append(f"{label}: {what}")
-                continue
-            needs = KINDS[kind].needs if kind in KINDS else None
-            why = _NEEDS.get(needs, f"the {env.name} environment cannot run it")
-            lines.append(f"{label}: cannot run here: {why} (skipped; the columns it "
-                         "concerns say so)")
-        if s.broker is not None and s.broker.apply == "start" and env.name == "external":
-            lines.append(f"  {s.name}: [broker] start settings: cannot run here: the tool "
-                         "cannot restart an external cluster's brokers")
-    return lines
-
-
-def _fault_label(f: dict) -> str:
-    """``producer-kill on producer:transactional at 6 s for 2 s``."""
-    target = f.get("target") or {}
-    on = ", ".join(f"{k} {v}" if not isinstance(v, bool) else k for k, v in target.items())
-    when = f" at {f['start']} s" if f.get("start") is not None else ""
-    span = f" for {f['duration']} s" if f.get("duration") else ""
-    return f"{f.get('kind')}{' on ' + on if on else ''}{when}{span}"
-
-
-def _duration(scenarios, opts, args) -> list[str]:
-    """The expected wall time: each run's load plus the measured overhead."""
-    runs = len(scenarios) * opts.repeat * max(1, len(opts.kafka_versions))
-    load = sum(s.workload.duration_s for s in scenarios) * opts.repeat * \
-        max(1, len(opts.kafka_versions))
-    total = load + runs * RUN_OVERHEAD_S
-    if not args.bootstrap_servers:
-        total += LOCAL_CLUSTER_START_S * max(1, len(opts.kafka_versions))
-    plural = "s" if runs > 1 else ""
-    return [f"expected duration: about {max(1, round(total / 60))} min ({runs} run{plural}, "
-            f"{load:.0f} s of load; each run adds about {RUN_OVERHEAD_S} s for the "
-            "observer's start, the drain and the verification, measured on a 2-core "
-            "machine)"]

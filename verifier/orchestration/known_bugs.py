@@ -312,6 +312,14 @@ def cluster_times(plans: list[VersionPlan], docs: dict[str, list[dict]],
     return rows
 
 
+def plan_options(opts, plan: VersionPlan):
+    """The options of a plan's runs: its output folder (``OUT/kafka-<key>``), its clients
+    side by side (one client: that client's columns, named as a single client's are)."""
+    clients = tuple(plan.clients) if len(plan.clients) > 1 else ()
+    return replace(opts, out=Path(opts.out) / f"kafka-{plan.key}", clients=clients,
+                   client=plan.clients[0])
+
+
 def run_known_bugs(make_env, plans: list[VersionPlan], opts, spark, out=sys.stdout) -> int:
     """Run every version's plan on a fresh local cluster of that version (outputs in
     ``OUT/kafka-<version>/``), then print the grid and write ``OUT/known-bugs.json``.
@@ -328,9 +336,7 @@ def run_known_bugs(make_env, plans: list[VersionPlan], opts, spark, out=sys.stdo
         print(f"\n##### Kafka {plan.kafka}{levels}: {', '.join(s.name for s in plan.scenarios)} "
               f"({', '.join(plan.clients)})", file=out, flush=True)
         t1 = time.monotonic()
-        clients = tuple(plan.clients) if len(plan.clients) > 1 else ()
-        run_opts = replace(opts, out=Path(opts.out) / f"kafka-{plan.key}", clients=clients,
-                           client=plan.clients[0])
+        run_opts = plan_options(opts, plan)
         collected: list[dict] = []
         env = make_env(plan.kafka)
         if plan.features:

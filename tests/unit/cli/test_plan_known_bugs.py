@@ -1,0 +1,93 @@
+"""`verifier chaos --profile known-bugs --plan` plans the grid as it runs (issue 50): a
+cluster per version plan, on it only that plan's scenarios with its clients side by side,
+each ``--repeat`` times; before, the plan multiplied every scenario by every client and
+every version (1008 runs for 126). Pure: the plan's text from the parsed profile and bugs
+through ``cmd_plan``, as the command line prints it; nothing starts."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import re
+from pathlib import Path
+from types import SimpleNamespace
+
+import pytest
+
+from verifier.cli.plan import cmd_plan
+from verifier.harness.environment import LocalEnvironment
+from verifier.orchestration import known_bugs as kb
+from verifier.orchestration.planning import RunOptions
+from verifier.orchestration.scenario import load_profiles, load_scenario
+
+
+def _print_plan(tmp_path: Path, plans, repeat: int) -> list[str]:
+    """What `verifier chaos --profile known-bugs --plan` prints for ``plans``: the
+    prepared run as ``verifier.api.prepare`` makes it for the known-bugs profile (every
+    plan's scenarios, the plans' versions, every client they name)."""
+    clients = tuple(dict.fromkeys(c for p in plans for c in p.clients))
+    opts = RunOptions(out=tmp_path, seed=1, repeat=repeat, client=clients[0],
+                      clients=clients if len(clients) > 1 else (),
+                      kafka_versions=tuple(p.kafka for p in plans))
+    prepared = SimpleNamespace(
+        scenarios=[s for p in plans for s in p.scenarios], opts=opts,
+        env=LocalEnvironment(tmp_path / "state"), known_bug_plans=tuple(plans),
+        needs_namespace=False)
+    out = io.StringIO()
+    assert cmd_plan(argparse.Namespace(bootstrap_servers=None), lambda: prepared, out) == 0
+    return out.getvalue().splitlines()
+
+
+def _grid():
+    profile = load_profiles()["known-bugs"]
+    return kb.plan_known_bugs(kb.load_known_bugs(),
+                              {n: load_scenario(n) for n in profile.scenarios})
+
+
+def test_the_run_count_is_each_plans_scenarios_times_repeat_summed(tmp_path):
+    plans = _grid()
+    lines = _print_plan(tmp_path, plans, repeat=3)
+    runs = sum(len(p.scenarios) for p in plans) * 3
+    load = sum(s.workload.duration_s for p in plans for s in p.scenarios) * 3
+    (duration,) = [ln for ln in lines if ln.startswith("expected duration")]
+    # the model of every plan (verifier.cli.plan_parts): each run's load plus 65 s, and
+    # a cluster's start (30 s) per plan
+    minutes = round((load + runs * 65 + len(plans) * 30) / 60)
+    assert f"about {minutes} min ({runs} runs on {len(plans)} clusters, {load:.0f} s " \
+           "of load" in duration, duration
+    headers = [ln for ln in lines if ln.startswith("cluster ")]
+    assert len(headers) == len(plans)
+    for header, plan in zip(headers, plans, strict=True):
+        assert f": Kafka {plan.kafka}" in header and \
+            f"x3 = {len(plan.scenarios) * 3} runs, {len(plan.cells)} row" in header
+        assert all(f"={v} (feature level)" in header for _, v in plan.features)
+    # each scenario of a cluster once, its repetitions as one run-id pattern
+    text = "\n".join(lines)
+    assert "rep1of3" not in text and "-rep<i>of3-s<i>" in text
+    assert len(lines) < 4 * sum(len(p.scenarios) for p in plans) + 40
+
+
+def test_a_combinations_own_client_only_runs_on_its_cluster(tmp_path):
+    """KAFKA-19446's 4.2.0 row (the Java client 4.1.1): that cluster runs one scenario with
+    one client, three times, and names its columns as a single client's."""
+    plans = [p for p in _grid() if p.kafka == "4.2.0"]
+    lines = _print_plan(tmp_path, plans, repeat=3)
+    (header,) = [ln for ln in lines if ln.startswith("cluster ")]
+    assert header.endswith("clients java:4.1.1; 1 scenario x3 = 3 runs, 1 row")
+    assert "  kafka-19446 x3, 24 s of load each, run ids verifier-kafka-19446-<start>-rep<i>" \
+           "of3-s<i>: KAFKA-19446: java:4.1.1 fixed" in lines
+    assert any(ln.startswith("    topics <run id>.transactional  (3 partitions") and
+               ln.endswith("transactional ids <run id>.transactional-0") for ln in lines)
+    assert any("(3 runs, 72 s of load" in ln for ln in lines)
+
+
+@pytest.mark.parametrize("seed, pattern", [(1, "-s<i>"), (5, "-s<i+4>"), (0, "-s<i-1>")])
+def test_the_run_id_pattern_names_each_runs_seed(seed, pattern):
+    from verifier.cli.plan_known_bugs import run_ids
+
+    opts = RunOptions(out=Path("."), seed=seed, repeat=3)
+    assert run_ids("kafka-15449", opts) == f"verifier-kafka-15449-<start>-rep<i>of3{pattern}"
+    assert run_ids("kafka-15449", RunOptions(out=Path("."), seed=seed)) == \
+        f"verifier-kafka-15449-<start>-s{seed}"
+    assert re.fullmatch(r"verifier-kafka-15449-<start>-s\d+", run_ids(
+        "kafka-15449", RunOptions(out=Path("."), seed=seed)))
