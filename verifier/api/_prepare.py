@@ -80,7 +80,13 @@ def prepare(request: ChaosRequest, check: Callable[[Profile], None] | None = Non
     env = _environment(request, client_config, versions, in_netns)
     pipelines = _pipelines(request)
     opts = _options(request, profile, user, settings, client, clients, versions, pipelines)
-    _check_scenarios(scenarios, opts, env)
+    if plans:  # each plan's scenarios with its application column (issue 50)
+        from verifier.orchestration.known_bug_apps import with_app
+
+        for plan in plans:
+            _check_scenarios(plan.scenarios, with_app(opts, plan.app), env)
+    else:
+        _check_scenarios(scenarios, opts, env)
     _check_out(request)
     _check_machine(request, opts, env, client, client_config)
     if user is not None:

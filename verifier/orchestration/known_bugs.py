@@ -23,6 +23,7 @@ from pathlib import Path
 
 from verifier.assess import exitcodes as X
 from verifier.judge.verdict import FAIL, PASS, tally, worst_of
+from verifier.orchestration.known_bug_apps import parse_app_spec, with_app
 from verifier.orchestration.scenario import (
     SCENARIO_DIR,
     BrokerSettings,
@@ -58,6 +59,8 @@ class Combination:
     #: a schedule of its own (a scenario file), where the bug's cannot reach its window on
     #: this combination (``kafka-17754b-tv2``: no AddPartitionsToTxn at transaction version 2)
     scenario: str = ""
+    #: an application column (``streams-count-eos:4.1.2``: verifier.orchestration.known_bug_apps)
+    app: str = ""
 
     def setting_text(self) -> str:
         return ", ".join([f"{k}={v}" for k, v in self.broker] +
@@ -87,7 +90,7 @@ class KnownBug:
 _BUG_KEYS = {"id", "also", "title", "mechanism", "schedule", "scenario", "columns", "sources",
              "combination"}
 _COMBO_KEYS = {"kafka", "client", "status", "broker", "apply", "variant", "note", "features",
-               "scenario"}
+               "scenario", "app"}
 _VARIANT = re.compile(r"[a-z0-9]+(-[a-z0-9]+)*")
 
 
@@ -131,11 +134,12 @@ def parse_known_bugs(text: str, source: str = "<string>") -> list[KnownBug]:
             features = tuple(sorted((str(k), int(v)) for k, v in levels.items()))
             if c.get("apply", "dynamic") not in ("dynamic", "start"):
                 raise UsageError(f"{where}: apply must be dynamic or start")
+            app = parse_app_spec(str(c["app"]), where).text if "app" in c else ""
             combos.append(Combination(kafka=str(c["kafka"]), client=str(c["client"]),
                                       status=c["status"], broker=broker,
                                       apply=c.get("apply", "dynamic"), variant=variant,
                                       features=features, scenario=str(c.get("scenario", "")),
-                                      note=str(c.get("note", ""))))
+                                      note=str(c.get("note", "")), app=app))
         bugs.append(KnownBug(id=str(b["id"]), title=str(b.get("title", "")),
                              mechanism=str(b.get("mechanism", "")),
                              schedule=str(b.get("schedule", "")), scenario=str(b["scenario"]),
@@ -155,6 +159,8 @@ class VersionPlan:
 
     kafka: str
     features: tuple[tuple[str, int], ...] = ()
+    #: the application column its runs have (a cluster of its own per application release)
+    app: str = ""
     clients: list[str] = field(default_factory=list)
     scenarios: list[Scenario] = field(default_factory=list)
     cells: list[tuple[KnownBug, Combination]] = field(default_factory=list)
@@ -162,7 +168,8 @@ class VersionPlan:
     @property
     def key(self) -> str:
         """``4.1.1`` or ``4.1.1+transaction.version=0``: its outputs' folder name too."""
-        return self.kafka + "".join(f"+{k}={v}" for k, v in self.features)
+        app = f"+app={parse_app_spec(self.app).slug}" if self.app else ""
+        return self.kafka + "".join(f"+{k}={v}" for k, v in self.features) + app
 
 
 def plan_known_bugs(bugs: list[KnownBug], scenarios: dict[str, Scenario],
@@ -187,8 +194,8 @@ def plan_known_bugs(bugs: list[KnownBug], scenarios: dict[str, Scenario],
                 continue
             own = base if not combo.scenario else \
                 scenarios.get(combo.scenario) or (load or load_scenario)(combo.scenario)
-            key = (combo.kafka, combo.features)
-            plan = plans.setdefault(key, VersionPlan(combo.kafka, combo.features))
+            key = (combo.kafka, combo.features, combo.app)
+            plan = plans.setdefault(key, VersionPlan(combo.kafka, combo.features, combo.app))
             if not any(same_client(combo.client, c) for c in plan.clients):
                 plan.clients.append(combo.client)
             name = bug.run_name(combo)
@@ -201,7 +208,7 @@ def plan_known_bugs(bugs: list[KnownBug], scenarios: dict[str, Scenario],
         plan.scenarios.sort(key=lambda s: s.broker is not None)
     order = {v: i for i, v in enumerate(dict.fromkeys(
         list(versions or []) + [k[0] for k in plans]))}
-    return sorted(plans.values(), key=lambda p: (order[p.kafka], p.features))
+    return sorted(plans.values(), key=lambda p: (order[p.kafka], p.features, p.app))
 
 
 def row_columns(doc: dict, bug: KnownBug, client: str) -> list[dict]:
@@ -336,7 +343,7 @@ def run_known_bugs(make_env, plans: list[VersionPlan], opts, spark, out=sys.stdo
         print(f"\n##### Kafka {plan.kafka}{levels}: {', '.join(s.name for s in plan.scenarios)} "
               f"({', '.join(plan.clients)})", file=out, flush=True)
         t1 = time.monotonic()
-        run_opts = plan_options(opts, plan)
+        run_opts = with_app(plan_options(opts, plan), plan.app)
         collected: list[dict] = []
         env = make_env(plan.kafka)
         if plan.features:

@@ -21,6 +21,9 @@ NOT_RECORDED = {
                      "(--spark-cluster standalone), which the fixtures profile does not start",
     "retention-loss": "failOnDataLoss=true stops its pipeline's query by design (UNKNOWN): "
                       "no run of it keeps every promise",
+    "kafka-20685": "KAFKA-20685 (issue 50): it kills a Kafka Streams application's instance "
+                   "(refused without --app); not yet a known-bugs row: its forced runs are "
+                   "in progress (docs/known-bugs.md)",
     "instance-kill": "it kills an application's instances (refused without --app); its "
                      "runs are the chaos test tests/chaos/test_apps_instance_kill.py",
     "instance-pause": "it pauses an application's instance (refused without --app); its "

@@ -28,15 +28,24 @@ final class CountPerKey {
     }
 
     static String bucket(byte[] key, byte[] value) {
+        return bucket(key, value, BUCKETS);
+    }
+
+    static String bucket(byte[] key, byte[] value, int buckets) {
         byte[] of = key != null ? key : value;
-        int b = Math.floorMod(Arrays.hashCode(of == null ? new byte[0] : of), BUCKETS);
+        int b = Math.floorMod(Arrays.hashCode(of == null ? new byte[0] : of), buckets);
         return String.format("k%02d", b);
     }
 
     static Topology topology(Env env) {
+        return topology(env, BUCKETS);
+    }
+
+    /** As above with {@code buckets} keys ({@link StreamsTuning}'s {@code --buckets}). */
+    static Topology topology(Env env, int buckets) {
         StreamsBuilder builder = new StreamsBuilder();
         builder.stream(env.inputs, Consumed.with(Serdes.ByteArray(), Serdes.ByteArray()))
-            .groupBy((k, v) -> bucket(k, v), Grouped.with("bucket", Serdes.String(),
+            .groupBy((k, v) -> bucket(k, v, buckets), Grouped.with("bucket", Serdes.String(),
                 Serdes.ByteArray()))
             .count(Materialized.as("counts"))
             .toStream()

@@ -12,6 +12,7 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * <pre>
  *   java -cp '.jars/java-apps-V/*' verifier.apps.Main copier --commit before|after|transactional [--process-ms N]
  *   java -cp '.jars/java-apps-V/*' verifier.apps.Main streams --guarantee at_least_once|exactly_once_v2 [--topology pass-through|count]
+ *       [--write-buffer-kb N] [--cache-bytes N] [--commit-ms N] [--buckets N]   (StreamsTuning)
  *   java -cp '.jars/java-apps-V/*' verifier.apps.Main share-copier [--process-ms N]
  *   java -cp '.jars/java-apps-V/*' verifier.apps.Main share-offsets   (the group's, as JSON)
  *   java -cp '.jars/java-apps-V/*' verifier.apps.Main group-type      (classic or consumer)
@@ -63,15 +64,15 @@ public final class Main {
             }
             String topology = option(args, "--topology", "pass-through");
             if (topology.equals("count")) {  // stateful: a count per key (CountPerKey)
-                return PassThrough.run(env, guarantee, CountPerKey.topology(env),
-                    "streams-count-");
+                return PassThrough.run(env, guarantee, CountPerKey.topology(env,
+                    StreamsTuning.buckets(args)), "streams-count-", args);
             }
             if (!topology.equals("pass-through")) {
                 System.err.println("verifier.apps streams: --topology "
                     + String.join("|", PassThrough.TOPOLOGIES));
                 return 64;
             }
-            return PassThrough.run(env, guarantee);
+            return PassThrough.run(env, guarantee, PassThrough.topology(env), "streams-", args);
         }
         String strategy = option(args, "--commit", "");
         if (!kind.equals("copier") || !Copier.STRATEGIES.contains(strategy)) {

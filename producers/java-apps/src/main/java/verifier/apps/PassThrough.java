@@ -4,6 +4,7 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
 import java.util.Properties;
 import java.util.concurrent.CountDownLatch;
 import org.apache.kafka.common.serialization.Serdes;
@@ -37,7 +38,7 @@ final class PassThrough {
         return builder.build();
     }
 
-    static Properties config(Env env, String guarantee, Path stateDir) {
+    static Properties config(Env env, String guarantee, Path stateDir, List<String> args) {
         Properties p = new Properties();
         p.put("application.id", env.group);
         p.put("bootstrap.servers", env.bootstrap);
@@ -50,6 +51,7 @@ final class PassThrough {
         p.put("consumer.auto.offset.reset", "earliest");
         // a killed instance's tasks move after 10 s, not Kafka's 45 s, as the copiers'
         p.put("consumer.session.timeout.ms", String.valueOf(Copier.SESSION_TIMEOUT_MS));
+        StreamsTuning.apply(args, p);
         return p;
     }
 
@@ -64,18 +66,14 @@ final class PassThrough {
     }
 
     /** Run until SIGTERM (the shutdown hook closes Streams, committing what it processed). */
-    static int run(Env env, String guarantee) throws IOException, InterruptedException {
-        return run(env, guarantee, topology(env), "streams-");
-    }
-
     /** Run {@code topology} (this pass-through's or {@link CountPerKey}'s) as above. */
-    static int run(Env env, String guarantee, Topology topology, String what)
+    static int run(Env env, String guarantee, Topology topology, String what, List<String> args)
             throws IOException, InterruptedException {
         boolean eos = guarantee.equals("exactly_once_v2");
         StateFile state = new StateFile(env.stateFile, env.instance, what + guarantee);
         state.write();
         KafkaStreams streams = new KafkaStreams(topology, config(env, guarantee,
-            stateDir(env)), new Counting(state, eos));
+            stateDir(env), args), new Counting(state, eos));
         // as a service would: a failed stream thread is replaced, the instance goes on
         streams.setUncaughtExceptionHandler(e -> {
             System.err.println("streams: " + e + "; replacing the thread");
