@@ -36,7 +36,9 @@ def test_a_command_needs_its_claim_and_its_program():
                     "java-copier-commit-after, java-copier-transactional, "
                     "streams-at-least-once (streams-alo), streams-exactly-once-v2 "
                     "(streams-eos), streams-count-at-least-once (streams-count-alo), "
-                    "streams-count-exactly-once-v2 (streams-count-eos), java-share-copier) "
+                    "streams-count-exactly-once-v2 (streams-count-eos), "
+                    "streams-count-exactly-once-v2-flushing (streams-count-eos-flush), "
+                    "java-share-copier) "
                     "nor a program on PATH"]
     said = problems("--app", "copier-commit-befor", "--app-guarantee", "at-least-once",
                     which=lambda name: None)
