@@ -120,11 +120,11 @@ PRESETS: dict[str, Preset] = {p.name: p for p in (
                                              "--topology", "count"),
            "exactly-once", "java", short="streams-count-eos", oracle="reference"),
     # the same at settings a user may choose (verifier.apps.StreamsTuning): a 64 KB RocksDB
-    # memtable, no record cache, 5 s transactions, a key per input record; RocksDB then
+    # memtable, no record cache, 3 s transactions, a key per input record; RocksDB then
     # flushes writes of an open transaction to disk (KAFKA-20685's precondition)
     Preset("streams-count-exactly-once-v2-flushing", (
         "streams", "--guarantee", "exactly_once_v2", "--topology", "count",
-        "--write-buffer-kb", "64", "--cache-bytes", "0", "--commit-ms", "5000",
+        "--write-buffer-kb", "64", "--cache-bytes", "0", "--commit-ms", "3000",
         "--buckets", "1000000"),
            "exactly-once", "java", short="streams-count-eos-flush", oracle="reference"),
     # KIP-932: a share group; writes and flushes, then acknowledges each record (ACCEPT):
