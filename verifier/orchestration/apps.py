@@ -121,6 +121,23 @@ def behind(ends: dict[str, int], committed: dict[str, int]) -> dict[str, str]:
             if end > 0 and committed.get(tp, 0) < end}
 
 
+def repartition_topics(topics, group: str) -> set[str]:
+    """Kafka Streams' repartition topics of application ``group`` among ``topics``
+    (``<application.id>-<name>-repartition``)."""
+    return {t for t in topics if t.startswith(f"{group}-") and t.endswith("-repartition")}
+
+
+def _topics(bootstrap: str, **client_config) -> set[str]:
+    from kafka import KafkaConsumer
+
+    consumer = KafkaConsumer(bootstrap_servers=bootstrap.split(","), group_id=None,
+                             enable_auto_commit=False, **client_config)
+    try:
+        return set(consumer.topics())
+    finally:
+        consumer.close()
+
+
 def group_behind(bootstrap: str, group: str, ends: dict[str, int],
                  **client_config) -> dict[str, str]:
     """The partitions the group has not committed up to their end: the input's (``ends``)
@@ -128,7 +145,11 @@ def group_behind(bootstrap: str, group: str, ends: dict[str, int],
     read_committed now: it grows until the input is done)."""
     committed = committed_offsets(bootstrap, group, **client_config)
     inputs = {tp.rsplit("-", 1)[0] for tp in ends}
-    internal = sorted({tp.rsplit("-", 1)[0] for tp in committed} - inputs)
+    # a repartition topic the group has not committed yet counts too: with long
+    # transactions (KAFKA-20685's preset) the input can be committed before the count
+    # stage committed anything of it, and the wait would end with the stage behind
+    internal = sorted(({tp.rsplit("-", 1)[0] for tp in committed} |
+                       repartition_topics(_topics(bootstrap, **client_config), group)) - inputs)
     more = end_offsets(bootstrap, internal, "read_committed", **client_config) \
         if internal else {}
     return behind({**ends, **more}, committed)
