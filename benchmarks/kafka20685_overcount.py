@@ -29,7 +29,7 @@ def bucket(key: bytes) -> str:
     for x in key:
         h = (31 * h + (x - 256 if x > 127 else x)) & 0xFFFFFFFF
     h = h - (1 << 32) if h >= (1 << 31) else h
-    return "k%02d" % (h % 1000000)
+    return f"k{h % 1000000:02d}"
 
 
 def main(run: str) -> None:
