@@ -30,6 +30,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from verifier.report.kill_evidence import (
+    attach_restarts,
+    kill_text,
+    killed_in_transaction,
+    restart_text,
+)
 from verifier.report.versions import _client_key, _error_name
 from verifier.rundata.formats import RunFormatError, read_jsonl
 from verifier.rundata.layout import RunLayout
@@ -117,6 +123,8 @@ def answer_errors(response: dict) -> list[int]:
 def answer_text(forced: dict) -> str:
     """``accepted`` or ``refused: InvalidProducerEpoch`` (the first refusal), or
     ``not answered``."""
+    if forced.get("killed"):
+        return restart_text(forced)
     if forced["answer"] is None:
         return "not answered"
     refusals = [e for e in forced["errors"] if e]
@@ -210,6 +218,8 @@ def tie(forced: dict, anomalies: list[dict], pid: str, txns: list[dict]) -> tupl
 def forced_text(forced: dict) -> str:
     """``copy of EndTxn (producer 0, epoch 3) released by Produce response: accepted``."""
     r = forced["request"]
+    if forced.get("killed"):
+        return kill_text(forced)
     if forced.get("forged"):
         name = _error_name(forced["errors"][0]) if forced["errors"] else "its error"
         return (f"{forced['forged']} {r.get('api', '?')} {forced['released']} with {name} "
@@ -240,6 +250,16 @@ def run_evidence(status: str, outcome: str, forced: list[dict], anomalies: list[
     tied: list[dict] = []
     hows: list[str] = []
     for f in in_window:
+        if f.get("killed"):  # the kill is the scenario's fault: its columns' anomalies,
+            hows.append(kill_text(f))  # when the restart kept its store at a checkpoint
+            if not (f.get("restart") or {}).get("kept"):
+                continue
+            seen = {(a["kind"], a["partition"], a["offset"], a["pid"], a.get("seq"))
+                    for a in tied}
+            tied += [{**_short(a), "hold": None, "by": kill_text(f)} for a in anomalies
+                     if (a.get("kind"), a.get("partition"), a.get("offset"), a.get("pid"),
+                         a.get("seq")) not in seen]
+            continue
         if f.get("forged"):
             pid = str(f["request"].get("client_id") or "").removeprefix("verifier.generator.")
             these, how = tie(f, anomalies, pid, (in_flight_of or (lambda _: []))(pid))
@@ -262,9 +282,11 @@ def run_evidence(status: str, outcome: str, forced: list[dict], anomalies: list[
         tied += [{**_short(a), "hold": f["hold"], "by": how} for a in these
                  if (a.get("kind"), a.get("partition"), a.get("offset"), a.get("pid"),
                      a.get("seq")) not in seen]
-    refused = [f for f in in_window if f["answer"] is not None and any(f["errors"])]
+    refused = [f for f in in_window if f["answer"] is not None and any(f["errors"])
+               or (f.get("restart") or {}).get("wiped")]
     ev = {"forced": [{"hold": f["hold"], "api": f["request"].get("api"), "copy": f["copy"],
-                      "forged": f.get("forged"), "producer_id": f["request"].get("producer_id"),
+                      "forged": f.get("forged"), "killed": f.get("killed"),
+                      "producer_id": f["request"].get("producer_id"),
                       "producer_epoch": f["request"].get("producer_epoch"),
                       "released": f["released"], "in_window": f["in_window"],
                       "answer": answer_text(f), "error_codes": f["errors"],
@@ -287,10 +309,11 @@ def run_evidence(status: str, outcome: str, forced: list[dict], anomalies: list[
 def forced_by(evidence: list[dict]) -> str:
     """How a row's runs forced the bug: ``copy`` (a replayed copy of a request, which the
     client never sent twice), ``own`` (the client's own request, held), ``answer`` (an
-    error answer the proxy forged), several of them, or ``-``."""
-    kinds = {"answer" if f.get("forged") else "copy" if f["copy"] else "own"
-             for ev in evidence for f in ev.get("forced") or []}
-    return "+".join(k for k in ("copy", "own", "answer") if k in kinds) or "-"
+    error answer the proxy forged), ``kill`` (an application instance killed inside a
+    transaction), several of them, or ``-``."""
+    kinds = {"kill" if f.get("killed") else "answer" if f.get("forged") else
+             "copy" if f["copy"] else "own" for ev in evidence for f in ev.get("forced") or []}
+    return "+".join(k for k in ("copy", "own", "answer", "kill") if k in kinds) or "-"
 
 
 def _short(a: dict) -> dict:
@@ -350,6 +373,8 @@ def load_run_evidence(run_dir, status: str, outcome: str, client_key: str,
         return sum(1 for x in lines_of(pid) if x.get("type") in ("fail", "info")
                    and x.get("f") == "send" and "TooLarge" in str(x.get("error") or ""))
 
-    forced = forced_requests(ops, client_key) + forged_answers(ops, client_key)
+    kills = killed_in_transaction(ops)
+    attach_restarts(kills, layout.logs)
+    forced = forced_requests(ops, client_key) + forged_answers(ops, client_key) + kills
     return run_evidence(status, outcome, forced, anomalies, pid_of, txns_of,
                         in_flight_of, failed_of)
