@@ -13,6 +13,17 @@ from verifier.rundata.errors import UsageError
 CURRENT = ("4.2.2", "4.3.1", "4.4.0")
 
 
+def test_kafka_20685_rows_are_the_applications_streams_release_on_the_newest_broker():
+    """KAFKA-20685 is Kafka Streams' own: its rows differ by the application's release
+    (4.1.2 affected, 4.2.2 fixed), on the newest broker, each a cluster of its own."""
+    bug = next(b for b in kb.load_known_bugs() if b.id == "KAFKA-20685")
+    assert {(c.kafka, c.app): c.status for c in bug.combinations} == {
+        ("4.4.0", "streams-count-eos-flush:4.1.2"): "affected",
+        ("4.4.0", "streams-count-eos-flush:4.2.2"): "fixed"}
+    assert bug.columns == ("app:streams-count-eos-flush@read_committed",)
+    assert "kafka-20685" in load_profiles()["known-bugs"].scenarios
+
+
 def _bugs():
     """The bugs with their rows up to 4.1.1 (the grid these tests were written for)."""
     import dataclasses
@@ -25,9 +36,9 @@ def test_every_row_on_a_current_release_is_fixed_but_kafka_python_without_versio
     """Issue 50: each bug's documented status on 4.2.2, 4.3.1 and 4.4.0: fixed (fenced
     for kafka-python's own EndTxn) everywhere but KAFKA-17754 and (b) with kafka-python,
     which has no transaction version 2 on any broker; KAFKA-19479 is client-side (no
-    broker row)."""
+    broker row), KAFKA-20685 a bug of the application's Kafka Streams release (below)."""
     rows = {(b.id, c.kafka, c.client): c.status for b in kb.load_known_bugs()
-            for c in b.combinations if c.kafka in CURRENT}
+            for c in b.combinations if c.kafka in CURRENT and not c.app}
     for v in CURRENT:
         assert {(i, c): s for (i, k, c), s in rows.items() if k == v} == {
             ("KAFKA-14402", "kafka-python"): "fixed", ("KAFKA-14402", "java"): "fixed",
@@ -39,14 +50,18 @@ def test_every_row_on_a_current_release_is_fixed_but_kafka_python_without_versio
 
 
 def test_every_bug_names_a_scenario_columns_and_both_statuses():
-    bugs = _bugs()
+    bugs = kb.load_known_bugs()
     assert "KAFKA-14402" in {b.id for b in bugs}
     profile = load_profiles()["known-bugs"]
     assert profile.known_bugs
     for bug in bugs:
         assert bug.scenario in profile.scenarios
         scenario = load_scenario(bug.scenario)
-        assert all(c.split("@")[0] in scenario.workload.modes for c in bug.columns)
+        # a generator's mode of the scenario, or the application every combination runs
+        apps = {f"app:{c.app.partition(':')[0]}" for c in bug.combinations if c.app}
+        assert all(c.split("@")[0] in (scenario.workload.modes if not apps else apps)
+                   for c in bug.columns), bug.id
+        assert not apps or all(c.app for c in bug.combinations), bug.id
         # an own-retry row documents what the client's own path does: fenced
         want = {"fenced"} if bug.id.endswith("(own EndTxn)") else {"affected", "fixed"}
         assert {c.status for c in bug.combinations} == want, bug.id

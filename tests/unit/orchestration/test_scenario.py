@@ -36,8 +36,7 @@ def test_profiles_name_existing_scenarios():
     # and of the spark-cluster profile (executors of a standalone cluster the run starts),
     # and of the error-answers profile (not yet measured end to end: in no CI run)
     assert set().union(*(p.scenarios for p in profiles.values())) == set(available())
-    apart = ("versions", "pipelines", "known-bugs", "spark-cluster", "apps", "error-answers",
-             "streams-eos")
+    apart = ("versions", "pipelines", "known-bugs", "spark-cluster", "apps", "error-answers")
     assert set(profiles["full"].scenarios) == {"baseline"} | {
         n for n in available() if load_scenario(n).faults} - set().union(
         *(profiles[p].scenarios for p in apart))
