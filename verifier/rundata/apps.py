@@ -62,6 +62,11 @@ JAVA_MAIN = "verifier.apps.Main"
 #: JVM flags of the Java presets: a small heap, one GC thread, a quick start
 JAVA_OPTS = ("-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
              "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+             # what a Kafka Streams restart did with each state store (kept at a
+             # checkpoint or not: a line per store per start), the known-bugs evidence of
+             # KAFKA-20685 (verifier/report/kill_evidence.py)
+             "-Dorg.slf4j.simpleLogger.log.org.apache.kafka.streams.processor.internals"
+             ".ProcessorStateManager=info",
              "-Dorg.slf4j.simpleLogger.showDateTime=true")
 
 
