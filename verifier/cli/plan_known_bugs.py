@@ -25,7 +25,8 @@ def known_bug_plan_lines(plans, env, opts, runs_there: set[str] = frozenset()) -
     """The plan of the known-bugs grid as printed: pure, from the profile's version plans
     (:func:`verifier.orchestration.known_bugs.plan_known_bugs`) and the run's options."""
     n = opts.repeat
-    lines = [f"plan of the known-bugs grid: {len(plans)} clusters one after another, each a "
+    after = " one after another" if len(plans) > 1 else ""
+    lines = [f"plan of the known-bugs grid: {_count(len(plans), 'cluster')}{after}, each a "
              f"fresh local cluster ({env.spec.nodes} nodes on {env.bootstrap_servers}) "
              "removed with its data when its runs end: nothing is created until the run "
              "starts",
@@ -41,9 +42,6 @@ def known_bug_plan_lines(plans, env, opts, runs_there: set[str] = frozenset()) -
     runs = sum(len(p.scenarios) for p in plans) * n
     load = sum(s.workload.duration_s for p in plans for s in p.scenarios) * n
     lines.append(duration_line(runs, load, len(plans)))
-    if any(_app_of(p) for p in plans):
-        lines.append("  (not in it: each application's fault-free reference run over the "
-                     "faulted run's input, after the drain)")
     return lines
 
 
@@ -68,11 +66,11 @@ def _cluster_lines(plan, i: int, of: int, env, opts) -> list[str]:
                    "instance)")
     n = opts.repeat
     runs = len(plan.scenarios) * n
+    times = f" x{n} =" if n > 1 else ","
     lines = [f"cluster {i} of {of}: Kafka {plan.kafka}{levels}{release}; clients "
              f"{', '.join(plan.clients)}{' side by side' if len(plan.clients) > 1 else ''}"
-             f"; {len(plan.scenarios)} scenario{'s' if len(plan.scenarios) > 1 else ''} "
-             f"x{n} = {runs} run{'s' if runs > 1 else ''}, {len(plan.cells)} "
-             f"row{'s' if len(plan.cells) > 1 else ''}"]
+             f"; {_count(len(plan.scenarios), 'scenario')}{times} {_count(runs, 'run')}, "
+             f"{_count(len(plan.cells), 'row')}"]
     run_opts = plan_options(opts, plan)
     for s in plan.scenarios:
         lines += _scenario_lines(plan, s, run_opts, apps, env.spec.replication_factor)
@@ -92,16 +90,17 @@ def _scenario_lines(plan, s, opts, apps, replication: int) -> list[str]:
     if s.broker is not None:
         settings = " (broker " + ", ".join(f"{k}={v}" for k, v in s.broker.settings.items()) \
             + f", {s.broker.apply})"
-    lines = [f"  {s.name}{settings} x{opts.repeat}, {s.workload.duration_s:.0f} s of load "
-             f"each, run id{'s' if opts.repeat > 1 else ''} {run_ids(s.name, opts)}: "
-             f"{decides}"]
+    each = f" x{opts.repeat}" if opts.repeat > 1 else ""
+    lines = [f"  {s.name}{settings}{each}, {s.workload.duration_s:.0f} s of load"
+             f"{' each, run ids' if each else ', run id'} {run_ids(s.name, opts)}: {decides}"]
     producers = plan_producers(s, RID, opts)
     topics = [p.topic.removeprefix(RID + ".") for p in producers]
     tids = [p.pid for p in producers if p.expect == "transactional"]
     copiers = [p.pid for p in producers if p.mode.split("/")[0] == "copier"]
-    lines.append(f"    topics {_names(topics)}  ({s.workload.partitions} partitions, "
+    partitions = _count(s.workload.partitions, "partition")
+    lines.append(f"    {_plural('topic', topics)} {_names(topics)}  ({partitions}, "
                  f"replication {replication})"
-                 + (f"; transactional ids {_names(tids)}" if tids else "")
+                 + (f"; {_plural('transactional id', tids)} {_names(tids)}" if tids else "")
                  + (f"; group {_names(copiers)} (the copier: commits offsets)"
                     if copiers else ""))
     creates: list[str] = []
@@ -110,6 +109,14 @@ def _scenario_lines(plan, s, opts, apps, replication: int) -> list[str]:
     app_lines(apps, RID, s.workload.partitions, replication, creates, ids, groups)
     lines += [f"  {ln}" for ln in creates + ids + groups]
     return lines
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}{'s' if n != 1 else ''}"
+
+
+def _plural(what: str, names: list) -> str:
+    return what + ("s" if len(names) > 1 else "")
 
 
 def _names(suffixes: list[str]) -> str:

@@ -32,11 +32,13 @@ def app_lines(apps, rid: str, partitions: int, replication: int, creates: list,
             topics.append((R.reference_output(rid, app.name), "fault-free reference run's "
                                                                "output"))
         for topic, what in topics:
-            creates.append(f"  topic {topic}  {partitions} partitions, replication "
+            creates.append(f"  topic {topic}  {partitions} partition"
+                           f"{'s' if partitions != 1 else ''}, replication "
                            f"{replication}  (application {app.name}'s {what})")
         streams = bool(app.preset and app.preset.startswith("streams"))
         kind = "share group" if app.group_type == "share" else "group"
-        runs = [(A.group_id(rid, app.name), f"{app.instances} instances")]
+        instances = f"{app.instances} instance{'s' if app.instances != 1 else ''}"
+        runs = [(A.group_id(rid, app.name), instances)]
         if app.oracle == "reference":
             runs.append((R.reference_group(rid, app.name), "its fault-free reference run"))
         for group, who in runs:

@@ -76,8 +76,8 @@ def test_a_combinations_own_client_only_runs_on_its_cluster(tmp_path):
     assert header.endswith("clients java:4.1.1; 1 scenario x3 = 3 runs, 1 row")
     assert "  kafka-19446 x3, 24 s of load each, run ids verifier-kafka-19446-<start>-rep<i>" \
            "of3-s<i>: KAFKA-19446: java:4.1.1 fixed" in lines
-    assert any(ln.startswith("    topics <run id>.transactional  (3 partitions") and
-               ln.endswith("transactional ids <run id>.transactional-0") for ln in lines)
+    assert "    topic <run id>.transactional  (3 partitions, replication 3); transactional " \
+           "id <run id>.transactional-0" in lines
     assert any("(3 runs, 72 s of load" in ln for ln in lines)
 
 
