@@ -91,3 +91,26 @@ def test_the_run_id_pattern_names_each_runs_seed(seed, pattern):
         f"verifier-kafka-15449-<start>-s{seed}"
     assert re.fullmatch(r"verifier-kafka-15449-<start>-s\d+", run_ids(
         "kafka-15449", RunOptions(out=Path("."), seed=seed)))
+
+
+def test_the_kafka_20685_plan_runs_each_application_release_once_and_names_it(tmp_path):
+    """`--profile known-bugs --scenario kafka-20685 --plan`: two runs (one per release of
+    the application its rows name), each cluster's header naming the application and the
+    release it is built against, and the names the application creates and uses."""
+    plans = kb.plan_known_bugs(kb.load_known_bugs(),
+                               {"kafka-20685": load_scenario("kafka-20685")})
+    lines = _print_plan(tmp_path, plans, repeat=1)
+    (duration,) = [ln for ln in lines if ln.startswith("expected duration")]
+    assert "(2 runs on 2 clusters, 120 s of load" in duration
+    headers = [ln for ln in lines if ln.startswith("cluster ")]
+    assert [h.split(";")[0] for h in headers] == [
+        f"cluster {i} of 2: Kafka 4.4.0, application streams-count-eos-flush built against "
+        f"kafka-clients and kafka-streams {v} (1 instance)" for i, v in ((1, "4.1.2"),
+                                                                         (2, "4.2.2"))]
+    app = "<run id>.app.streams-count-eos-flush"
+    for name in (f"    topic {app}.out  ", f"    topics {app}-*  ",
+                 f"    transactional ids {app}-*  ", f"    group {app}  ",
+                 f"    group {app}.reference  "):
+        assert sum(ln.startswith(name) for ln in lines) == 2, name
+    assert [ln.split(": ", 1)[1] for ln in lines if ln.startswith("  kafka-20685, 60 s")] == [
+        "KAFKA-20685: kafka-python affected", "KAFKA-20685: kafka-python fixed"]
