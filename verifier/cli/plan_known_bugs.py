@@ -45,25 +45,22 @@ def known_bug_plan_lines(plans, env, opts, runs_there: set[str] = frozenset()) -
     return lines
 
 
-def _app_of(plan) -> str:
-    return getattr(plan, "app", "")
-
-
 def _cluster_lines(plan, i: int, of: int, env, opts) -> list[str]:
     """One cluster's header, then each of its scenarios once with its repetitions."""
     from verifier.orchestration.known_bugs import plan_options
 
     levels = "".join(f", {k}={v} (feature level)" for k, v in plan.features)
-    app = _app_of(plan)
+    app = plan.app
     apps, release = (), ""
     if app:
-        from verifier.orchestration.known_bug_apps import parse_app_spec, planned
+        from verifier.orchestration.known_bug_apps import built, parse_app_spec, planned
 
         spec = parse_app_spec(app)
         apps = planned(spec)
-        release = (f", application {spec.name} built against kafka-clients and "
-                   f"kafka-streams {spec.version or 'of the run'} ({apps[0].instances} "
-                   "instance)")
+        when = "" if built(spec) else ", not built yet: Maven builds it before the first " \
+            "cluster starts"
+        release = (f", application {spec.name} ({_count(apps[0].instances, 'instance')}) "
+                   f"on kafka-clients and kafka-streams {spec.version or 'of the run'}{when}")
     n = opts.repeat
     runs = len(plan.scenarios) * n
     times = f" x{n} =" if n > 1 else ","

@@ -61,9 +61,26 @@ def planned(spec: AppSpec, python: str = "python", java: str = "java") -> tuple:
                            classpath=classpath))
 
 
+def build(plans) -> None:
+    """Build each plan's application release that is not built yet (Maven, once), before
+    the grid's first cluster starts: a release that cannot build stops the grid before it
+    ran anything. Not in the run's checks, so ``--plan`` builds nothing."""
+    from verifier.rundata import jvm
+
+    for spec in dict.fromkeys(parse_app_spec(p.app) for p in plans if p.app):
+        jvm.build_project(jvm.APPS_PROJECT, jvm.java_apps_jars(spec.version or None))
+
+
+def built(spec: AppSpec) -> bool:
+    """Whether ``spec``'s release is built from the current sources (``--plan`` says so)."""
+    from verifier.rundata import jvm
+
+    return jvm.project_built(jvm.APPS_PROJECT, jvm.java_apps_jars(spec.version or None))
+
+
 def with_app(opts, app: str):
-    """``opts`` with a plan's application column (``app``: a combination's text), built
-    against its version first if it is not (once, Maven); ``opts`` itself without one."""
+    """``opts`` with a plan's application column (``app``: a combination's text), on the
+    jars of its release (:func:`build`); ``opts`` itself without one."""
     import sys
     from dataclasses import replace
 
@@ -71,6 +88,5 @@ def with_app(opts, app: str):
         return opts
     from verifier.rundata import jvm
 
-    spec = parse_app_spec(app)
-    jvm.build_project(jvm.APPS_PROJECT, jvm.java_apps_jars(spec.version or None))
-    return replace(opts, apps=planned(spec, sys.executable, jvm.java_executable()))
+    return replace(opts, apps=planned(parse_app_spec(app), sys.executable,
+                                      jvm.java_executable()))

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from verifier.assess import exitcodes as X
 from verifier.judge.verdict import FAIL, PASS, tally, worst_of
-from verifier.orchestration.known_bug_apps import parse_app_spec, with_app
+from verifier.orchestration.known_bug_apps import build, parse_app_spec, with_app
 from verifier.orchestration.scenario import (
     SCENARIO_DIR,
     BrokerSettings,
@@ -336,6 +336,7 @@ def run_known_bugs(make_env, plans: list[VersionPlan], opts, spark, out=sys.stdo
     from verifier.report.known_bugs import render_known_bug_grid, write_known_bug_grid
 
     t0 = time.monotonic()
+    build(plans)  # the applications' releases, before the first cluster starts
     docs: dict[str, list[dict]] = {}
     walls: dict[str, float] = {}
     for plan in plans:
