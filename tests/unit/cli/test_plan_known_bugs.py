@@ -113,3 +113,25 @@ def test_the_kafka_20685_plan_runs_each_application_release_once_and_names_it(tm
         assert sum(ln.startswith(name) for ln in lines) == 2, name
     assert [ln.split(": ", 1)[1] for ln in lines if ln.startswith("  kafka-20685, 60 s")] == [
         "KAFKA-20685: kafka-python affected", "KAFKA-20685: kafka-python fixed"]
+
+
+def test_the_checks_build_nothing_and_the_grid_builds_each_release_once(tmp_path,
+                                                                       monkeypatch):
+    """`--plan` runs the run's checks (``api.prepare``), which once built each application
+    release with Maven; the grid builds them when it starts, before its first cluster,
+    each once (the Maven build itself replaced by a record of the call)."""
+    from verifier import api
+    from verifier.orchestration import known_bug_apps
+    from verifier.rundata import jvm
+
+    built: list[str] = []
+    monkeypatch.setattr(jvm, "build_project", lambda project, jars: built.append(
+        jars.folder.name))
+    monkeypatch.delenv("JAVA_HOME", raising=False)
+    prepared = api.prepare(api.ChaosRequest(
+        profile="known-bugs", scenarios=("kafka-20685",), out=tmp_path / "out",
+        state_dir=tmp_path / "state"))
+    assert built == [] and [p.app for p in prepared.known_bug_plans] == [
+        "streams-count-eos-flush:4.1.2", "streams-count-eos-flush:4.2.2"]
+    known_bug_apps.build(list(prepared.known_bug_plans) * 2)
+    assert built == ["java-apps-4.1.2", "java-apps-4.2.2"]
