@@ -13,6 +13,7 @@ from verifier.orchestration.explore.fingerprint import (
     Fingerprint,
     cells_of,
     classify,
+    fail_fingerprints,
     known_text,
     recognize,
     signatures,
@@ -148,3 +149,50 @@ def test_classify_reads_the_schedule_not_the_name():
     assert classify({"kind": "error-answer", "params": {"api": "end-txn",
                                                         "variant": "replace"}}) == \
         Perturbation("EndTxn", "replaced", "own-answer")
+
+
+def test_every_copier_trial_restarts_its_copier_after_its_perturbation():
+    for trial in plan("kafka-python", 40):
+        spec = scenario_spec(trial, "3.6.2", "kafka-python")
+        kills = [f for f in spec["faults"] if f["kind"] == "producer-kill"]
+        if "copier" not in spec["workload"]["modes"]:
+            assert kills == [], key_of(trial)
+            continue
+        # part of the copier workload: one kill inside a transaction, restarted
+        (kill,) = kills
+        assert kill["target"] == {"process": "producer:copier"} and kill["duration"] == 2
+        perturbations = spec["faults"][:len(trial)]
+        copies = [f for p, f in zip(trial, perturbations, strict=True) if p.kind == "copy"]
+        if copies:  # after the copy's answer and the commit that follows it
+            assert kill["params"]["trigger"] == "copy-committed", key_of(trial)
+            assert kill["start"] == copies[0]["start"]
+        else:  # after the perturbation's window
+            assert kill["params"]["trigger"] == "in-transaction", key_of(trial)
+            assert kill["start"] > max(f["start"] + f["duration"] for f in perturbations)
+        # the load outlasts the kill's wait and its restart
+        assert spec["workload"]["duration_s"] > \
+            kill["start"] + kill["params"]["within"] + kill["duration"]
+        assert spec["workload"]["abort_fraction"] == 0.1
+
+
+def test_a_copier_fail_on_3_6_2_is_named_kafka_15449():
+    cell = Perturbation("TxnOffsetCommit", "copy", "abort-marker")
+    spec = scenario_spec((cell,), "3.6.2", "kafka-python")
+    scenario = parse_scenario(scenario_toml(spec), spec["name"])
+    # the restart the bug's own schedule forces, by the same trigger
+    hand = [f for f in load_scenario("kafka-15449").faults if f["kind"] == "producer-kill"]
+    kill = next(f for f in scenario.faults if f["kind"] == "producer-kill")
+    assert kill["params"]["trigger"] == hand[0]["params"]["trigger"] == "copy-committed"
+    assert kill["target"] == hand[0]["target"]
+    doc = {"columns": [
+        {"name": "idempotent@read_committed", "mode": "idempotent", "verdict": "PASS"},
+        {"name": "copier@read_committed", "mode": "copier", "verdict": "FAIL",
+         "forbidden": ["lost"]}]}
+    ((column, fp),) = fail_fingerprints(doc, scenario.faults)  # the kill has no cell
+    assert column == "copier@read_committed" and fp.cells == (cell,)
+    assert fp.name == "copier-lost-txnoffsetcommit-copy-abort-marker" and not fp.own
+    sigs = _sigs()
+    assert recognize(fp, sigs, "3.6.2", "kafka-python") == \
+        [{"bug": "KAFKA-15449", "status": "affected"}]
+    assert recognize(fp, sigs, "4.1.1", "kafka-python") == \
+        [{"bug": "KAFKA-15449", "status": "fixed"}]

@@ -20,6 +20,10 @@ transaction version 2 and sends none), ``abort-marker`` (the transaction's abort
 in the partition's log; Produce and TxnOffsetCommit only, the only ones ``after_marker``
 takes). Every released request gates the client's next transactional requests until the
 broker answered it (``then_hold``), so it lands before the client's next step.
+
+The copier workload (TxnOffsetCommit, AddOffsetsToTxn) restarts its copier after the
+perturbation, as a deployment restarts one (:func:`copier_restart`): a copier reads its
+group's committed offsets only when it starts, so offsets committed wrongly show only then.
 """
 
 from __future__ import annotations
@@ -51,6 +55,17 @@ TXN_ERROR = "COORDINATOR_LOAD_IN_PROGRESS"
 GATED = [0, 22, 24, 25, 26, 28]
 HOLD_START_S = 3
 LOAD_S = 24
+#: the copier's restart, part of every copier trial: killed inside a transaction and
+#: started again this much later, as a deployment restarts one (it then resumes from its
+#: group's committed offsets, not from its own positions: docs/explore.md)
+COPIER_DOWN_S = 2
+#: without a copy in the trial, the kill comes this long after the last perturbation's
+#: window (its heal), waiting at most COPIER_KILL_WITHIN_S for an open transaction
+COPIER_KILL_AFTER_S = 2
+COPIER_KILL_WITHIN_S = 5
+#: a copier transaction in ten aborts: aborts happen in every run, and the transaction
+#: after one nearly always commits, so what an abort left pending reaches a commit
+COPIER_ABORT_FRACTION = 0.1
 #: a hold's bound: before the fault's heal (start + 20 s), which would release it too
 RELEASE_BOUND_MS = 15000
 
@@ -202,23 +217,53 @@ def fault_of(p: Perturbation, tv2: bool, start: float = HOLD_START_S) -> dict:
     return fault
 
 
+def copier_restart(trial: tuple[Perturbation, ...], faults: list[dict]) -> dict:
+    """The copier workload's restart, after the trial's perturbation (``faults``, one per
+    cell of ``trial``): the copier killed inside a transaction with a send and started
+    again COPIER_DOWN_S later. After a copy, in the first transaction it begins after it
+    committed one since the broker answered the copy (``copy-committed``: what the late
+    copy left pending is committed, and the copier has not moved its own offsets past it
+    yet); otherwise in a transaction COPIER_KILL_AFTER_S after the last perturbation's
+    window (``in-transaction``)."""
+    kill: dict = {"kind": "producer-kill", "target": {"process": "producer:copier"},
+                  "duration": COPIER_DOWN_S}
+    copies = [f for p, f in zip(trial, faults, strict=True) if p.kind == "copy"]
+    if copies:  # from the copy's start, for as long as its hold may act
+        return {**kill, "start": copies[0]["start"],
+                "params": {"trigger": "copy-committed",
+                           "within": copies[0]["duration"] - COPIER_DOWN_S}}
+    end = max(f["start"] + f["duration"] for f in faults)
+    return {**kill, "start": end + COPIER_KILL_AFTER_S,
+            "params": {"trigger": "in-transaction", "within": COPIER_KILL_WITHIN_S}}
+
+
+def _healed_by(fault: dict) -> float:
+    """When a fault has healed at the latest: a kill first waits for its trigger."""
+    wait = (fault["params"].get("within", 0) if fault["kind"] == "producer-kill" else 0)
+    return fault["start"] + wait + fault["duration"]
+
+
 def scenario_spec(trial: tuple[Perturbation, ...], kafka_version: str, client: str) -> dict:
     """``trial`` as a scenario (``Scenario.to_json()`` form): the workload that gives its
-    events (transactions that commit and abort; a copier for the copier's requests; the
-    replication listener behind the proxy for WriteTxnMarkers), one fault per
-    perturbation (a pair's second starts 8 s later)."""
+    events (transactions that commit and abort; a copier for the copier's requests,
+    restarted after the perturbation; the replication listener behind the proxy for
+    WriteTxnMarkers), one fault per perturbation (a pair's second starts 8 s later)."""
     tv2 = speaks_tv2(kafka_version, client)
     copier = any(workload_of(p) == "copier" for p in trial)
     held_own = all(p.kind == "held" and p.request == "Produce" for p in trial)
     faults = [fault_of(p, tv2, HOLD_START_S + 8 * i) for i, p in enumerate(trial)]
-    # the load outlasts every fault (they must heal before the drain)
-    load_s = max([LOAD_S] + [f["start"] + f["duration"] + 1 for f in faults])
+    if copier:
+        faults.append(copier_restart(trial, faults))
+    # the load outlasts every fault (they must heal before the drain), a kill's wait for
+    # its trigger included: the restarted copier copies again before the load ends
+    load_s = max([LOAD_S] + [_healed_by(f) + 1 for f in faults])
     workload = {"modes": ["idempotent", "copier"] if copier else ["transactional"],
                 "partitions": 3, "record_size": 100, "rate": 100.0, "duration_s": load_s,
                 "txn_size": 5 if copier else 10,
                 # a held Produce aborts its own transaction (the batch expires): every other
                 # transaction commits, so what lands late is committed with one of them
-                "abort_fraction": 0.0 if held_own else 0.5}
+                "abort_fraction": (COPIER_ABORT_FRACTION if copier
+                                   else 0.0 if held_own else 0.5)}
     return {
         "name": f"explore-{key_of(trial)}",
         "description": "verifier explore: " + "; ".join(str(p) for p in trial),
