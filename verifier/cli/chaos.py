@@ -13,6 +13,7 @@ from verifier.cli.helptext import HelpFormatter, epilog, examples, vocabulary
 from verifier.cli.plan import add_safety_flags, cmd_plan
 from verifier.cli.retry import add_flag as add_retry_flag
 from verifier.orchestration.scenario import SINKS, load_profiles
+from verifier.rundata import jvm
 from verifier.rundata.apps import DEFAULT_INSTANCES as DEFAULT_APP_INSTANCES
 from verifier.rundata.apps import GUARANTEES as APP_GUARANTEES
 from verifier.rundata.apps import ORACLES as APP_ORACLES
@@ -48,7 +49,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "confluent-kafka), built or installed on first use")
     p.add_argument("--kafka-version", default=None, metavar="VERSION",
                    help="the local cluster's broker release, any KRaft one from 3.3 to 4.x "
-                        "(default $KAFKA_VERSION or 4.4.0; its jars are resolved on first use)")
+                        f"(default $KAFKA_VERSION or {jvm.DEFAULT_KAFKA_VERSION}; its jars are "
+                        "resolved on first use)")
     p.add_argument("--kafka-versions", default=None, metavar="V1,V2",
                    help="run the scenarios on a fresh local cluster of each release in turn "
                         "and print one grid, version x client x mode (the versions profile "

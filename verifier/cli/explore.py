@@ -9,6 +9,7 @@ from pathlib import Path
 from verifier import api
 from verifier.cli.chaos import _client_arg
 from verifier.cli.helptext import HelpFormatter, examples
+from verifier.rundata import jvm
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -37,7 +38,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "minutes")),
         formatter_class=HelpFormatter)
     p.add_argument("--kafka-version", default=None, metavar="VERSION",
-                   help="the local cluster's broker release (default $KAFKA_VERSION or 4.1.1)")
+                   help="the local cluster's broker release (default $KAFKA_VERSION or "
+                        f"{jvm.DEFAULT_KAFKA_VERSION}, as chaos)")
     p.add_argument("--client", default="kafka-python", type=_client_arg,
                    help="the producer client: kafka-python, java, librdkafka, optionally "
                         "at a version (java:3.9.1)")

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 
 from verifier.cli.helptext import HelpFormatter, epilog
+from verifier.rundata import jvm
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -21,7 +22,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                             "release, rebuilt even if up to date")),
                        formatter_class=HelpFormatter)
     p.add_argument("--kafka-version", default=None,
-                   help="broker version (default KAFKA_VERSION or 4.4.0)")
+                   help=f"broker version (default $KAFKA_VERSION or {jvm.DEFAULT_KAFKA_VERSION})")
     p.add_argument("--force", action="store_true",
                    help="rebuild both images even if they are up to date")
     p.set_defaults(func=cmd_image)
