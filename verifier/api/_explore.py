@@ -11,7 +11,7 @@ from verifier.api._request import DEFAULT_BASE_PORT, DEFAULT_STATE, ChaosRequest
 from verifier.api._run import spark_beside, stop_spark
 from verifier.orchestration.explore.ledger import Ledger
 from verifier.orchestration.explore.session import ExploreJob, explore
-from verifier.orchestration.explore.space import plan
+from verifier.orchestration.explore.space import COPIER_REQUESTS, parse_requests, plan
 from verifier.orchestration.scenario import parse_duration
 from verifier.rundata.errors import UsageError
 
@@ -23,12 +23,14 @@ LOCAL_ONLY = ("verifier explore runs on the local cluster only: it holds, copies
 
 def plan_explore(out: Path, *, kafka_version: str | None = None, client: str = "kafka-python",
                  settings: list[str] = (), budget: str | float = "30m",
-                 shrink_budget: str | float = "10m", pairs: int = 12, seed: int = 1,
+                 shrink_budget: str | float = "10m", pairs: int = 12,
+                 requests: str | None = None, seed: int = 1,
                  base_port: int = DEFAULT_BASE_PORT, state_dir: Path = DEFAULT_STATE,
                  bootstrap_servers: str | None = None) -> tuple[ExploreJob, ChaosRequest]:
     """The exploration and the chaos request whose checks and environment it runs on,
     checked before anything starts: every reason it cannot is a :class:`UsageError`
-    (an external cluster, a bad budget or setting, a folder explored otherwise)."""
+    (an external cluster, a bad budget, setting or request type, a folder explored
+    otherwise). ``requests``: the focus, a comma list of request types (``--requests``)."""
     from producers.clients import parse_client
     from verifier.rundata.jvm import kafka_version as default_version
     from verifier.rundata.jvm import parse_kafka_version
@@ -47,14 +49,21 @@ def plan_explore(out: Path, *, kafka_version: str | None = None, client: str = "
         broker[key.strip()] = value.strip()
     if pairs < 0:
         raise UsageError(f"--pairs {pairs}: a number of pairs, 0 or more")
+    focus = None if requests is None else parse_requests(requests)
+    trials = tuple(plan(client, pairs, focus))
+    if not trials:  # the copier's requests with a client that runs no copier
+        raise UsageError(f"--requests {requests}: no trial with the client {client} (the "
+                         f"copier's {', '.join(sorted(COPIER_REQUESTS))} are kafka-python's "
+                         "only)")
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out} is a file, not a folder")
     job = ExploreJob(out=out, kafka_version=version, client=client,
-                     budget_s=parse_duration(budget), trials=tuple(plan(client, pairs)),
-                     settings=broker, shrink_budget_s=parse_duration(shrink_budget))
+                     budget_s=parse_duration(budget), trials=trials, settings=broker,
+                     shrink_budget_s=parse_duration(shrink_budget), requests=focus)
     out.mkdir(parents=True, exist_ok=True)
-    Ledger.open(out, version, client, job.setting_list)  # resumable only as it was begun
+    # resumable only as it was begun
+    Ledger.open(out, version, client, job.setting_list, job.request_list)
     first = job.scenario_file(job.trials[0])
     request = ChaosRequest(scenarios=(str(first),), seed=seed, client=client,
                            kafka_version=version, out=out / "runs", base_port=base_port,

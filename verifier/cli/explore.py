@@ -9,6 +9,7 @@ from pathlib import Path
 from verifier import api
 from verifier.cli.chaos import _client_arg
 from verifier.cli.helptext import HelpFormatter, examples
+from verifier.orchestration.explore.space import REQUESTS
 from verifier.rundata import jvm
 
 
@@ -35,7 +36,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "30m --out runs/explore-3.5.2", "find, shrink and name a known bug"),
                    ("verifier explore --kafka-version 3.5.2 --budget 10m --out "
                     "runs/explore-3.5.2", "the same folder again: continue for 10 more "
-                    "minutes")),
+                    "minutes"),
+                   ("verifier explore --kafka-version 4.1.1 --client java:4.1.1 --requests "
+                    "writetxnmarkers,endtxn --budget 20m --out runs/explore-4.1.1-markers",
+                    "focus: only WriteTxnMarkers and EndTxn perturbations")),
         formatter_class=HelpFormatter)
     p.add_argument("--kafka-version", default=None, metavar="VERSION",
                    help="the local cluster's broker release (default $KAFKA_VERSION or "
@@ -52,9 +56,17 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="at most this much of the budget per finding's shrink")
     p.add_argument("--pairs", type=int, default=12, metavar="N",
                    help="pairs of perturbations tried after every single one")
+    p.add_argument("--requests", default=None, metavar="A,B",
+                   help="only the trials whose perturbations are of these request types "
+                        f"(comma list, case-insensitive): {', '.join(REQUESTS)}; "
+                        "WriteTxnMarkers trials put the replication listener behind the "
+                        "proxy themselves. A folder keeps its focus (another one is refused)")
     p.add_argument("--out", type=Path, default=Path("runs/explore"), metavar="DIR",
                    help="output folder; it keeps what was tried, so a second call resumes")
-    p.add_argument("--seed", type=int, default=1, help="the runs' seed")
+    p.add_argument("--seed", type=int, default=1,
+                   help="the runs' seed, as chaos --seed: which transactions the "
+                        "generators and the copier abort; the trials' order does not "
+                        "depend on it")
     p.add_argument("--bootstrap-servers", default=None, help=argparse.SUPPRESS)
     p.add_argument("--base-port", type=int, default=api.DEFAULT_BASE_PORT,
                    help="local cluster ports, as for chaos")
@@ -67,7 +79,7 @@ def cmd_explore(args: argparse.Namespace) -> int:
     job, request = api.plan_explore(
         args.out, kafka_version=args.kafka_version, client=args.client,
         settings=args.setting, budget=args.budget, shrink_budget=args.shrink_budget,
-        pairs=args.pairs, seed=args.seed, base_port=args.base_port,
+        pairs=args.pairs, requests=args.requests, seed=args.seed, base_port=args.base_port,
         state_dir=args.state_dir, bootstrap_servers=args.bootstrap_servers)
     return api.run_prepared(request, args.argv,
                             lambda prepared: api.run_explore(

@@ -164,3 +164,56 @@ def test_the_command_refuses_an_external_cluster_before_anything_starts(tmp_path
     assert code == 64 and not out.exists()
     assert "local cluster only" in capsys.readouterr().err
     assert main(["explore", "--setting", "nonsense", "--out", str(out)]) == 64
+
+
+def test_a_focused_folder_keeps_its_requests_and_refuses_another(tmp_path, fake):
+    from verifier.orchestration.explore.space import parse_requests
+
+    focus = parse_requests("endtxn,produce")
+    job = ExploreJob(out=tmp_path, kafka_version="3.5.2", client="kafka-python",
+                     budget_s=2 * 60, trials=tuple(plan("kafka-python", 2, focus)),
+                     requests=focus)
+    lines: list[str] = []
+    _explore(job, fake, lines)
+    assert "requests Produce,EndTxn" in lines[0]
+    assert "requests Produce,EndTxn" in (tmp_path / "report.md").read_text()
+    doc = json.loads((tmp_path / "explore.json").read_text())
+    assert doc["requests"] == ["Produce", "EndTxn"]
+    # the same focus resumes; another, or none, is refused as another version is
+    Ledger.open(tmp_path, "3.5.2", "kafka-python", [], ["Produce", "EndTxn"])
+    with pytest.raises(UsageError, match=r"--requests Produce,EndTxn \(now --requests "
+                                         r"WriteTxnMarkers\)"):
+        Ledger.open(tmp_path, "3.5.2", "kafka-python", [], ["WriteTxnMarkers"])
+    with pytest.raises(UsageError, match=r"\(now every request type\)"):
+        Ledger.open(tmp_path, "3.5.2", "kafka-python", [])
+    # a folder of the whole space (one written before --requests had no key) refuses a focus
+    whole = tmp_path / "whole"
+    _explore(_job(whole, budget_s=60), fake)
+    doc = json.loads((whole / "explore.json").read_text())
+    del doc["requests"]
+    (whole / "explore.json").write_text(json.dumps(doc))
+    Ledger.open(whole, "3.5.2", "kafka-python", [])
+    with pytest.raises(UsageError, match="every request type"):
+        Ledger.open(whole, "3.5.2", "kafka-python", [], ["EndTxn"])
+
+
+def test_the_command_refuses_an_unknown_request_type_before_anything_starts(tmp_path,
+                                                                           capsys):
+    out = tmp_path / "x"
+    assert main(["explore", "--requests", "writetxnmarkers,fetch", "--out", str(out)]) == 64
+    err = capsys.readouterr().err
+    assert "unknown request type fetch" in err and "WriteTxnMarkers" in err
+    assert not out.exists()
+    # the copier's requests with a client that runs no copier: nothing to try
+    assert main(["explore", "--client", "java", "--requests", "txnoffsetcommit",
+                 "--out", str(out)]) == 64
+    assert "kafka-python's only" in capsys.readouterr().err and not out.exists()
+    # a second call with another focus on a folder explored with one: refused by the
+    # checks that come before anything starts (the api the command calls first)
+    from verifier import api
+
+    out.mkdir()
+    Ledger.open(out, "3.5.2", "kafka-python", [], ["EndTxn"]).save()
+    api.plan_explore(out, kafka_version="3.5.2", requests="ENDTXN")
+    with pytest.raises(UsageError, match=r"--requests EndTxn \(now --requests Produce\)"):
+        api.plan_explore(out, kafka_version="3.5.2", requests="produce")

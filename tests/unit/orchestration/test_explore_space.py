@@ -25,6 +25,7 @@ from verifier.orchestration.explore.space import (
     Perturbation,
     expressible,
     key_of,
+    parse_requests,
     plan,
     scenario_spec,
     space,
@@ -34,6 +35,7 @@ from verifier.orchestration.known_bugs import load_known_bugs
 from verifier.orchestration.planning import RunOptions, validate_scenario
 from verifier.orchestration.scenario import load_scenario, parse_scenario
 from verifier.orchestration.shrink_plan import scenario_toml
+from verifier.rundata.errors import UsageError
 
 COMBOS = [("3.5.2", "kafka-python"), ("4.1.1", "java"), ("4.1.1", "java:3.9.1")]
 
@@ -196,3 +198,26 @@ def test_a_copier_fail_on_3_6_2_is_named_kafka_15449():
         [{"bug": "KAFKA-15449", "status": "affected"}]
     assert recognize(fp, sigs, "4.1.1", "kafka-python") == \
         [{"bug": "KAFKA-15449", "status": "fixed"}]
+
+
+def test_requests_focus_the_plan_on_named_request_types():
+    assert parse_requests("writetxnmarkers, EndTxn") == ("EndTxn", "WriteTxnMarkers")
+    with pytest.raises(UsageError, match="unknown request type fetch.*WriteTxnMarkers"):
+        parse_requests("endtxn,fetch")
+    with pytest.raises(UsageError, match="no request type"):
+        parse_requests(" , ")
+    focus = parse_requests("writetxnmarkers,endtxn")
+    trials = plan("java:4.1.1", 12, focus)
+    assert trials and all(p.request in focus for t in trials for p in t)
+    whole = plan("java:4.1.1", 12)
+    # the same trials in the same order, the others left out
+    assert trials == [t for t in whole if all(p.request in focus for p in t)]
+    # KAFKA-19446's cell: among the last singles of the whole space, early in the focus
+    wtm = (Perturbation("WriteTxnMarkers", "copy", "next-write"),)
+    assert trials.index(wtm) < 12 and plan("kafka-python").index(wtm) > 50
+    assert plan("java:4.1.1", 12, parse_requests("WRITETXNMARKERS")).index(wtm) == 2
+    assert scenario_spec(wtm, "4.1.1", "java:4.1.1")["proxy_replication"] is True
+    # pairs only of the named types
+    both = plan("kafka-python", 40, parse_requests("produce,endtxn"))
+    assert any(len(t) == 2 for t in both)
+    assert {p.request for t in both for p in t} == {"Produce", "EndTxn"}

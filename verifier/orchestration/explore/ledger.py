@@ -19,7 +19,8 @@ from verifier.rundata.formats import RunFormatError, read_json, write_json
 
 LEDGER = "explore.json"
 #: the settings a folder was explored with: a second call must name the same
-SAME = ("kafka_version", "client", "settings")
+#: (``requests``: the focus, ``--requests``, None for the whole space)
+SAME = ("kafka_version", "client", "settings", "requests")
 
 
 @dataclass
@@ -31,32 +32,36 @@ class Ledger:
     trials: dict[str, dict] = field(default_factory=dict)
     findings: dict[str, dict] = field(default_factory=dict)
     sessions: list[dict] = field(default_factory=list)
+    requests: list[str] | None = None
 
     @classmethod
     def open(cls, where: Path, kafka_version: str, client: str,
-             settings: list[str]) -> Ledger:
-        """The folder's ledger, or a new one; a folder explored with other settings is a
-        :class:`UsageError` (a resumed exploration must be the same one)."""
+             settings: list[str], requests: list[str] | None = None) -> Ledger:
+        """The folder's ledger, or a new one; a folder explored with other settings (or
+        another ``--requests``) is a :class:`UsageError` (a resumed exploration must be
+        the same one)."""
         path = where / LEDGER
+        asked = {"kafka_version": kafka_version, "client": client, "settings": list(settings),
+                 "requests": None if requests is None else list(requests)}
         if not path.exists():
-            return cls(where, kafka_version, client, list(settings))
+            return cls(where, kafka_version, client, list(settings), requests=asked["requests"])
         try:
             doc = read_json(path, "explore")
         except RunFormatError as exc:
             raise UsageError(f"{path}: cannot resume from it: {exc.problem}") from None
-        asked = {"kafka_version": kafka_version, "client": client, "settings": list(settings)}
-        differ = [f"{k} {doc.get(k)!r} (now {asked[k]!r})" for k in SAME if doc.get(k) != asked[k]]
+        differ = [f"{k} {_shown(k, doc.get(k))} (now {_shown(k, asked[k])})" for k in SAME
+                  if doc.get(k) != asked[k]]
         if differ:
             raise UsageError(f"{where} was explored with {', '.join(differ)}: resume it with "
                              "the same flags, or give another --out")
         return cls(where, kafka_version, client, list(settings), doc.get("trials") or {},
-                   doc.get("findings") or {}, doc.get("sessions") or [])
+                   doc.get("findings") or {}, doc.get("sessions") or [], asked["requests"])
 
     def save(self) -> None:
         write_json(self.where / LEDGER, "explore", {
             "kafka_version": self.kafka_version, "client": self.client,
-            "settings": self.settings, "trials": self.trials, "findings": self.findings,
-            "sessions": self.sessions}, indent=True)
+            "settings": self.settings, "requests": self.requests, "trials": self.trials,
+            "findings": self.findings, "sessions": self.sessions}, indent=True)
 
     def tried(self, key: str) -> bool:
         """A trial that ran to its verdict (an interrupted one is tried again)."""
@@ -66,6 +71,12 @@ class Ledger:
         """The mean wall time of a trial's run so far (the budget's estimate)."""
         times = [t["seconds"] for t in self.trials.values() if t.get("seconds")]
         return sum(times) / len(times) if times else default
+
+
+def _shown(key: str, value) -> str:
+    if key == "requests":
+        return "--requests " + ",".join(value) if value else "every request type"
+    return repr(value)
 
 
 def trial_record(cells: list[str], doc: dict, seconds: float) -> dict:

@@ -55,7 +55,8 @@ def write_report(ledger: Ledger, planned: list[str], job) -> list[str]:
     untried = [k for k in planned if not ledger.tried(k)]
     tried, minutes, per_min, per_run_min = rate(ledger)
     head = (f"Kafka {ledger.kafka_version}, client {ledger.client}"
-            + (f", {', '.join(ledger.settings)}" if ledger.settings else ""))
+            + (f", {', '.join(ledger.settings)}" if ledger.settings else "")
+            + (f", requests {','.join(ledger.requests)}" if ledger.requests else ""))
     firsts = [float(f.get("found_after_s") or 0) for f in ledger.findings.values()]
     first = f"; first finding after {min(firsts) / 60:.1f} min" if firsts else ""
     summary = (f"{tried} trials in {minutes:.1f} min, shrinks included ({per_min:.2f} per "

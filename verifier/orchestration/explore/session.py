@@ -44,6 +44,8 @@ class ExploreJob:
     trials: tuple[tuple[Perturbation, ...], ...]
     settings: dict[str, str] = field(default_factory=dict)
     shrink_budget_s: float = 600.0
+    #: the focus (``--requests``): the request types the trials are limited to, or None
+    requests: tuple[str, ...] | None = None
     #: the `verifier chaos` command that runs a scenario file as explore ran it
     command: Callable[[Path], str] = lambda path: f"verifier chaos --scenario {path}"
 
@@ -66,6 +68,10 @@ class ExploreJob:
     def setting_list(self) -> list[str]:
         return [f"{k}={v}" for k, v in sorted(self.settings.items())]
 
+    @property
+    def request_list(self) -> list[str] | None:
+        return None if self.requests is None else list(self.requests)
+
 
 def explore(job: ExploreJob, env, opts: RunOptions, spark, say=print,
             clock: Callable[[], float] = time.monotonic) -> int:
@@ -77,7 +83,8 @@ def explore(job: ExploreJob, env, opts: RunOptions, spark, say=print,
     from verifier.orchestration.scenario import load_scenario
 
     job.out.mkdir(parents=True, exist_ok=True)
-    ledger = Ledger.open(job.out, job.kafka_version, job.client, job.setting_list)
+    ledger = Ledger.open(job.out, job.kafka_version, job.client, job.setting_list,
+                         job.request_list)
     sigs = signatures(load_known_bugs(), load_scenario)
     t0 = clock()
     session = {"started": datetime.now(UTC).isoformat(timespec="seconds"),
@@ -86,7 +93,8 @@ def explore(job: ExploreJob, env, opts: RunOptions, spark, say=print,
     ledger.sessions.append(session)
     todo = [t for t in job.trials if not ledger.tried(key_of(t))]
     say(f"explore Kafka {job.kafka_version}, client {job.client}"
-        f"{', ' + ', '.join(job.setting_list) if job.setting_list else ''}: "
+        f"{', ' + ', '.join(job.setting_list) if job.setting_list else ''}"
+        f"{', requests ' + ','.join(job.requests) if job.requests else ''}: "
         f"{len(job.trials)} trials planned, {len(job.trials) - len(todo)} tried before, "
         f"budget {job.budget_s / 60:.0f} min | output {job.out}")
 

@@ -31,6 +31,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from itertools import combinations
 
+from verifier.rundata.errors import UsageError
+
 #: request type -> (api key, the error-answer fault's api name or None)
 REQUESTS: dict[str, tuple[int, str | None]] = {
     "Produce": (0, "produce"),
@@ -135,12 +137,28 @@ def ordered(cells: list[Perturbation]) -> list[Perturbation]:
                                         EVENTS.index(c.event)))
 
 
-def plan(client: str = "kafka-python", budget_pairs: int = 12
-         ) -> list[tuple[Perturbation, ...]]:
+def parse_requests(text: str) -> tuple[str, ...]:
+    """``--requests``: a comma list of the space's request types, case-insensitive, in
+    the space's order (``writetxnmarkers,endtxn`` -> ``("EndTxn", "WriteTxnMarkers")``);
+    an unknown or missing name is a :class:`UsageError` naming the valid ones."""
+    by_lower = {name.lower(): name for name in REQUESTS}
+    asked = [part.strip().lower() for part in text.split(",") if part.strip()]
+    unknown = [a for a in asked if a not in by_lower]
+    if unknown or not asked:
+        what = f"unknown request type {', '.join(unknown)}" if unknown else "no request type"
+        raise UsageError(f"--requests {text!r}: {what}; the space's request types are "
+                         f"{', '.join(REQUESTS)} (case-insensitive, comma-separated)")
+    return tuple(name for name in REQUESTS if name.lower() in asked)
+
+
+def plan(client: str = "kafka-python", budget_pairs: int = 12,
+         requests: tuple[str, ...] | None = None) -> list[tuple[Perturbation, ...]]:
     """What to try, in order: every single perturbation, then pairs of the first singles
     of one workload (``budget_pairs`` of them at most; two perturbations of one request
-    type are not a pair: the first rule would take the request)."""
-    singles = space(client)
+    type are not a pair: the first rule would take the request). With ``requests`` (the
+    focus, :func:`parse_requests`) only the trials whose every perturbation is of one of
+    those request types."""
+    singles = [c for c in space(client) if requests is None or c.request in requests]
     pairs = [(a, b) for a, b in combinations(singles, 2)
              if a.request != b.request and workload_of(a) == workload_of(b)
              and "WriteTxnMarkers" not in (a.request, b.request)]
