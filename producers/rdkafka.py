@@ -108,6 +108,9 @@ class RdTxnRunner:
                 print(f"init_transactions: {describe(exc)}; retrying", flush=True)
                 if self.session.stop.wait(backoff):
                     raise
+        # for the process log, as the other clients' generators say it (librdkafka does
+        # not expose its producer id and epoch): one line per producer initialized
+        print(f"transactional.id {self.conf['transactional.id']}: initialized", flush=True)
         if self.em is not None:
             self.em.producer = self.producer
 
