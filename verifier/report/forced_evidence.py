@@ -254,11 +254,7 @@ def run_evidence(status: str, outcome: str, forced: list[dict], anomalies: list[
             hows.append(kill_text(f))  # when the restart kept its store at a checkpoint
             if not (f.get("restart") or {}).get("kept"):
                 continue
-            seen = {(a["kind"], a["partition"], a["offset"], a["pid"], a.get("seq"))
-                    for a in tied}
-            tied += [{**_short(a), "hold": None, "by": kill_text(f)} for a in anomalies
-                     if (a.get("kind"), a.get("partition"), a.get("offset"), a.get("pid"),
-                         a.get("seq")) not in seen]
+            _add_tied(tied, anomalies, None, kill_text(f))
             continue
         if f.get("forged"):
             pid = str(f["request"].get("client_id") or "").removeprefix("verifier.generator.")
@@ -268,20 +264,12 @@ def run_evidence(status: str, outcome: str, forced: list[dict], anomalies: list[
             if not reported and not these:
                 f["errors"] = []  # no refusal reached the application: not clean
             hows.append(how)
-            seen = {(a["kind"], a["partition"], a["offset"], a["pid"], a.get("seq"))
-                    for a in tied}
-            tied += [{**_short(a), "hold": None, "by": how} for a in these
-                     if (a.get("kind"), a.get("partition"), a.get("offset"), a.get("pid"),
-                         a.get("seq")) not in seen]
+            _add_tied(tied, these, None, how)
             continue
         pid = pid_of(str(f["request"].get("transactional_id") or ""))
         these, how = tie(f, anomalies, pid, txns_of(pid) if pid else [])
         hows.append(how)
-        seen = {(a["kind"], a["partition"], a["offset"], a["pid"], a.get("seq"))
-                for a in tied}
-        tied += [{**_short(a), "hold": f["hold"], "by": how} for a in these
-                 if (a.get("kind"), a.get("partition"), a.get("offset"), a.get("pid"),
-                     a.get("seq")) not in seen]
+        _add_tied(tied, these, f["hold"], how)
     refused = [f for f in in_window if f["answer"] is not None and any(f["errors"])
                or (f.get("restart") or {}).get("wiped")]
     ev = {"forced": [{"hold": f["hold"], "api": f["request"].get("api"), "copy": f["copy"],
@@ -314,6 +302,15 @@ def forced_by(evidence: list[dict]) -> str:
     kinds = {"kill" if f.get("killed") else "answer" if f.get("forged") else
              "copy" if f["copy"] else "own" for ev in evidence for f in ev.get("forced") or []}
     return "+".join(k for k in ("copy", "own", "answer", "kill") if k in kinds) or "-"
+
+
+def _add_tied(tied: list[dict], these: list[dict], hold, how: str) -> None:
+    """Add ``these`` anomalies to ``tied`` (short, with the forced request that ties them
+    and how), each once."""
+    def key(a):
+        return (a.get("kind"), a.get("partition"), a.get("offset"), a.get("pid"), a.get("seq"))
+    seen = {key(a) for a in tied}
+    tied += [{**_short(a), "hold": hold, "by": how} for a in these if key(a) not in seen]
 
 
 def _short(a: dict) -> dict:
