@@ -16,7 +16,11 @@ come from STS (Scott et al., SIGCOMM 2014) adapted to runs that are not determin
   above), halve fault durations, reduce the workload (modes not involved, partitions,
   rate), move the faults earlier, shorten the load;
 - tried candidates are cached; the best schedule so far is kept, so a cut budget still
-  returns one; the result is confirmed by :attr:`Shrinker.confirm` fresh runs.
+  returns one; the result is confirmed by :attr:`Shrinker.confirm` fresh runs;
+- **the walk back**: a result none of whose confirmation runs reproduces (a candidate is
+  kept on one FAIL, so a rare one can be kept by luck) is not returned: the kept steps are
+  undone from the last, each earlier best confirmed in turn, until one reproduces; the
+  original (calibrated) when none does or the budget ends first.
 """
 
 from __future__ import annotations
@@ -97,6 +101,8 @@ class Trial:
     label: str
     outcome: str
     runs: list[Observed] = field(default_factory=list)
+    #: the candidate itself (the walk back returns to a kept one)
+    spec: dict | None = field(default=None, repr=False, compare=False)
 
     def to_json(self) -> dict:
         return {"candidate": self.label, "outcome": self.outcome,
@@ -125,24 +131,38 @@ class Result:
     confirmation: list[Observed]
     stopped: str  # done | budget | too-rare | not-reproduced
     seconds: float
+    #: the walk back after a confirmation that did not reproduce: one entry per earlier
+    #: best confirmed ("confirmed" or "not confirmed"), the last the one returned
+    walk_back: list[Trial] = field(default_factory=list)
 
     @property
     def accepted(self) -> list[str]:
         return [t.label for t in self.trials if t.outcome == "fails"]
 
     @property
+    def undone(self) -> list[str]:
+        """The kept steps the walk back undid (their result did not reproduce)."""
+        return [t.label for t in self.trials if t.outcome == "undone"]
+
+    @property
     def runs(self) -> int:
         return (len(self.calibration) + len(self.confirmation)
-                + sum(len(t.runs) for t in self.trials))
+                + sum(len(t.runs) for t in self.trials)
+                + sum(len(t.runs) for t in self.walk_back))
 
     @property
     def shrunk(self) -> bool:
         return canonical(self.best) != canonical(self.original)
 
     def confirmed_rate(self) -> tuple[int, int]:
-        """(reproducing runs, runs) of the result: the confirmation's, or the
-        calibration's when nothing was removed."""
-        runs = self.confirmation if self.shrunk else self.calibration
+        """(reproducing runs, runs) of the result: the confirmation's (the confirmed
+        step's after a walk back), or the calibration's when nothing was removed."""
+        if not self.shrunk:
+            runs = self.calibration
+        elif self.walk_back:
+            runs = self.walk_back[-1].runs
+        else:
+            runs = self.confirmation
         return sum(self.fingerprint in o.fingerprints for o in runs), len(runs)
 
 
@@ -176,6 +196,7 @@ class Shrinker:
         self._t0 = clock()
         self._durations: list[float] = []
         self._label = ""
+        self.walk_back: list[Trial] = []
 
     # ----- budget and runs ----------------------------------------------------------
 
@@ -214,14 +235,15 @@ class Shrinker:
             self.trials.append(Trial(label, "cached"))
             self.say(f"shrink: {label}: tried before ({seen.outcome})")
             return seen.outcome == "fails"
-        trial = Trial(label, "undecided")
+        trial = Trial(label, "undecided", spec=copy.deepcopy(spec))
         self.trials.append(trial)
         self.cache[key] = trial
         try:
             for i in range(self.reruns):
-                # a kept candidate needs its confirmation runs: leave room for them
+                # a kept candidate needs its confirmation runs and one step of the
+                # walk back: leave room for them
                 obs = self._one_run(spec, f"{label} ({i + 1}/{self.reruns})",
-                                    reserve=self.confirm)
+                                    reserve=2 * self.confirm)
                 trial.runs.append(obs)
                 if self.fingerprint in obs.fingerprints:
                     trial.outcome = "fails"
@@ -272,12 +294,51 @@ class Shrinker:
                                                       f"confirm ({i + 1}/{self.confirm})"))
                 except _BudgetSpent:
                     break
+            if confirmation and not any(self.fingerprint in o.fingerprints
+                                        for o in confirmation):
+                self._walk_back()
         return self._result(calibration, confirmation, stopped)
 
     def _result(self, calibration, confirmation, stopped) -> Result:
         return Result(self.original, self.best, self.fingerprint, calibration, self.rate,
                       self.reruns, self.trials, confirmation, stopped,
-                      self.clock() - self._t0)
+                      self.clock() - self._t0, self.walk_back)
+
+    def _walk_back(self) -> None:
+        """The best did not reproduce in its confirmation: undo the kept steps from the
+        last, confirming each earlier best, until one reproduces; else the original
+        (its calibration reproduced), also when the budget ends first."""
+        kept = [t for t in self.trials if t.outcome == "fails"]
+        self.say(f"shrink: the result did not reproduce in {self.confirm} confirmation "
+                 "runs: undoing the kept steps from the last")
+        while kept:
+            kept.pop().outcome = "undone"
+            if not kept:
+                break
+            step = Trial(f"the best after '{kept[-1].label}'", "not confirmed",
+                         spec=kept[-1].spec)
+            spent = False
+            try:
+                for i in range(self.confirm):
+                    step.runs.append(self._one_run(
+                        step.spec, f"walk back: confirm {step.label} ({i + 1}/{self.confirm})"))
+            except _BudgetSpent:
+                spent = True
+            if step.runs:
+                self.walk_back.append(step)
+            if any(self.fingerprint in o.fingerprints for o in step.runs):
+                step.outcome = "confirmed"
+                self.best = copy.deepcopy(step.spec)
+                self.say(f"shrink: {step.label} reproduces: kept")
+                return
+            if spent:
+                self.say("shrink: the budget is spent in the walk back: the original is "
+                         "kept")
+                break
+        for t in kept:
+            t.outcome = "undone"
+        self.best = copy.deepcopy(self.original)
+        self.say("shrink: no shrunk step reproduced: the original is kept")
 
     # ----- the candidates, in order --------------------------------------------------
 

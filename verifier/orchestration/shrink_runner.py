@@ -58,8 +58,7 @@ def write_outputs(result: Result, failed: FailedRun, out: Path, command: str
     shrunk = out / "shrunk.toml"
     header = [f"verifier shrink of {failed.run_dir} ({result.fingerprint})",
               f"run it: {command}",
-              f"reproduces: {hits}/{n} runs"
-              + (" (confirmation)" if result.shrunk else " (the original, not shrunk)")]
+              f"reproduces: {hits}/{n} runs ({rate_source(result)})"]
     shrunk.write_text(scenario_toml(result.best, header))
     report = out / "shrink.md"
     report.write_text("\n".join(report_lines(result, failed, command)) + "\n")
@@ -70,6 +69,7 @@ def write_outputs(result: Result, failed: FailedRun, out: Path, command: str
         "calibration": [o.verdict for o in result.calibration],
         "confirmation": {"reproduced": hits, "runs": n}, "runs": result.runs,
         "seconds": round(result.seconds, 1), "removed": result.accepted,
+        "undone": result.undone, "walk_back": [t.to_json() for t in result.walk_back],
         "before": describe(result.original), "after": describe(result.best),
         "trials": [t.to_json() for t in result.trials], "command": command,
     }, indent=True)
@@ -84,6 +84,16 @@ STOPPED = {
 }
 
 
+def rate_source(result: Result) -> str:
+    """Which runs the result's reproduction rate comes from."""
+    if not result.shrunk:
+        return ("the original, kept by the walk back: calibration" if result.walk_back
+                or result.undone else "nothing removed: calibration")
+    if result.walk_back:
+        return f"confirmation of {result.walk_back[-1].label}, after the walk back"
+    return "confirmation"
+
+
 def report_lines(result: Result, failed: FailedRun, command: str) -> list[str]:
     hits = sum(result.fingerprint in o.fingerprints for o in result.calibration)
     ok, n = result.confirmed_rate()
@@ -95,11 +105,18 @@ def report_lines(result: Result, failed: FailedRun, command: str) -> list[str]:
              f"- stopped: {STOPPED.get(result.stopped, result.stopped)}",
              f"- before: {describe(result.original)}",
              f"- after: {describe(result.best)}",
-             f"- result reproduces: {ok}/{n} runs"
-             + (" (confirmation)" if result.shrunk else " (nothing removed: calibration)"),
+             f"- result reproduces: {ok}/{n} runs ({rate_source(result)})",
              f"- runs: {result.runs}, wall time {result.seconds / 60:.1f} min",
              f"- run it: `{command}`", "", "## Removed", ""]
     lines += [f"- {label}" for label in result.accepted] or ["- nothing"]
+    if result.walk_back or result.undone:
+        lines += ["", "## Undone", "",
+                  "The first result did not reproduce in its confirmation runs "
+                  f"({sum(result.fingerprint in o.fingerprints for o in result.confirmation)}"
+                  f"/{len(result.confirmation)}): these kept steps were undone, the last "
+                  "first, until an earlier best reproduced (else the original is kept).", ""]
+        lines += [f"- {label}" for label in result.undone]
+        lines += ["", "The walk back:", ""] + list(trial_lines(result.walk_back))
     lines += ["", "## Candidates", ""]
     lines += list(trial_lines(result.trials)) or ["- none tried"]
     return lines

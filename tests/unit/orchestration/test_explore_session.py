@@ -57,6 +57,7 @@ class FakeRuns:
                                               "after_marker": "abort"}}]
         result = SimpleNamespace(best={"faults": faults}, stopped="budget", runs=2,
                                  seconds=120.0, accepted=["partitions 3 -> 1"],
+                                 undone=["rate 50 -> 25 records/s"],
                                  confirmed_rate=lambda: (1, 1))
         return result, {"scenario": out / "shrunk.toml", "report": out / "shrink.md"}
 
@@ -97,6 +98,9 @@ def test_a_budgeted_call_finds_shrinks_names_and_a_second_call_resumes(tmp_path,
     assert Path(finding["scenario"]).exists() and finding["shrink"]["runs"] == 2
     report = (tmp_path / "report.md").read_text()
     assert "KAFKA-14402 (documented affected here)" in report
+    assert finding["shrink"]["undone"] == ["rate 50 -> 25 records/s"]
+    assert ("undone (its first result did not reproduce): rate 50 -> 25 records/s; "
+            "the result reproduced 1/1") in report
     assert f"{len(job.trials) - 4} of {len(job.trials)} planned trials untried" in report
     # 4 runs of 60 s and a 2-minute shrink: the rate with and without the shrink
     assert "4 trials in 6.0 min, shrinks included (0.67 per minute; 1.00 per minute of " \

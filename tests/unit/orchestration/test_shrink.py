@@ -161,11 +161,71 @@ def test_a_cut_budget_keeps_the_best_so_far_and_confirms_it():
     runner = FakeRunner(lambda spec, _n: "process-kill" in _kinds(spec))
     spec = _spec([_fault("ack-loss"), _fault("broker-pause"), _fault("process-kill")])
     # 60 s a run: calibrate 1, drop ack-loss (kept), then only the reserve for 1 confirm
-    result = _shrinker(runner, spec, calibrate=1, confirm=1, budget_s=3.5 * 60).shrink()
+    # and one step of the walk back
+    result = _shrinker(runner, spec, calibrate=1, confirm=1, budget_s=4.5 * 60).shrink()
     assert result.stopped == "budget"
     assert _kinds(result.best) == ["broker-pause", "process-kill"]
     assert len(result.confirmation) == 1 and result.confirmed_rate() == (1, 1)
-    assert runner.now <= 3.5 * 60
+    assert runner.now <= 3 * 60 and not result.walk_back
+
+
+def _flaky(reliable):
+    """A runner whose candidates FAIL at their first run only, except those
+    ``reliable(spec)`` says FAIL every time (a step kept by luck, as a lower rate that
+    meets a hold's window once and not again)."""
+    seen: dict[str, int] = {}
+
+    def fails(spec, _n):
+        key = json.dumps(spec, sort_keys=True)
+        seen[key] = seen.get(key, 0) + 1
+        return bool(spec["faults"]) and (reliable(spec) or seen[key] == 1)
+    return FakeRunner(fails)
+
+
+def test_a_result_that_does_not_reproduce_is_walked_back_to_a_step_that_does():
+    # reliable at 40 records/s; every lower rate FAILed once (kept) and never again
+    runner = _flaky(lambda spec: spec["workload"]["rate"] >= 40.0)
+    result = _shrinker(runner, _spec([_fault("hold")]), calibrate=1, confirm=1).shrink()
+    assert result.confirmation and not any(FP in o.fingerprints
+                                           for o in result.confirmation)
+    assert result.best["workload"]["rate"] == 40.0
+    assert result.best["workload"]["partitions"] == 1  # kept: it reproduced
+    assert result.undone[0] == "rate 40 -> 20 records/s" and len(result.undone) >= 3
+    assert not set(result.undone) & set(result.accepted)
+    assert [t.outcome for t in result.walk_back][-1] == "confirmed"
+    assert all(t.outcome == "not confirmed" for t in result.walk_back[:-1])
+    assert result.shrunk and result.confirmed_rate() == (1, 1)
+    assert result.runs == len(runner.calls)
+
+
+def test_the_walk_back_keeps_the_original_when_no_step_reproduces(tmp_path):
+    from verifier.orchestration.shrink_plan import FailedRun
+    from verifier.orchestration.shrink_runner import write_outputs
+
+    runner = _flaky(lambda spec: False)  # every candidate FAILs once, never again
+    spec = _spec([_fault("hold")])
+    result = _shrinker(runner, spec, calibrate=1, confirm=1).shrink()
+    assert not result.accepted and result.undone
+    assert result.best == spec and not result.shrunk
+    assert result.confirmed_rate() == (1, 1)  # the original's calibration
+    assert result.walk_back and all(t.outcome == "not confirmed" for t in result.walk_back)
+    paths = write_outputs(result, FailedRun(tmp_path, _plan(), {}, FP, ()), tmp_path, "cmd")
+    report = paths["report"].read_text()
+    assert "## Undone" in report and f"- {result.undone[0]}\n" in report
+    assert "(the original, kept by the walk back: calibration)" in report
+    assert "- nothing\n" in report.split("## Removed")[1].split("##")[0]
+
+
+def test_a_budget_spent_in_the_walk_back_keeps_the_original():
+    runner = _flaky(lambda spec: spec["faults"][0]["duration"] >= 8.0)
+    spec = _spec([_fault("hold")], modes=["idempotent"], partitions=1)
+    # 60 s a run: calibrate, drop hold (2 clean), halve 8 -> 4, 4 -> 2, 2 -> 1 (kept by
+    # luck), the budget; confirm (no), one step of the walk back (no), the budget again
+    result = _shrinker(runner, spec, calibrate=1, confirm=1, budget_s=500).shrink()
+    assert result.stopped == "budget"
+    assert len(result.walk_back) == 1 and result.walk_back[0].outcome == "not confirmed"
+    assert result.best == spec and len(result.undone) == 3 and not result.accepted
+    assert runner.now <= 500
 
 
 def test_workload_goes_down_to_the_columns_mode_then_earlier_and_shorter():

@@ -41,7 +41,10 @@ def finding_lines(name: str, f: dict) -> list[str]:
         ok, n = shrink["confirmed"]
         lines += [f"- shrink: {shrink['stopped']}, {shrink['runs']} runs in "
                   f"{shrink['seconds'] / 60:.1f} min; removed: "
-                  f"{'; '.join(shrink['removed']) or 'nothing'}; the result reproduced "
+                  f"{'; '.join(shrink['removed']) or 'nothing'}; "
+                  + (f"undone (its first result did not reproduce): "
+                     f"{'; '.join(shrink['undone'])}; " if shrink.get("undone") else "")
+                  + f"the result reproduced "
                   f"{ok}/{n}; its perturbations: {' + '.join(shrink['cells']) or 'none'}",
                   f"- report: {shrink['report']}"]
     if f.get("scenario"):

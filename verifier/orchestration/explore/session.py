@@ -196,14 +196,18 @@ def _shrink(job: ExploreJob, ledger: Ledger, name: str, env, opts, spark, log,
     hits, n = result.confirmed_rate()
     entry.update(scenario=str(target), shrink={
         "stopped": result.stopped, "runs": result.runs, "seconds": round(result.seconds, 1),
-        "removed": list(result.accepted), "confirmed": [hits, n],
+        "removed": list(result.accepted), "undone": list(result.undone),
+        "confirmed": [hits, n],
         "cells": [c.key for c in shrunk_cells], "report": str(paths["report"])})
     for other in ledger.findings.values():
         if other.get("shrunk_with") == name:
             other["scenario"] = str(target)
     ledger.save()
     removed = "; ".join(result.accepted) or "nothing removed"
-    say(f"    shrunk: {result.stopped}, {result.runs} runs; {removed}; scenario {target}")
+    undone = (f"; undone after its confirmation did not reproduce: "
+              f"{'; '.join(result.undone)}" if result.undone else "")
+    say(f"    shrunk: {result.stopped}, {result.runs} runs; {removed}{undone}; reproduces "
+        f"{hits}/{n}; scenario {target}")
 
 
 def _exit_code(ledger: Ledger) -> int:
