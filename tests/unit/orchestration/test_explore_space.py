@@ -101,6 +101,33 @@ def test_release_events_by_client():
     assert parse_scenario(scenario_toml(wtm), "x").proxy_replication
 
 
+def test_a_copied_end_of_a_transaction_is_a_commit_released_into_one_meant_to_abort():
+    """KAFKA-17754 and KAFKA-19446 need the stale commit to land in a next transaction of
+    the opposite outcome: one meant to commit, ended early, shows nothing (4.1.1 with the
+    Java client 3.9.1 found nothing so, 2026-11-30)."""
+    for request, client in (("EndTxn", "java:3.9.1"), ("EndTxn", "kafka-python"),
+                            ("WriteTxnMarkers", "java:4.1.1")):
+        spec = scenario_spec((Perturbation(request, "copy", "next-write"),), "4.1.1", client)
+        params = spec["faults"][0]["params"]
+        assert params["committed"] is True and params["client_view"] == "copy"
+        release = params["release_on"]
+        assert (release["api_key"], release["records"], release["ok"]) == (0, "abort", True)
+        assert "after" not in release
+        assert (release.get("producer"), release.get("partition")) == (
+            ("same", "same") if request == "WriteTxnMarkers" else (None, None))
+        assert spec["workload"]["abort_fraction"] > 0
+        parsed = parse_scenario(scenario_toml(spec), "x")
+        assert [c.key for c in cells_of(parsed.faults)] == [
+            f"{request.lower()}-copy-next-write"]
+    # the other events and requests are as before: no outcome asked of the next one
+    produce = scenario_spec((Perturbation("Produce", "copy", "next-write"),), "3.5.2",
+                            "kafka-python")["faults"][0]["params"]
+    assert "committed" not in produce and "records" not in produce["release_on"]
+    end = scenario_spec((Perturbation("EndTxn", "copy", "next-end-txn"),), "3.5.2",
+                        "kafka-python")["faults"][0]["params"]
+    assert "committed" not in end
+
+
 def _sigs():
     return signatures(load_known_bugs(), load_scenario)
 

@@ -16,7 +16,9 @@ A perturbation is a request type x what happens to it x the event that releases 
 Events: ``own-answer`` (the original's answer: a copy released at once), ``next-end-txn``
 (the EndTxn answer of the same transactional id), ``next-write`` (the next transaction's
 first write: its AddPartitionsToTxn answered, or its Produce where the client speaks
-transaction version 2 and sends none), ``abort-marker`` (the transaction's abort marker
+transaction version 2 and sends none; a copied end of a transaction, EndTxn or
+WriteTxnMarkers, is a commit's and waits for the first Produce of a next transaction meant
+to abort: the opposite outcome, where ending it early shows), ``abort-marker`` (the transaction's abort marker
 in the partition's log; Produce and TxnOffsetCommit only, the only ones ``after_marker``
 takes). Every released request gates the client's next transactional requests until the
 broker answered it (``then_hold``), so it lands before the client's next step.
@@ -70,6 +72,9 @@ COPIER_KILL_WITHIN_S = 5
 COPIER_ABORT_FRACTION = 0.1
 #: a hold's bound: before the fault's heal (start + 20 s), which would release it too
 RELEASE_BOUND_MS = 15000
+#: the requests that end a transaction: a copy of one into the next transaction is a
+#: copy of a commit (``committed``) released into a transaction meant to abort
+ENDS = frozenset({"EndTxn", "WriteTxnMarkers"})
 
 
 @dataclass(frozen=True, order=True)
@@ -197,6 +202,14 @@ def _release(p: Perturbation, tv2: bool) -> dict:
         if p.event == "abort-marker":
             out["after_marker"] = "abort"
         return out
+    if p.kind == "copy" and p.request in ENDS:
+        # a copied commit released into a next transaction of the opposite outcome: its
+        # first Produce answered without error, its records meant to abort (one meant to
+        # commit, ended early, shows nothing at read_committed)
+        first = {"api_key": 0, **same, "ok": True, "records": "abort"}
+        if p.request == "WriteTxnMarkers":  # that partition, that producer's next epoch
+            first.update(partition="same", producer="same")
+        return {"release_on": first}
     first = {"api_key": 0 if tv2 else 24, **same, "ok": True,
              "after": {"api_key": 26, "direction": "response"}}
     if p.request in ("Produce", "WriteTxnMarkers"):
@@ -217,6 +230,8 @@ def fault_of(p: Perturbation, tv2: bool, start: float = HOLD_START_S) -> dict:
             params["partition"] = 0
         if p.kind == "copy" and p.event == "abort-marker":
             params["records"] = "abort"  # a copy of a transaction that aborts
+        if p.kind == "copy" and p.event == "next-write" and p.request in ENDS:
+            params["committed"] = True  # into a next transaction meant to abort
         params.update(_release(p, tv2))
         params.update(release_after_ms=RELEASE_BOUND_MS,
                       then_hold={"api_keys": list(GATED), "max_ms": 10000}, trigger="held")
