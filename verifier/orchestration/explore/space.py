@@ -20,8 +20,9 @@ transaction version 2 and sends none; a copied end of a transaction, EndTxn or
 WriteTxnMarkers, is a commit's and waits for the first Produce of a next transaction meant
 to abort: the opposite outcome, where ending it early shows), ``abort-marker`` (the
 transaction's abort marker in the partition's log; Produce and TxnOffsetCommit only, the
-only ones ``after_marker`` takes). Every released request gates the client's next transactional requests until the
-broker answered it (``then_hold``), so it lands before the client's next step.
+only ones ``after_marker`` takes). Every released request gates the client's next
+transactional requests until the broker answered it (``then_hold``), so it lands before
+the client's next step.
 
 The copier workload (TxnOffsetCommit, AddOffsetsToTxn) restarts its copier after the
 perturbation, as a deployment restarts one (:func:`copier_restart`): a copier reads its
