@@ -24,13 +24,14 @@ LOCAL_ONLY = ("verifier explore runs on the local cluster only: it holds, copies
 def plan_explore(out: Path, *, kafka_version: str | None = None, client: str = "kafka-python",
                  settings: list[str] = (), budget: str | float = "30m",
                  shrink_budget: str | float = "10m", pairs: int = 12,
-                 requests: str | None = None, seed: int = 1,
+                 requests: str | None = None, seed: int = 1, first: bool = False,
                  base_port: int = DEFAULT_BASE_PORT, state_dir: Path = DEFAULT_STATE,
                  bootstrap_servers: str | None = None) -> tuple[ExploreJob, ChaosRequest]:
     """The exploration and the chaos request whose checks and environment it runs on,
     checked before anything starts: every reason it cannot is a :class:`UsageError`
     (an external cluster, a bad budget, setting or request type, a folder explored
-    otherwise). ``requests``: the focus, a comma list of request types (``--requests``)."""
+    otherwise). ``requests``: the focus, a comma list of request types (``--requests``);
+    ``first``: stop at the first finding, unshrunk (``--first``)."""
     from producers.clients import parse_client
     from verifier.rundata.jvm import kafka_version as default_version
     from verifier.rundata.jvm import parse_kafka_version
@@ -60,7 +61,8 @@ def plan_explore(out: Path, *, kafka_version: str | None = None, client: str = "
         raise UsageError(f"--out {out} is a file, not a folder")
     job = ExploreJob(out=out, kafka_version=version, client=client,
                      budget_s=parse_duration(budget), trials=trials, settings=broker,
-                     shrink_budget_s=parse_duration(shrink_budget), requests=focus)
+                     shrink_budget_s=parse_duration(shrink_budget), requests=focus,
+                     first=first)
     out.mkdir(parents=True, exist_ok=True)
     # resumable only as it was begun
     Ledger.open(out, version, client, job.setting_list, job.request_list)

@@ -67,6 +67,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="the runs' seed, as chaos --seed: which transactions the "
                         "generators and the copier abort; the trials' order does not "
                         "depend on it")
+    p.add_argument("--first", action="store_true",
+                   help="stop at the first finding, unshrunk (the next call on the folder "
+                        "shrinks it): time to the first finding, as the benchmark measures")
     p.add_argument("--bootstrap-servers", default=None, help=argparse.SUPPRESS)
     p.add_argument("--base-port", type=int, default=api.DEFAULT_BASE_PORT,
                    help="local cluster ports, as for chaos")
@@ -79,7 +82,8 @@ def cmd_explore(args: argparse.Namespace) -> int:
     job, request = api.plan_explore(
         args.out, kafka_version=args.kafka_version, client=args.client,
         settings=args.setting, budget=args.budget, shrink_budget=args.shrink_budget,
-        pairs=args.pairs, requests=args.requests, seed=args.seed, base_port=args.base_port,
+        pairs=args.pairs, requests=args.requests, seed=args.seed, first=args.first,
+        base_port=args.base_port,
         state_dir=args.state_dir, bootstrap_servers=args.bootstrap_servers)
     return api.run_prepared(request, args.argv,
                             lambda prepared: api.run_explore(

@@ -113,6 +113,25 @@ def test_a_budgeted_call_finds_shrinks_names_and_a_second_call_resumes(tmp_path,
     assert len(ledger.trials) == 7 and len(ledger.sessions) == 2
 
 
+def test_first_stops_at_the_first_finding_unshrunk_and_the_next_call_shrinks_it(
+        tmp_path, fake):
+    from dataclasses import replace
+
+    lines: list[str] = []
+    job = replace(_job(tmp_path, budget_s=3600), first=True)
+    assert _explore(job, fake, lines) == 1
+    assert fake.ran == [BUGGY] and fake.now == 60  # one run, no shrink
+    ledger = Ledger.open(tmp_path, "3.5.2", "kafka-python", [])
+    (finding,) = ledger.findings.values()
+    assert finding["shrink"] is None and finding["found_after_s"] == 60
+    assert any(line.startswith("--first: stopped at the first finding") for line in lines)
+    # without --first the next call shrinks it first, then goes on with the trials
+    _explore(_job(tmp_path, budget_s=4 * 60), fake)
+    ledger = Ledger.open(tmp_path, "3.5.2", "kafka-python", [])
+    assert ledger.findings[next(iter(ledger.findings))]["shrink"] is not None
+    assert fake.now == 60 + 120 + 2 * 60 and len(fake.ran) == 3
+
+
 def test_duplicates_of_one_fingerprint_are_merged(tmp_path, fake):
     # the single FAILs, then a pair holding it FAILs the same way: one finding, two runs
     pairs = [t for t in plan("kafka-python", 40) if len(t) == 2 and BUGGY in key_of(t)]

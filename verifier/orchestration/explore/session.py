@@ -46,6 +46,8 @@ class ExploreJob:
     shrink_budget_s: float = 600.0
     #: the focus (``--requests``): the request types the trials are limited to, or None
     requests: tuple[str, ...] | None = None
+    #: stop at the first finding, unshrunk (``--first``: the next call shrinks it)
+    first: bool = False
     #: the `verifier chaos` command that runs a scenario file as explore ran it
     command: Callable[[Path], str] = lambda path: f"verifier chaos --scenario {path}"
 
@@ -105,7 +107,8 @@ def explore(job: ExploreJob, env, opts: RunOptions, spark, say=print,
         return recognize(fp, sigs, job.kafka_version, job.client, same=same_client)
 
     with (job.out / "runs.log").open("a") as log, env:
-        for name in [n for n, f in ledger.findings.items() if f.get("shrink") is None]:
+        for name in [n for n, f in ledger.findings.items()
+                     if f.get("shrink") is None and not job.first]:
             if left() < SHRINK_MIN_RUNS * ledger.run_seconds():
                 break
             _shrink(job, ledger, name, env, opts, spark, log, left(), recognized, say)
@@ -136,6 +139,10 @@ def explore(job: ExploreJob, env, opts: RunOptions, spark, say=print,
             ledger.save()
             for name in new:
                 say(f"    finding {name}: {known_text(ledger.findings[name]['known'])}")
+            if new and job.first:
+                say(f"--first: stopped at the first finding ({len(todo) - i - 1} trials "
+                    "left untried; the next call on the folder shrinks it)")
+                break
             if new and left() >= SHRINK_MIN_RUNS * ledger.run_seconds():
                 _shrink(job, ledger, new[0], env, opts, spark, log, left(), recognized, say)
     session["seconds"] = round(clock() - t0, 1)
