@@ -12,8 +12,8 @@ from verifier.api._prepare import Prepared
 from verifier.api._request import DEFAULT_BASE_PORT, DEFAULT_STATE, ChaosRequest
 from verifier.api._run import spark_beside, stop_spark
 from verifier.orchestration.scenario import parse_duration
-from verifier.orchestration.shrink import Result
 from verifier.orchestration.shrink_plan import FailedRun, load_failed_run, scenario_toml
+from verifier.orchestration.shrink_result import Result
 from verifier.rundata.apps import DEFAULT_INSTANCES
 from verifier.rundata.errors import UsageError
 from verifier.rundata.plan import RunPlan

@@ -26,12 +26,17 @@ come from STS (Scott et al., SIGCOMM 2014) adapted to runs that are not determin
 from __future__ import annotations
 
 import copy
-import json
-import math
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 
+from verifier.orchestration.shrink_result import (
+    Fingerprint,
+    Observed,
+    Result,
+    Trial,
+    canonical,
+    reruns_needed,
+)
 from verifier.orchestration.shrink_specs import (
     describe,
     fault_name,
@@ -58,112 +63,8 @@ MIN_START_S = 2.0
 TAIL_S = 10.0
 
 
-@dataclass(frozen=True)
-class Fingerprint:
-    """How a run FAILed: its column and one forbidden anomaly kind."""
-
-    column: str
-    kind: str
-
-    def __str__(self) -> str:
-        return f"{self.column} {self.kind}"
-
-
-def fingerprints_of(doc: dict) -> frozenset[Fingerprint]:
-    """Every (FAIL column, forbidden kind) of a run's verdict document."""
-    return frozenset(Fingerprint(c["name"], k) for c in doc.get("columns", ())
-                     if c.get("verdict") == "FAIL" for k in c.get("forbidden") or ())
-
-
-def reruns_needed(rate: float, confidence: float = 0.95) -> int:
-    """Clean runs before a candidate counts as passing: the smallest k with
-    (1 - rate)^k <= 1 - confidence (0.9 -> 2, 0.7 -> 3, 0.5 -> 5, 0.3 -> 9). A rate
-    measured as 1.0 on a few runs is taken as 0.9: two clean runs, never one."""
-    p = min(max(rate, 0.01), 0.9)
-    return max(1, math.ceil(math.log(1 - confidence) / math.log(1 - p)))
-
-
-@dataclass(frozen=True)
-class Observed:
-    """One run of a candidate: its fingerprints, wall time and folder."""
-
-    fingerprints: frozenset[Fingerprint]
-    seconds: float
-    run_dir: str = ""
-    verdict: str = ""  # the shrunk column's verdict in this run (for the report)
-
-
-@dataclass
-class Trial:
-    """A candidate and what its runs showed: ``fails`` (reproduced: kept), ``passes``
-    (all its clean runs: rejected), ``undecided`` (the budget ran out), ``cached``."""
-
-    label: str
-    outcome: str
-    runs: list[Observed] = field(default_factory=list)
-    #: the candidate itself (the walk back returns to a kept one)
-    spec: dict | None = field(default=None, repr=False, compare=False)
-
-    def to_json(self) -> dict:
-        return {"candidate": self.label, "outcome": self.outcome,
-                "runs": [{"verdict": o.verdict, "seconds": round(o.seconds, 1),
-                          "run_dir": o.run_dir} for o in self.runs]}
-
-
 class _BudgetSpent(Exception):
     """Not enough time left for another run (and the confirmation runs)."""
-
-
-def canonical(spec: dict) -> str:
-    """The cache key of a candidate: its spec as sorted JSON."""
-    return json.dumps(spec, sort_keys=True, default=str)
-
-
-@dataclass
-class Result:
-    original: dict
-    best: dict
-    fingerprint: Fingerprint
-    calibration: list[Observed]
-    rate: float
-    reruns: int
-    trials: list[Trial]
-    confirmation: list[Observed]
-    stopped: str  # done | budget | too-rare | not-reproduced
-    seconds: float
-    #: the walk back after a confirmation that did not reproduce: one entry per earlier
-    #: best confirmed ("confirmed" or "not confirmed"), the last the one returned
-    walk_back: list[Trial] = field(default_factory=list)
-
-    @property
-    def accepted(self) -> list[str]:
-        return [t.label for t in self.trials if t.outcome == "fails"]
-
-    @property
-    def undone(self) -> list[str]:
-        """The kept steps the walk back undid (their result did not reproduce)."""
-        return [t.label for t in self.trials if t.outcome == "undone"]
-
-    @property
-    def runs(self) -> int:
-        return (len(self.calibration) + len(self.confirmation)
-                + sum(len(t.runs) for t in self.trials)
-                + sum(len(t.runs) for t in self.walk_back))
-
-    @property
-    def shrunk(self) -> bool:
-        return canonical(self.best) != canonical(self.original)
-
-    def confirmed_rate(self) -> tuple[int, int]:
-        """(reproducing runs, runs) of the result: the confirmation's (the confirmed
-        step's after a walk back), or the calibration's when nothing was removed."""
-        if not self.shrunk:
-            runs = self.calibration
-        elif self.walk_back:
-            runs = self.walk_back[-1].runs
-        else:
-            runs = self.confirmation
-        return sum(self.fingerprint in o.fingerprints for o in runs), len(runs)
 
 
 Runner = Callable[[dict, str], Observed]
@@ -288,16 +189,25 @@ class Shrinker:
                 stopped = "budget"
         confirmation: list[Observed] = []
         if canonical(self.best) != canonical(self.original):
-            for i in range(self.confirm):
-                try:  # the reserve was kept for these; slow runs may still cut it short
-                    confirmation.append(self._one_run(self.best,
-                                                      f"confirm ({i + 1}/{self.confirm})"))
-                except _BudgetSpent:
-                    break
-            if confirmation and not any(self.fingerprint in o.fingerprints
-                                        for o in confirmation):
+            # the reserve was kept for these; slow runs may still cut them short
+            confirmation, _ = self._confirm(self.best, "confirm")
+            if confirmation and not self._reproduced(confirmation):
                 self._walk_back()
         return self._result(calibration, confirmation, stopped)
+
+    def _confirm(self, spec: dict, label: str) -> tuple[list[Observed], bool]:
+        """:attr:`confirm` runs of ``spec``, as many as the budget leaves; and whether
+        the budget cut them short."""
+        runs: list[Observed] = []
+        try:
+            for i in range(self.confirm):
+                runs.append(self._one_run(spec, f"{label} ({i + 1}/{self.confirm})"))
+        except _BudgetSpent:
+            return runs, True
+        return runs, False
+
+    def _reproduced(self, runs: list[Observed]) -> bool:
+        return any(self.fingerprint in o.fingerprints for o in runs)
 
     def _result(self, calibration, confirmation, stopped) -> Result:
         return Result(self.original, self.best, self.fingerprint, calibration, self.rate,
@@ -311,32 +221,25 @@ class Shrinker:
         kept = [t for t in self.trials if t.outcome == "fails"]
         self.say(f"shrink: the result did not reproduce in {self.confirm} confirmation "
                  "runs: undoing the kept steps from the last")
-        while kept:
-            kept.pop().outcome = "undone"
-            if not kept:
+        for i in range(len(kept) - 1, -1, -1):
+            kept[i].outcome = "undone"
+            if i == 0:
                 break
-            step = Trial(f"the best after '{kept[-1].label}'", "not confirmed",
-                         spec=kept[-1].spec)
-            spent = False
-            try:
-                for i in range(self.confirm):
-                    step.runs.append(self._one_run(
-                        step.spec, f"walk back: confirm {step.label} ({i + 1}/{self.confirm})"))
-            except _BudgetSpent:
-                spent = True
+            step = Trial(f"the best after '{kept[i - 1].label}'", "not confirmed",
+                         spec=kept[i - 1].spec)
+            step.runs, spent = self._confirm(step.spec, f"walk back: confirm {step.label}")
             if step.runs:
                 self.walk_back.append(step)
-            if any(self.fingerprint in o.fingerprints for o in step.runs):
+            if self._reproduced(step.runs):
                 step.outcome = "confirmed"
                 self.best = copy.deepcopy(step.spec)
                 self.say(f"shrink: {step.label} reproduces: kept")
                 return
             if spent:
-                self.say("shrink: the budget is spent in the walk back: the original is "
-                         "kept")
+                self.say("shrink: the budget is spent in the walk back")
+                for t in kept[:i]:
+                    t.outcome = "undone"
                 break
-        for t in kept:
-            t.outcome = "undone"
         self.best = copy.deepcopy(self.original)
         self.say("shrink: no shrunk step reproduced: the original is kept")
 

@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass
 from pathlib import Path
 
-from verifier.orchestration.shrink import Fingerprint
+from verifier.orchestration.shrink_result import Fingerprint
 from verifier.rundata.errors import UsageError
 from verifier.rundata.formats import RunFormatError
 from verifier.rundata.layout import RunLayout

@@ -12,8 +12,8 @@ from pathlib import Path
 from verifier.orchestration.chaos import run_one
 from verifier.orchestration.planning import RunOptions, validate_scenario
 from verifier.orchestration.scenario import parse_scenario
-from verifier.orchestration.shrink import Observed, Result, Trial, fingerprints_of
 from verifier.orchestration.shrink_plan import FailedRun, scenario_toml
+from verifier.orchestration.shrink_result import Observed, Result, Trial, fingerprints_of
 from verifier.orchestration.shrink_specs import count, describe
 from verifier.rundata.formats import write_json
 

@@ -10,15 +10,15 @@ import pytest
 
 from verifier.api import ChaosRequest, request_from_plan
 from verifier.orchestration.scenario import load_scenario, parse_scenario
-from verifier.orchestration.shrink import (
+from verifier.orchestration.shrink import Shrinker
+from verifier.orchestration.shrink_plan import load_failed_run, scenario_toml
+from verifier.orchestration.shrink_result import (
     Fingerprint,
     Observed,
     Result,
-    Shrinker,
     fingerprints_of,
     reruns_needed,
 )
-from verifier.orchestration.shrink_plan import load_failed_run, scenario_toml
 from verifier.orchestration.shrink_specs import with_faults
 from verifier.rundata.errors import UsageError
 from verifier.rundata.plan import PlannedProducer, RunPlan

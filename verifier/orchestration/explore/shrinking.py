@@ -6,8 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from verifier.orchestration.shrink import Result, Shrinker
+from verifier.orchestration.shrink import Shrinker
 from verifier.orchestration.shrink_plan import load_failed_run, scenario_toml
+from verifier.orchestration.shrink_result import Result
 from verifier.orchestration.shrink_runner import ChaosRunner, write_outputs
 
 

@@ -191,6 +191,12 @@ def speaks_tv2(kafka_version: str, client: str) -> bool:
     return java4 and not kafka_version.startswith(("2.", "3."))
 
 
+def _commit_copy(p: Perturbation) -> bool:
+    """A copied end of a transaction released into the next one: a commit's copy, released
+    by a transaction meant to abort."""
+    return p.kind == "copy" and p.event == "next-write" and p.request in ENDS
+
+
 def _release(p: Perturbation, tv2: bool) -> dict:
     api = REQUESTS[p.request][0]
     same = {"direction": "response", "transactional_id": "same"}
@@ -203,7 +209,7 @@ def _release(p: Perturbation, tv2: bool) -> dict:
         if p.event == "abort-marker":
             out["after_marker"] = "abort"
         return out
-    if p.kind == "copy" and p.request in ENDS:
+    if _commit_copy(p):
         # a copied commit released into a next transaction of the opposite outcome: its
         # first Produce answered without error, its records meant to abort (one meant to
         # commit, ended early, shows nothing at read_committed)
@@ -231,7 +237,7 @@ def fault_of(p: Perturbation, tv2: bool, start: float = HOLD_START_S) -> dict:
             params["partition"] = 0
         if p.kind == "copy" and p.event == "abort-marker":
             params["records"] = "abort"  # a copy of a transaction that aborts
-        if p.kind == "copy" and p.event == "next-write" and p.request in ENDS:
+        if _commit_copy(p):
             params["committed"] = True  # into a next transaction meant to abort
         params.update(_release(p, tv2))
         params.update(release_after_ms=RELEASE_BOUND_MS,
