@@ -62,10 +62,15 @@ EXIT_OK, EXIT_QUERY_FAILED, EXIT_USAGE = 0, 2, 64
 DEFAULT_MASTER = "local[2,4]"  # as the observer's: two cores, task retries
 POLL_TIMEOUT_MS = 2000  # as the observer's (streaming.observer.DEFAULT_POLL_TIMEOUT_MS)
 
-#: Delta Lake in the pipeline's session (its jars: .jars/delta-<version>)
+#: Delta Lake in the pipeline's session (its jars: .jars/delta-<version>). A snapshot of
+#: the table's log is built in 2 partitions, not Delta's 50: a run's tables are small, and
+#: on a loaded 2-core machine (CI, 2026-11-30) the 50 tasks of one snapshot took 2 min on a
+#: standalone cluster's executors, so the delta pipeline's first batch with data started
+#: 5 min into the run and its executor-kill trigger (240 s) never came
 DELTA_CONF = {
     "spark.sql.extensions": "io.delta.sql.DeltaSparkSessionExtension",
     "spark.sql.catalog.spark_catalog": "org.apache.spark.sql.delta.catalog.DeltaCatalog",
+    "spark.databricks.delta.snapshotPartitions": "2",
 }
 
 
