@@ -21,6 +21,19 @@ CONSUMER_KEYS = frozenset({
     "max.poll.interval.ms", "session.timeout.ms", "fetch.min.bytes", "group.instance.id",
     "enable.auto.offset.store", "isolation_level", "enable_auto_commit", "group_id",
 })
+#: keys only a producer has (the settings its delivery depends on, in each client's
+#: names): a file with one of these and a consumer's keys is a consume-transform-produce
+#: application's, advised as both (:func:`kinds_of`)
+PRODUCER_KEYS = frozenset({
+    "acks", "enable.idempotence", "transactional.id", "key.serializer", "value.serializer",
+    "linger.ms", "batch.size", "retries", "max.in.flight.requests.per.connection",
+    "delivery.timeout.ms", "transaction.timeout.ms", "max.block.ms", "buffer.memory",
+    "partitioner.class", "compression.type",
+    "request.required.acks", "max.in.flight", "queue.buffering.max.ms",
+    "message.send.max.retries", "enable.gapless.guarantee", "message.timeout.ms",
+    "enable_idempotence", "transactional_id", "max_in_flight_requests_per_connection",
+    "linger_ms", "delivery_timeout_ms", "key_serializer", "value_serializer",
+})
 #: pipeline presets (streaming.pipelines.presets) -> the sink the rules name
 PIPELINE_SINKS = {"kafka-sink": "kafka", "file": "file", "delta": "delta",
                   "foreach-batch": "foreachBatch",
@@ -83,12 +96,16 @@ def read_pairs(path: Path, sections: list[str] | None = None) -> list[tuple[str,
         raise UsageError(f"cannot read {path}: {exc.strerror}") from None
 
 
-def kind_of(keys: list[str]) -> str:
+def kinds_of(keys: list[str]) -> list[str]:
+    """What a properties file with these keys configures: Spark's Kafka source, a
+    consumer, a producer, or a producer and a consumer (one file of an application that
+    reads and writes: each is advised on its own)."""
     if any(k.startswith("kafka.") or k in SPARK_SOURCE_OPTIONS for k in keys):
-        return "spark-source"
-    if any(k in CONSUMER_KEYS for k in keys):
-        return "consumer"
-    return "producer"
+        return ["spark-source"]
+    consumer = any(k in CONSUMER_KEYS for k in keys)
+    if consumer and any(k in PRODUCER_KEYS for k in keys):
+        return ["producer", "consumer"]
+    return ["consumer" if consumer else "producer"]
 
 
 def _file_of(spec: str) -> Path:
@@ -145,5 +162,15 @@ def targets(files: list[str]) -> list[tuple[str, str, list[tuple[str, object]], 
             notes = [f"section headers {', '.join(sections)} skipped: a properties file has "
                      "none (librdkafka reads its global and topic properties as one list)"
                      ] if sections else []
-            out.append((name, kind_of([k for k, _ in pairs]), pairs, notes))
+            kinds = kinds_of([k for k, _ in pairs])
+            if len(kinds) == 1:
+                out.append((name, kinds[0], pairs, notes))
+                continue
+            for kind, other in (("producer", CONSUMER_KEYS), ("consumer", PRODUCER_KEYS)):
+                mine = [(k, v) for k, v in pairs if k not in other]
+                left = sorted({k for k, _ in pairs if k in other})
+                out.append((f"{name} ({kind})", kind, mine, [
+                    *notes, f"the file has a producer's and a consumer's settings (a "
+                    f"consume-transform-produce application's): the {kind}'s are advised here, "
+                    f"without {', '.join(left)}"]))
     return out

@@ -8,7 +8,7 @@ import pytest
 
 from verifier.cli import main
 from verifier.cli.advise import ColumnAdvice, column_configs
-from verifier.cli.advise_targets import kind_of
+from verifier.cli.advise_targets import kinds_of
 from verifier.orchestration.planning import RunOptions
 from verifier.orchestration.scenario import load_scenario
 
@@ -107,10 +107,30 @@ def test_every_pipeline_a_chaos_run_takes_has_its_sink(tmp_path):
     assert main(["advise", "postgres-upsert"]) == 0
 
 
-def test_kind_of():
-    assert kind_of(["acks"]) == "producer"
-    assert kind_of(["isolation.level", "group.id"]) == "consumer"
-    assert kind_of(["kafka.isolation.level"]) == "spark-source"
+def test_kinds_of():
+    assert kinds_of(["acks"]) == ["producer"]
+    assert kinds_of(["isolation.level", "group.id"]) == ["consumer"]
+    assert kinds_of(["kafka.isolation.level"]) == ["spark-source"]
+    assert kinds_of(["transactional.id", "isolation.level"]) == ["producer", "consumer"]
+
+
+def test_a_file_with_a_producers_and_a_consumers_settings_is_advised_as_both(tmp_path,
+                                                                              capsys):
+    """A consume-transform-produce application's one file: its producer's refused setting
+    is not hidden by its consumer's read_committed (read as a consumer only, it was exit 0)."""
+    path = tmp_path / "app.properties"
+    path.write_text("transactional.id=orders-1\nenable.idempotence=false\n"
+                    "isolation.level=read_committed\ngroup.id=orders\n")
+    code = main(["advise", str(path), "--format", "json"])
+    entries = json.loads(capsys.readouterr().out)["configurations"]
+    assert code == 1
+    producer, consumer = entries
+    assert producer["check"]["ok"] is False  # kafka-python refuses it, on its own keys only
+    assert "transactional_id without enable_idempotence" in producer["check"]["error"]
+    assert [r["id"] for r in producer["advice"]["refused"]] == ["txn-without-idempotence"]
+    assert "group.id" not in producer["advice"]["effective"]
+    assert consumer["advice"]["effective"]["isolation.level"] == "read_committed"
+    assert "transactional.id" not in consumer["advice"]["effective"]
 
 
 def _judged(tmp_path, anomalies):
