@@ -34,6 +34,10 @@ _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
 _U16 = struct.Struct(">H")
 OK, ERROR = 0, 1
+#: the largest frame read: a request is a batch of the generator's records (each its
+#: partition, sequence and identity, tens of bytes); a length past this is a stream out
+#: of step (or not the generator's), refused before its bytes are allocated
+MAX_FRAME = 64 << 20
 
 
 class FrameError(ValueError):
@@ -52,6 +56,9 @@ def read_frame(stream: BinaryIO) -> bytes | None:
     if len(head) < 4:
         raise FrameError(f"a frame's length cut short: {len(head)} of 4 bytes")
     (n,) = _U32.unpack(head)
+    if n > MAX_FRAME:
+        raise FrameError(f"a frame of {n} bytes, more than the {MAX_FRAME} a request can be: "
+                         "the stream is out of step")
     body = stream.read(n)
     if len(body) < n:
         raise FrameError(f"a frame cut short: {len(body)} of {n} bytes")

@@ -47,6 +47,8 @@ def test_a_cut_or_overlong_frame_is_an_error():
         RS.read_frame(io.BytesIO(frame[:-1]))
     with pytest.raises(RS.FrameError, match="length cut short"):
         RS.read_frame(io.BytesIO(frame[:2]))
+    with pytest.raises(RS.FrameError, match="out of step"):  # not allocated, refused
+        RS.read_frame(io.BytesIO(b"\xff\xff\xff\xff" + frame))
     with pytest.raises(RS.FrameError, match="left after"):
         RS.decode_request(RS.read_frame(io.BytesIO(frame)) + b"x")
     with pytest.raises(RS.FrameError, match="past the frame's end"):
