@@ -14,7 +14,15 @@ faults once, and the expected duration from the model every plan uses
 
 from __future__ import annotations
 
-from verifier.cli.plan_parts import app_lines, duration_line, fault_lines
+from verifier.cli.plan_parts import (
+    KNOWN_BUG_APP_S,
+    KNOWN_BUG_PRODUCER_S,
+    KNOWN_BUG_RUN_S,
+    app_lines,
+    duration_line,
+    fault_lines,
+    known_bug_overhead_s,
+)
 from verifier.rundata.naming import MARK, run_id
 
 #: what a scenario's names are written after: each run's own prefix
@@ -41,7 +49,12 @@ def known_bug_plan_lines(plans, env, opts, runs_there: set[str] = frozenset()) -
     lines += [""] + fault_lines(scenarios, env, runs_there) + [""]
     runs = sum(len(p.scenarios) for p in plans) * n
     load = sum(s.workload.duration_s for p in plans for s in p.scenarios) * n
-    lines.append(duration_line(runs, load, len(plans)))
+    overhead = sum(known_bug_overhead_s(len(p.clients) * len(s.workload.modes), bool(p.app))
+                   for p in plans for s in p.scenarios) * n
+    lines.append(duration_line(
+        runs, load, len(plans), overhead,
+        f"each run adds {KNOWN_BUG_RUN_S} s, {KNOWN_BUG_PRODUCER_S} s a producer and "
+        f"{KNOWN_BUG_APP_S} s an application"))
     return lines
 
 

@@ -9,6 +9,12 @@ from __future__ import annotations
 #: add about a minute to a run's load; a local cluster's start about half a minute
 RUN_OVERHEAD_S = 65
 LOCAL_CLUSTER_START_S = 30
+#: measured: the known-bugs profile at --repeat 3 (132 runs, 2026-11-30, docs/benchmarks.md):
+#: a run's wall time past its load was 31 s with one producer, 37-39 s with two, 51 s with
+#: five side by side (the 4.1.1 cluster), 50 s with a Kafka Streams application and one
+#: producer. Its runs are one mode each, lighter than a profile's four: 65 s a run put the
+#: whole grid at 204 min where it took 150
+KNOWN_BUG_RUN_S, KNOWN_BUG_PRODUCER_S, KNOWN_BUG_APP_S = 26, 5, 20
 #: why a fault kind cannot run where the part it needs (its Kind.needs) is missing
 _NEEDS = {
     "proxy": "needs the fault proxy in front of the local cluster's brokers",
@@ -93,15 +99,23 @@ def fault_label(f: dict) -> str:
     return f"{f.get('kind')}{' on ' + on if on else ''}{when}{span}"
 
 
-def duration_line(runs: int, load_s: float, clusters: int) -> str:
+def duration_line(runs: int, load_s: float, clusters: int, overhead_s: float | None = None,
+                  each: str = f"each run adds about {RUN_OVERHEAD_S} s") -> str:
     """The expected wall time of ``runs`` runs with ``load_s`` seconds of load in all, on
     ``clusters`` local clusters the run starts (0: an external cluster): each run's load
-    plus the measured overhead."""
-    total = load_s + runs * RUN_OVERHEAD_S + clusters * LOCAL_CLUSTER_START_S
+    plus the measured overhead (``overhead_s`` in all when a plan models it per run, as
+    ``each`` says)."""
+    overhead = runs * RUN_OVERHEAD_S if overhead_s is None else overhead_s
+    total = load_s + overhead + clusters * LOCAL_CLUSTER_START_S
     plural = "s" if runs > 1 else ""
     on = f" on {clusters} clusters" if clusters > 1 else ""
     return (f"expected duration: about {max(1, round(total / 60))} min ({runs} run{plural}"
-            f"{on}, {load_s:.0f} s of load; each run adds about {RUN_OVERHEAD_S} s for the "
+            f"{on}, {load_s:.0f} s of load; {each} for the "
             "observer's start, the drain and the verification"
             + (f", each cluster's start about {LOCAL_CLUSTER_START_S} s" if clusters > 1
                else "") + ", measured on a 2-core machine)")
+
+
+def known_bug_overhead_s(producers: int, app: bool) -> int:
+    """A known-bugs run's wall time past its load (:data:`KNOWN_BUG_RUN_S`)."""
+    return KNOWN_BUG_RUN_S + KNOWN_BUG_PRODUCER_S * producers + (KNOWN_BUG_APP_S if app else 0)
