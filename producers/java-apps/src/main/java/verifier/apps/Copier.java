@@ -1,7 +1,6 @@
 package verifier.apps;
 
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.Collection;
 import java.util.HashMap;
 import java.util.List;
@@ -122,12 +121,12 @@ final class Copier {
                 // that held 3 (2026-11-29, [consumer] column)
                 @Override
                 public void onPartitionsRevoked(Collection<TopicPartition> revoked) {
-                    state.revoked(names(consumer.assignment(), revoked));
+                    state.revoked(StateFile.names(consumer.assignment(), revoked));
                 }
 
                 @Override
                 public void onPartitionsAssigned(Collection<TopicPartition> assigned) {
-                    state.assigned(names(consumer.assignment(), List.of()));
+                    state.assigned(StateFile.names(consumer.assignment(), List.of()));
                 }
             });
             // started over after an error: the batch that was between its steps is gone
@@ -199,17 +198,6 @@ final class Copier {
     }
 
     /** "topic-partition" of each partition of {@code owned} not in {@code gone}. */
-    private static List<String> names(Collection<TopicPartition> owned,
-                                      Collection<TopicPartition> gone) {
-        List<String> out = new ArrayList<>();
-        for (TopicPartition tp : owned) {
-            if (!gone.contains(tp)) {
-                out.add(tp.topic() + "-" + tp.partition());
-            }
-        }
-        return out;
-    }
-
     /** Each record's key, value and headers to the output partition of its number. */
     private void write(KafkaProducer<byte[], byte[]> producer,
                        ConsumerRecords<byte[], byte[]> batch, int outPartitions) {

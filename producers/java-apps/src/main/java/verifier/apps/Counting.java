@@ -1,7 +1,6 @@
 package verifier.apps;
 
 import java.time.Duration;
-import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
 import java.util.Map;
@@ -114,43 +113,46 @@ final class Counting implements KafkaClientSupplier {
 
         @Override
         public void subscribe(Collection<String> topics, ConsumerRebalanceListener listener) {
-            super.subscribe(topics, new Listening(listener));
+            super.subscribe(topics, new Listening(listener, this));
         }
 
         @Override
         public void subscribe(Pattern pattern, ConsumerRebalanceListener listener) {
-            super.subscribe(pattern, new Listening(listener));
+            super.subscribe(pattern, new Listening(listener, this));
         }
     }
 
-    /** Streams' own rebalance listener, and the state file told of each assignment. */
+    /**
+     * Streams' own rebalance listener, and the state file told the main consumer's whole
+     * assignment after each callback: Streams rebalances cooperatively, so a callback names
+     * only the partitions added or taken away (an instance that kept 2 partitions and gained
+     * 1 once said it owned 1).
+     */
     private final class Listening implements ConsumerRebalanceListener {
         private final ConsumerRebalanceListener inner;
+        private final Consumer<byte[], byte[]> consumer;
 
-        Listening(ConsumerRebalanceListener inner) {
+        Listening(ConsumerRebalanceListener inner, Consumer<byte[], byte[]> consumer) {
             this.inner = inner;
+            this.consumer = consumer;
         }
 
         @Override
         public void onPartitionsRevoked(Collection<TopicPartition> revoked) {
             inner.onPartitionsRevoked(revoked);
-            state.revoked();
+            state.revoked(StateFile.names(consumer.assignment(), revoked));
         }
 
         @Override
         public void onPartitionsLost(Collection<TopicPartition> lost) {
             inner.onPartitionsLost(lost);
-            state.revoked();
+            state.revoked(StateFile.names(consumer.assignment(), lost));
         }
 
         @Override
         public void onPartitionsAssigned(Collection<TopicPartition> assigned) {
             inner.onPartitionsAssigned(assigned);
-            List<String> names = new ArrayList<>();
-            for (TopicPartition tp : assigned) {
-                names.add(tp.topic() + "-" + tp.partition());
-            }
-            state.assigned(names);
+            state.assigned(StateFile.names(consumer.assignment(), List.of()));
         }
     }
 }

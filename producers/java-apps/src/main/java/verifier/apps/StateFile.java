@@ -8,6 +8,7 @@ import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
+import org.apache.kafka.common.TopicPartition;
 
 /**
  * What the instance says it is doing, as JSON replaced whole after every step (the same
@@ -43,6 +44,19 @@ final class StateFile {
         this.path = path == null ? null : Path.of(path);
         this.instance = instance;
         this.strategy = strategy;
+    }
+
+    /** The partitions of {@code owned} not in {@code gone}, as the state file names them
+     * ("topic-partition"): an instance's whole assignment after a rebalance callback, which
+     * under incremental rebalancing names only what was added or taken away. */
+    static List<String> names(Collection<TopicPartition> owned, Collection<TopicPartition> gone) {
+        List<String> out = new ArrayList<>();
+        for (TopicPartition tp : owned) {
+            if (!gone.contains(tp)) {
+                out.add(tp.topic() + "-" + tp.partition());
+            }
+        }
+        return out;
     }
 
     synchronized long atRisk() {
