@@ -110,6 +110,7 @@ final class ShareCopier {
             while (!stop.getAsBoolean()) {
                 ConsumerRecords<byte[], byte[]> batch = consumer.poll(Duration.ofMillis(POLL_MS));
                 if (batch.isEmpty()) {
+                    state.flush();  // the last batch's end, while no batch follows
                     continue;
                 }
                 List<String> last = new ArrayList<>();
@@ -142,7 +143,9 @@ final class ShareCopier {
                     // e.g. the acquisition lock expired: the records go to another delivery
                     failed.ifPresent(state::error);
                 }
-                state.done();
+                // said with the next batch's window or the next empty poll: two replacements
+                // of the file a batch, not four (as the copiers')
+                state.doneLater();
             }
         }
     }

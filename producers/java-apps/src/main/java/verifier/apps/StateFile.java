@@ -63,10 +63,15 @@ final class StateFile {
         return atRisk;
     }
 
+    /** The partitions the instance owns now; the file replaced only when they changed (a
+     * share copier says, every batch, the partitions it came from). */
     synchronized void assigned(Collection<String> partitions) {
-        assigned = new ArrayList<>(partitions);
-        assigned.sort(null);
-        write();
+        List<String> now = new ArrayList<>(partitions);
+        now.sort(null);
+        if (!now.equals(assigned)) {
+            assigned = now;
+            write();
+        }
     }
 
     synchronized void revoked() {
