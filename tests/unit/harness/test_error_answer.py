@@ -301,6 +301,32 @@ def test_a_refused_answer_waits_for_the_answers_due_before_it():
     asyncio.run(scenario())
 
 
+def test_a_refused_answer_with_ms_is_due_that_long_after_its_request():
+    """``ms``: a broker slow to refuse (the KAFKA-19479 schedule's pieces answered after
+    the client's flush() returned); the answer is queued for its due time, in order."""
+    async def scenario():
+        conn, r = Conn(), rule(next=5, ms=400)
+        now = asyncio.get_running_loop().time()
+        request = encode_request(_produce(9), correlation_id=8, client_id="c")
+        assert forging.refuse(conn, r, request, 8)
+        due, sent = conn.to_client.get_nowait()
+        assert response_correlation_id(sent[4:]) == 8
+        assert 0.4 <= due - now < 0.5, due - now
+
+    asyncio.run(scenario())
+
+
+@pytest.mark.parametrize(("params", "why"), [
+    ({"ms": 300, "variant": "replace", "error": "REQUEST_TIMED_OUT"}, "for variant refuse"),
+    ({"ms": -1}, ">= 0"),
+])
+def test_ms_is_a_refused_answers_delay_only(params, why):
+    from verifier.harness.faults.rule_params import RuleError
+
+    with pytest.raises(RuleError, match=why):
+        rule(next=1, **params)
+
+
 def test_an_answer_that_cannot_be_forged_goes_on_untouched_and_is_counted():
     """A version newer than kafka-python's schemas: the refused request is forwarded
     (refuse says so), the broker's answer is not rewritten; neither counts as forged."""

@@ -7,7 +7,9 @@ client pairs answers with requests in order (the Java client fails a connection 
 answer does not carry the oldest correlation id). A replaced answer is the broker's,
 rewritten as it passes. An answer that cannot be forged (a version newer than the
 codec's schemas) is not: the request or the broker's answer goes on untouched, counted as
-the rule's ``unforged``.
+the rule's ``unforged``. A refused answer may be due ``ms`` after its request (the rule's
+``ms``: a broker that takes that long to refuse); the answers behind it wait for it, as a
+broker's answers on one connection come in order.
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ def refuse(conn, rule, payload: bytes, corr: int) -> bool:
         error_rules.missed(rule)
         log.warning("conn %s: request forwarded, no error answer: %s", conn.id, exc)
         return False
-    conn.pending.append((corr, None, None, None, None, answer))
+    due = asyncio.get_running_loop().time() + rule.ms / 1000.0
+    conn.pending.append((corr, None, None, None, None, Refused(answer, due)))
     error_rules.forged(rule, conn.client_id)
     conn.counters["errors_forged"] += 1
     send_refused(conn)
@@ -50,9 +53,19 @@ def replace(conn, rule, payload: bytes, api_key: int, version: int) -> bytes:
     return answer
 
 
+class Refused:
+    """A refused request's forged answer, in the connection's ``pending`` queue, and the
+    loop time it is due at."""
+
+    __slots__ = ("answer", "due")
+
+    def __init__(self, answer: bytes, due: float) -> None:
+        self.answer, self.due = answer, due
+
+
 def send_refused(conn) -> None:
-    """Send the refused requests' answers whose turn has come (every request before
-    them answered) to the client."""
-    while conn.pending and isinstance(conn.pending[0][5], bytes) and conn.to_client:
-        answer = conn.pending.popleft()[5]
-        conn.to_client.put_nowait((asyncio.get_running_loop().time(), frame(answer)))
+    """Queue for the client the refused requests' answers whose turn has come (every
+    request before them answered), each at the time it is due."""
+    while conn.pending and isinstance(conn.pending[0][5], Refused) and conn.to_client:
+        refused = conn.pending.popleft()[5]
+        conn.to_client.put_nowait((refused.due, frame(refused.answer)))

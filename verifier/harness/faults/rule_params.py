@@ -85,7 +85,9 @@ as new ones, until it is removed. Kinds:
     it writes (every partition of a chosen request gets the error), ``skip`` N first,
     then ``next`` N (the first N it matches), ``every`` K or ``probability`` P with
     ``seed``; ``limit`` caps the answers chosen. An acks=0 Produce, which gets no answer,
-    is never chosen (verifier.harness.faults.error_rules).
+    is never chosen (verifier.harness.faults.error_rules). ``ms`` (refuse only): the
+    refused answer reaches the client that long after its request (a broker that takes
+    that long to refuse), the answers behind it on the connection after it.
 
 The rules' decisions are in verifier.harness.faults.rules.
 """
@@ -269,6 +271,9 @@ def _check_error_answer(rule) -> None:
         raise RuleError("error_answer needs exactly one of next, every, probability")
     if rule.probability is not None and not 0 <= rule.probability <= 1:
         raise RuleError(f"probability {rule.probability} is outside 0..1")
+    if rule.ms < 0 or (rule.ms and rule.variant != "refuse"):
+        raise RuleError(f"ms (the refused answer's delay) is for variant refuse, >= 0; not "
+                        f"{rule.ms} with variant {rule.variant}")
     if (rule.next is not None and rule.next < 0) or (rule.every is not None and rule.every < 1) \
             or rule.skip < 0 or (rule.limit is not None and rule.limit < 1):
         raise RuleError("next and skip must be >= 0, every and limit >= 1")
