@@ -339,6 +339,23 @@ def run_known_bugs(make_env, plans: list[VersionPlan], opts, spark, out=sys.stdo
     build(plans)  # the applications' releases, before the first cluster starts
     docs: dict[str, list[dict]] = {}
     walls: dict[str, float] = {}
+
+    def finish(interrupted: bool) -> dict:
+        """The grid of the runs so far, written and printed: an interrupted profile (hours
+        at --repeat 3) keeps what its finished runs showed, the rest ``not run``."""
+        grid = known_bug_grid(plans, docs)
+        grid["clusters"] = cluster_times(plans, docs, walls)
+        write_known_bug_grid(grid, Path(opts.out) / "known-bugs.json",
+                             {"profile": opts.profile, "seed": opts.seed,
+                              "repeat": opts.repeat,
+                              **({"interrupted": True} if interrupted else {})})
+        print("\n=== known bugs: documented status against the runs"
+              + (" (interrupted: the runs so far)" if interrupted else ""), file=out)
+        print(render_known_bug_grid(grid), file=out)
+        print(f"\nwall time {time.monotonic() - t0:.0f}s; outputs: {opts.out}/known-bugs.json "
+              f"and {opts.out}/kafka-<version>/", file=out, flush=True)
+        return grid
+
     for plan in plans:
         levels = "".join(f", {k} {v}" for k, v in plan.features)
         print(f"\n##### Kafka {plan.kafka}{levels}: {', '.join(s.name for s in plan.scenarios)} "
@@ -346,6 +363,7 @@ def run_known_bugs(make_env, plans: list[VersionPlan], opts, spark, out=sys.stdo
         t1 = time.monotonic()
         run_opts = with_app(plan_options(opts, plan), plan.app)
         collected: list[dict] = []
+        docs[plan.key] = collected  # the runs done so far, if the profile is interrupted
         env = make_env(plan.kafka)
         if plan.features:
             env = FeatureLevels(env, dict(plan.features), out)
@@ -353,15 +371,10 @@ def run_known_bugs(make_env, plans: list[VersionPlan], opts, spark, out=sys.stdo
             run_matrix(env, plan.scenarios, run_opts, spark, out, collect=collected)
         except Exception as exc:  # noqa: BLE001 - one version's cluster failing is open rows
             print(f"Kafka {plan.key} could not run: {type(exc).__name__}: {exc}", file=out)
-        docs[plan.key] = collected
+        except KeyboardInterrupt:
+            walls[plan.key] = time.monotonic() - t1
+            finish(interrupted=True)
+            raise
         walls[plan.key] = time.monotonic() - t1
         print(f"Kafka {plan.key}: {walls[plan.key]:.0f}s", file=out, flush=True)
-    grid = known_bug_grid(plans, docs)
-    grid["clusters"] = cluster_times(plans, docs, walls)
-    write_known_bug_grid(grid, Path(opts.out) / "known-bugs.json",
-                         {"profile": opts.profile, "seed": opts.seed, "repeat": opts.repeat})
-    print("\n=== known bugs: documented status against the runs", file=out)
-    print(render_known_bug_grid(grid), file=out)
-    print(f"\nwall time {time.monotonic() - t0:.0f}s; outputs: {opts.out}/known-bugs.json and "
-          f"{opts.out}/kafka-<version>/", file=out, flush=True)
-    return grid["exit_code"]
+    return finish(interrupted=False)["exit_code"]
