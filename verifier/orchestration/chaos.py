@@ -210,7 +210,8 @@ def _label(scenario: Scenario, opts: RunOptions) -> str:
 def run_matrix(env, scenarios: list[Scenario], opts: RunOptions, spark,
                out=sys.stdout, collect: list | None = None, advice=None) -> int:
     """Run every scenario (``opts.repeat`` times each); write the combined outputs; return
-    the exit code. The runs' documents are appended to ``collect`` when given; ``advice``:
+    the exit code. The runs' documents are appended to ``collect`` when given, each as its
+    run ends (an interrupted known-bugs profile judges the runs it finished); ``advice``:
     each column's advice, compared in every run's document (:func:`run_one`)."""
     from verifier.report import render_grid
     from verifier.report.compare import render_summary, summary
@@ -221,13 +222,13 @@ def run_matrix(env, scenarios: list[Scenario], opts: RunOptions, spark,
     with env:
         for i, (scenario, run_opts) in enumerate(runs):
             docs.append(run_one(env, scenario, run_opts, spark, out, advice=advice))
+            if collect is not None:
+                collect.append(docs[-1])
             if opts.fail_fast and docs[-1].get("exit_code") == 1 and i < len(runs) - 1:
                 left = [_label(s, o) for s, o in runs[i + 1:]]
                 print(f"--fail-fast: {_label(scenario, run_opts)} failed; not run: "
                       f"{', '.join(left)}", file=out, flush=True)
                 break
-    if collect is not None:
-        collect.extend(docs)
     meta = {"profile": opts.profile, "seed": opts.seed, "environment": env.name,
             "kafka_version": getattr(env, "kafka_version", None)}
     if opts.repeat > 1:
