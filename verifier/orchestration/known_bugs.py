@@ -356,25 +356,27 @@ def run_known_bugs(make_env, plans: list[VersionPlan], opts, spark, out=sys.stdo
               f"and {opts.out}/kafka-<version>/", file=out, flush=True)
         return grid
 
-    for plan in plans:
-        levels = "".join(f", {k} {v}" for k, v in plan.features)
-        print(f"\n##### Kafka {plan.kafka}{levels}: {', '.join(s.name for s in plan.scenarios)} "
-              f"({', '.join(plan.clients)})", file=out, flush=True)
-        t1 = time.monotonic()
-        run_opts = with_app(plan_options(opts, plan), plan.app)
-        collected: list[dict] = []
-        docs[plan.key] = collected  # the runs done so far, if the profile is interrupted
-        env = make_env(plan.kafka)
-        if plan.features:
-            env = FeatureLevels(env, dict(plan.features), out)
-        try:
-            run_matrix(env, plan.scenarios, run_opts, spark, out, collect=collected)
-        except Exception as exc:  # noqa: BLE001 - one version's cluster failing is open rows
-            print(f"Kafka {plan.key} could not run: {type(exc).__name__}: {exc}", file=out)
-        except KeyboardInterrupt:
-            walls[plan.key] = time.monotonic() - t1
-            finish(interrupted=True)
-            raise
-        walls[plan.key] = time.monotonic() - t1
-        print(f"Kafka {plan.key}: {walls[plan.key]:.0f}s", file=out, flush=True)
+    try:
+        for plan in plans:
+            levels = "".join(f", {k} {v}" for k, v in plan.features)
+            print(f"\n##### Kafka {plan.kafka}{levels}: "
+                  f"{', '.join(s.name for s in plan.scenarios)} ({', '.join(plan.clients)})",
+                  file=out, flush=True)
+            t1 = time.monotonic()
+            run_opts = with_app(plan_options(opts, plan), plan.app)
+            collected: list[dict] = []
+            docs[plan.key] = collected  # the runs done so far, if the profile is interrupted
+            env = make_env(plan.kafka)
+            if plan.features:
+                env = FeatureLevels(env, dict(plan.features), out)
+            try:
+                run_matrix(env, plan.scenarios, run_opts, spark, out, collect=collected)
+            except Exception as exc:  # noqa: BLE001 - one version's cluster failing is open rows
+                print(f"Kafka {plan.key} could not run: {type(exc).__name__}: {exc}", file=out)
+            finally:
+                walls[plan.key] = time.monotonic() - t1
+            print(f"Kafka {plan.key}: {walls[plan.key]:.0f}s", file=out, flush=True)
+    except KeyboardInterrupt:
+        finish(interrupted=True)
+        raise
     return finish(interrupted=False)["exit_code"]

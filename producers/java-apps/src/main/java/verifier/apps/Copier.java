@@ -197,7 +197,6 @@ final class Copier {
         }
     }
 
-    /** "topic-partition" of each partition of {@code owned} not in {@code gone}. */
     /** Each record's key, value and headers to the output partition of its number. */
     private void write(KafkaProducer<byte[], byte[]> producer,
                        ConsumerRecords<byte[], byte[]> batch, int outPartitions) {

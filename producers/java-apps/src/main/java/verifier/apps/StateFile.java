@@ -74,10 +74,6 @@ final class StateFile {
         }
     }
 
-    synchronized void revoked() {
-        revoked(List.of());
-    }
-
     /** A rebalance took partitions away; {@code kept}: what the instance still owns. */
     synchronized void revoked(Collection<String> kept) {
         assigned = new ArrayList<>(kept);
