@@ -13,6 +13,7 @@ launched with its stdout and stderr on that file.
 
 from __future__ import annotations
 
+import faulthandler
 import json
 import logging
 import os
@@ -168,5 +169,8 @@ def driver_process() -> threading.Event:
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda signum, _frame: stop.set())
+    # SIGUSR1: every thread's stack to the log, from C, so even with the main thread stuck
+    # in a JVM call (the tool sends it to a driver that ignored its SIGTERM, before SIGKILL)
+    faulthandler.register(signal.SIGUSR1, file=sys.stderr, all_threads=True)
     return stop
 

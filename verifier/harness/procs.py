@@ -149,6 +149,21 @@ def kill_all_now() -> None:
                   if _alive(proc.pid) else False)
 
 
+def parent_pid(pid: int) -> int:
+    """``pid``'s parent from /proc (0 when it is gone)."""
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+        return int(stat[stat.rindex(")") + 2:].split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
+
+
+def child_pids(pid: int) -> list[int]:
+    """The processes whose parent is ``pid`` (a Spark driver's JVM, for one)."""
+    return [int(e.name) for e in Path("/proc").iterdir()
+            if e.name.isdigit() and parent_pid(int(e.name)) == pid]
+
+
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
@@ -256,16 +271,24 @@ class ManagedProcess:
         return self.wait(30)
 
     def terminate(self, timeout: float = 30) -> int | None:
-        """SIGTERM (a clean stop), SIGKILL if it has not exited by ``timeout``."""
+        """SIGTERM (a clean stop), SIGKILL if it has not exited by ``timeout`` (after
+        :meth:`before_kill`, unless the tool itself is being stopped)."""
         if not self.alive:
             return self.returncode
-        if STOPPING.is_set():  # the tool is being stopped: everything within 10 s
+        stopping = STOPPING.is_set()
+        if stopping:  # the tool is being stopped: everything within 10 s
             timeout = min(timeout, 3.0)
         self.send_signal(signal.SIGTERM)
         try:
             return self.wait(timeout)
         except VerifierError:
-            return self.kill()
+            if not stopping:
+                self.before_kill(timeout)
+            return self.kill() if self.alive else self.returncode
+
+    def before_kill(self, waited: float) -> None:
+        """What a process that did not stop within ``waited`` seconds of its SIGTERM leaves
+        in its log before its SIGKILL (a subclass's thread dumps); nothing here."""
 
     def restart(self) -> int:
         """Start again with the same command line (after a kill or an exit)."""

@@ -27,7 +27,7 @@ import urllib.request
 from dataclasses import dataclass
 from pathlib import Path
 
-from verifier.harness.procs import ManagedProcess
+from verifier.harness.procs import ManagedProcess, parent_pid
 from verifier.rundata.errors import VerifierError
 from verifier.rundata.waiting import GiveUp, wait_until
 
@@ -192,14 +192,6 @@ def parse_executor(pid: int, argv: list[str], ppid: int) -> Executor | None:
     return Executor(pid, app, ex, ppid)
 
 
-def _ppid(pid: int) -> int:
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-        return int(stat[stat.rindex(")") + 2:].split()[1])
-    except (OSError, ValueError, IndexError):
-        return 0
-
-
 def executors() -> list[Executor]:
     """Every executor JVM running on this machine."""
     out = []
@@ -209,7 +201,7 @@ def executors() -> list[Executor]:
         pid = int(entry.name)
         e = parse_executor(pid, _cmdline(pid), 0)
         if e is not None:
-            out.append(Executor(e.pid, e.app, e.executor_id, _ppid(pid)))
+            out.append(Executor(e.pid, e.app, e.executor_id, parent_pid(pid)))
     return out
 
 
@@ -219,10 +211,10 @@ def executor_of(pid: int) -> Executor | None:
     for _ in range(4):
         if pid <= 1:
             return None
-        e = parse_executor(pid, _cmdline(pid), _ppid(pid))
+        e = parse_executor(pid, _cmdline(pid), parent_pid(pid))
         if e is not None:
             return e
-        pid = _ppid(pid)
+        pid = parent_pid(pid)
     return None
 
 

@@ -11,12 +11,14 @@ reads its output back into the run folder for the judge.
 
 from __future__ import annotations
 
+import os
 import signal
 import sys
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from verifier.harness.procs import ManagedProcess
+from verifier.harness.procs import ManagedProcess, child_pids
 from verifier.rundata.checkpoint import (
     batch_in_flight,
     committed_end_offsets,
@@ -158,8 +160,6 @@ def _python_for(spark_version: str | None, env: dict | None) -> tuple[str, dict 
     that of its ``--spark-version`` (verifier.harness.spark_envs)."""
     if spark_version is None:
         return sys.executable, env
-    import os
-
     from verifier.harness.spark_envs import env_for
 
     own = env_for(spark_version)
@@ -227,6 +227,8 @@ class PipelineProcess(ManagedProcess):
                 str(config), "--pipeline", name]
         super().__init__(f"{PROCESS_PREFIX}/{name}", argv,
                          RunLayout(run_dir).log(self.where.log_name), env=env)
+        #: seconds waited for its exit after SIGTERM before the SIGKILL, if it came to that
+        self.stop_timed_out: float | None = None
 
     @property
     def checkpoint(self) -> Path:
@@ -234,6 +236,27 @@ class PipelineProcess(ManagedProcess):
 
     def lost_checkpoint(self) -> Path:
         return self.where.next_lost_checkpoint()
+
+    def before_kill(self, waited: float) -> None:
+        """A driver that did not stop within ``waited`` s of its SIGTERM (a main thread
+        stuck in a JVM call never runs the handler): its Python threads (SIGUSR1:
+        streaming.session.driver_process) and its JVM's (SIGQUIT) into its log, then a line
+        saying so; the note of :func:`stop` points there."""
+        self.stop_timed_out = waited
+        pid = self.pid
+        if pid is None:
+            return
+        for target, sig in ((pid, signal.SIGUSR1),
+                            *((c, signal.SIGQUIT) for c in child_pids(pid))):
+            try:
+                os.kill(target, sig)
+            except OSError:
+                pass
+        time.sleep(2)  # the dumps are written by the processes themselves
+        with open(self.log_path, "ab") as log:
+            log.write(f"--- {time.strftime('%Y-%m-%dT%H:%M:%S')} no exit {waited:.0f} s after "
+                      "SIGTERM: thread dumps above (Python, then the JVM's); SIGKILL\n"
+                      .encode())
 
     def batch_in_flight(self) -> bool:
         """A batch planned in the checkpoint (offsets/N) and not committed (no commits/N):
@@ -374,6 +397,9 @@ def stop(procs: list[PipelineProcess], timeout: float = STOP_TIMEOUT) -> list[st
         if code == EXIT_QUERY_FAILED:
             notes.append(f"{proc.name}: its query stopped with an error and was not "
                          "restarted (the verdict gives Spark's message)")
+        elif proc.stop_timed_out is not None:
+            notes.append(f"{proc.name} did not stop within {proc.stop_timed_out:.0f} s of its "
+                         f"SIGTERM and was killed; its threads are in {proc.log_path}")
         elif code not in (0, None):
             notes.append(f"{proc.name} exited {code}: {proc.log_tail(3)}")
     return notes
