@@ -73,6 +73,11 @@ COPIER_KILL_WITHIN_S = 5
 COPIER_ABORT_FRACTION = 0.1
 #: a hold's bound: before the fault's heal (start + 20 s), which would release it too
 RELEASE_BOUND_MS = 15000
+#: copies of a commit marker taken for its next transaction: only that one (the producer's
+#: next epoch) releases a copy, and it aborts as often as the workload's abort fraction
+#: (0.5): one copy went unreleased on 4.1.1 (2026-11-30, the next transaction committed:
+#: NOT EXERCISED), four miss 1 time in 16
+MARKER_COPIES = 4
 #: the requests that end a transaction: a copy of one into the next transaction is a
 #: copy of a commit (``committed``) released into a transaction meant to abort
 ENDS = frozenset({"EndTxn", "WriteTxnMarkers"})
@@ -231,7 +236,9 @@ def fault_of(p: Perturbation, tv2: bool, start: float = HOLD_START_S) -> dict:
     fault: dict = {"kind": "hold", "target": {"all": True}, "start": start, "duration": 20}
     if p.kind in ("held", "copy"):
         params: dict = {"api_keys": [api], "transactional_id": txn,
-                        "limit": 3 if p.kind == "held" else 1,
+                        "limit": (3 if p.kind == "held" else MARKER_COPIES
+                                  if _commit_copy(p) and p.request == "WriteTxnMarkers"
+                                  else 1),
                         "client_view": "timeout" if p.kind == "held" else "copy"}
         if p.request in ("Produce", "WriteTxnMarkers"):
             params["partition"] = 0
