@@ -111,6 +111,8 @@ def test_a_budgeted_call_finds_shrinks_names_and_a_second_call_resumes(tmp_path,
     assert len(fake.ran) == 7 and len(set(fake.ran)) == 7
     ledger = Ledger.open(tmp_path, "3.5.2", "kafka-python", [])
     assert len(ledger.trials) == 7 and len(ledger.sessions) == 2
+    # each call's exit code: the folder's finding counts in the second call too
+    assert [s["exit_code"] for s in ledger.sessions] == [1, 1]
 
 
 def test_first_stops_at_the_first_finding_unshrunk_and_the_next_call_shrinks_it(
@@ -153,6 +155,7 @@ def test_no_fail_exits_0_with_coverage_and_on_a_fixed_broker_names_the_contradic
     ledger = Ledger.open(tmp_path, "4.1.1", "kafka-python", [])
     rows = coverage(ledger, [key_of(t) for t in job.trials])
     assert [r["tried"] for r in rows] == [1, 1, 1] and all(r["clean"] == 1 for r in rows)
+    assert ledger.sessions[-1]["exit_code"] == 0
     fixed = ExploreJob(out=tmp_path / "fixed", kafka_version="4.1.1", client="kafka-python",
                        budget_s=3600, trials=tuple(plan("kafka-python", 0)[:1]))
     assert _explore(fixed, fake) == 1

@@ -146,10 +146,11 @@ def explore(job: ExploreJob, env, opts: RunOptions, spark, say=print,
             if new and left() >= SHRINK_MIN_RUNS * ledger.run_seconds():
                 _shrink(job, ledger, new[0], env, opts, spark, log, left(), recognized, say)
     session["seconds"] = round(clock() - t0, 1)
+    session["exit_code"] = code = _exit_code(ledger)  # what this call exits with
     ledger.save()
     for line in write_report(ledger, [key_of(t) for t in job.trials], job):
         say(line)
-    return _exit_code(ledger)
+    return code
 
 
 def _merge(ledger: Ledger, key: str, record: dict, fails, recognized) -> list[str]:
