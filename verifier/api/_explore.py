@@ -11,7 +11,7 @@ from verifier.api._request import DEFAULT_BASE_PORT, DEFAULT_STATE, ChaosRequest
 from verifier.api._run import spark_beside, stop_spark
 from verifier.orchestration.explore.ledger import Ledger
 from verifier.orchestration.explore.session import ExploreJob, explore
-from verifier.orchestration.explore.space import COPIER_REQUESTS, parse_requests, plan
+from verifier.orchestration.explore.space import app_run, parse_requests, plan
 from verifier.orchestration.scenario import parse_duration
 from verifier.rundata.errors import UsageError
 
@@ -52,10 +52,6 @@ def plan_explore(out: Path, *, kafka_version: str | None = None, client: str = "
         raise UsageError(f"--pairs {pairs}: a number of pairs, 0 or more")
     focus = None if requests is None else parse_requests(requests)
     trials = tuple(plan(client, pairs, focus))
-    if not trials:  # the copier's requests with a client that runs no copier
-        raise UsageError(f"--requests {requests}: no trial with the client {client} (the "
-                         f"copier's {', '.join(sorted(COPIER_REQUESTS))} are kafka-python's "
-                         "only)")
     out = Path(out)
     if out.exists() and not out.is_dir():
         raise UsageError(f"--out {out} is a file, not a folder")
@@ -66,13 +62,20 @@ def plan_explore(out: Path, *, kafka_version: str | None = None, client: str = "
     out.mkdir(parents=True, exist_ok=True)
     # resumable only as it was begun
     Ledger.open(out, version, client, job.setting_list, job.request_list)
-    first = job.scenario_file(job.trials[0])
-    request = ChaosRequest(scenarios=(str(first),), seed=seed, client=client,
-                           kafka_version=version, out=out / "runs", base_port=base_port,
-                           state_dir=state_dir)
+    # the checks' scenario: the first trial without an application, else (a focus on
+    # the app workload alone) the first with its application (--app)
+    trial = next((t for t in job.trials if app_run(t, client) is None), job.trials[0])
+    app = app_run(trial, client)
+    request = ChaosRequest(scenarios=(str(job.scenario_file(trial)),), seed=seed,
+                           client=client, kafka_version=version, out=out / "runs",
+                           base_port=base_port, state_dir=state_dir,
+                           **({"app": app[0], "app_instances": app[2]} if app else {}))
 
-    def command(path: Path) -> str:
-        return replace(request, scenarios=(str(path),)).command()
+    def command(path: Path, app: tuple[str, int] | None = None) -> str:
+        """The chaos command of a scenario file; ``app``: (preset, instances) beside it."""
+        with_app = {"app": app[0], "app_instances": app[1]} if app else \
+            {"app": None, "app_instances": None}
+        return replace(request, scenarios=(str(path),), **with_app).command()
 
     return replace(job, command=command), request
 
@@ -82,6 +85,7 @@ def run_explore(job: ExploreJob, prepared: Prepared, say=print) -> int:
     :func:`verifier.api.prepare`), the verification's Spark session beside it."""
     from verifier.rundata.layout import RunLayout
 
+    job.build_apps()  # the app workload's Java application, before the Spark session
     spark = spark_beside("verifier-explore", prepared.opts.spark_master,
                          RunLayout(job.out).spark_log)
     try:

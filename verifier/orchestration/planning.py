@@ -155,10 +155,27 @@ def _resolve_faults(scenario: Scenario, plans, run_id: str, env, processes) -> t
     return specs, skipped
 
 
-def _transactional_ids(entry: dict, plans, run_id: str) -> list[dict] | None:
+def _app_transactional_id(ref: str, run_id: str, processes) -> str:
+    """``"@app:<name>/<instance>"``: that instance's transactional id (the presets':
+    verifier.rundata.apps.transactional_id_prefix and the instance), the application
+    being one of the run's (``--app``)."""
+    from verifier.rundata.apps import PROCESS_PREFIX, transactional_id_prefix
+
+    name, slash, instance = ref.removeprefix("@app:").rpartition("/")
+    if not slash or not name or not instance.isdigit():
+        raise VerifierError(f"transactional id {ref!r}: an application's is "
+                            "\"@app:<name>/<instance>\", e.g. \"@app:copier-transactional/0\"")
+    if processes is not None and f"{PROCESS_PREFIX}/{name}/{instance}" not in processes:
+        raise VerifierError(f"transactional id {ref!r}: no instance {instance} of an "
+                            f"application {name!r} in this run (--app)")
+    return transactional_id_prefix(run_id, name) + instance
+
+
+def _transactional_ids(entry: dict, plans, run_id: str, processes=None) -> list[dict] | None:
     """A hold or error answer whose ``transactional_id`` (or its ``release_on``'s) names
     a mode (``"@transactional"``): one fault per generator of that mode, every client's,
-    with its real transactional id ``<run id>.<pid>``. None if the entry names no mode."""
+    with its real transactional id ``<run id>.<pid>``; or an application's instance
+    (``"@app:<name>/<instance>"``): one fault. None if the entry names neither."""
     params = entry.get("params")
     kind = entry.get("kind")
     if kind not in ("hold", "error-answer") or not isinstance(params, dict):
@@ -173,6 +190,14 @@ def _transactional_ids(entry: dict, plans, run_id: str) -> list[dict] | None:
     if len(refs) > 1:
         raise VerifierError(f"{kind}: transactional ids {sorted(refs)}: one mode per fault")
     (ref,) = refs
+    if ref.startswith("@app:"):
+        tid = _app_transactional_id(ref, run_id, processes)
+        new = dict(params)
+        if new.get("transactional_id") == ref:
+            new["transactional_id"] = tid
+        if release.get("transactional_id") == ref:
+            new["release_on"] = {**release, "transactional_id": tid}
+        return [{**entry, "params": new}]
     matches = [p for p in plans if _named(ref, p)]
     if not matches:
         raise VerifierError(f"{kind}: no producer of mode {ref[1:]!r} in this run")
@@ -204,7 +229,7 @@ def _per_client(entry: dict, processes: set[str], plans=(), run_id: str = "") ->
     mode's generator of every client when several run side by side
     (``producer:transactional/java``, ``producer:transactional/kafka-python``); so does a
     hold or error answer naming a mode's transactional id (``"@transactional"``)."""
-    held = _transactional_ids(entry, plans, run_id)
+    held = _transactional_ids(entry, plans, run_id, processes)
     if held is not None:
         return held
     name = (entry.get("target") or {}).get("process")

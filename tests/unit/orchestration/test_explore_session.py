@@ -230,14 +230,18 @@ def test_the_command_refuses_an_unknown_request_type_before_anything_starts(tmp_
     err = capsys.readouterr().err
     assert "unknown request type fetch" in err and "WriteTxnMarkers" in err
     assert not out.exists()
-    # the copier's requests with a client that runs no copier: nothing to try
-    assert main(["explore", "--client", "java", "--requests", "txnoffsetcommit",
-                 "--out", str(out)]) == 64
-    assert "kafka-python's only" in capsys.readouterr().err and not out.exists()
-    # a second call with another focus on a folder explored with one: refused by the
-    # checks that come before anything starts (the api the command calls first)
+    # the copier's requests with a client that runs no copier: its application's only,
+    # the checks' scenario run with that application
     from verifier import api
 
+    job, request = api.plan_explore(tmp_path / "app", client="java",
+                                    requests="txnoffsetcommit")
+    assert [key_of(t) for t in job.trials] == ["txnoffsetcommit-copy-rebalance"]
+    assert (request.app, request.app_instances) == ("java-copier-transactional", 2)
+    assert "--app java-copier-transactional --app-instances 2" in \
+        job.command_for(job.trials[0])(tmp_path / "s.toml")
+    # a second call with another focus on a folder explored with one: refused by the
+    # checks that come before anything starts (the api the command calls first)
     out.mkdir()
     Ledger.open(out, "3.5.2", "kafka-python", [], ["EndTxn"]).save()
     api.plan_explore(out, kafka_version="3.5.2", requests="ENDTXN")

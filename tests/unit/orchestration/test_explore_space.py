@@ -4,6 +4,7 @@ schedules fall into cells of the space and are recognized there."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -23,6 +24,7 @@ from verifier.orchestration.explore.space import (
     PERTURBATIONS,
     REQUESTS,
     Perturbation,
+    app_run,
     expressible,
     key_of,
     parse_requests,
@@ -30,11 +32,13 @@ from verifier.orchestration.explore.space import (
     scenario_spec,
     space,
     speaks_tv2,
+    workload_of,
 )
 from verifier.orchestration.known_bugs import load_known_bugs
 from verifier.orchestration.planning import RunOptions, validate_scenario
 from verifier.orchestration.scenario import load_scenario, parse_scenario
 from verifier.orchestration.shrink_plan import scenario_toml
+from verifier.rundata.apps import plan_apps
 from verifier.rundata.errors import UsageError
 
 COMBOS = [("3.5.2", "kafka-python"), ("4.1.1", "java"), ("4.1.1", "java:3.9.1")]
@@ -48,7 +52,9 @@ def test_every_planned_trial_is_a_scenario_the_runner_accepts(kafka, client):
         spec = scenario_spec(trial, kafka, client)
         scenario = parse_scenario(scenario_toml(spec), spec["name"])
         assert scenario.to_json() == spec  # the file shrink writes parses back to it
-        assert validate_scenario(scenario, opts, env) == [], key_of(trial)
+        app = app_run(trial, client)  # the app workload's, beside it (--app)
+        apps = tuple(plan_apps(app[0], None, app[2])) if app else ()
+        assert validate_scenario(scenario, replace(opts, apps=apps), env) == [], key_of(trial)
         assert cells_of(scenario.faults) == trial  # each fault classifies into its cell
 
 
@@ -66,8 +72,9 @@ def test_the_space_is_what_the_fault_params_express():
                    for c in cells)
     assert not any(c.request == "WriteTxnMarkers" and c.kind not in ("held", "copy")
                    for c in cells)
-    # the copier is kafka-python's only
-    assert not any(c.request == "TxnOffsetCommit" for c in space("java"))
+    # the copier is kafka-python's only; a Java application commits its offsets too
+    assert not any(c.request == "TxnOffsetCommit" and workload_of(c) != "app"
+                   for c in space("java"))
 
 
 def test_budget_order_singles_first_then_pairs():
@@ -77,10 +84,17 @@ def test_budget_order_singles_first_then_pairs():
     singles = [t[0] for t in trials if len(t) == 1]
     assert singles[0] == Perturbation("Produce", "held", "abort-marker")
     order = list(REQUESTS)
-    assert [order.index(c.request) for c in singles] == \
-        sorted(order.index(c.request) for c in singles)
+    # the app workload's last (an application and a joining instance), each part in
+    # request order
+    app = [workload_of(c) == "app" for c in singles]
+    assert app == sorted(app) and any(app)
+    for part in ([c for c in singles if workload_of(c) != "app"],
+                 [c for c in singles if workload_of(c) == "app"]):
+        assert [order.index(c.request) for c in part] == \
+            sorted(order.index(c.request) for c in part)
     for a, b in (t for t in trials if len(t) == 2):
         assert a.request != b.request
+        assert workload_of(a) == workload_of(b) != "app"
 
 
 def test_release_events_by_client():
@@ -251,3 +265,23 @@ def test_requests_focus_the_plan_on_named_request_types():
     both = plan("kafka-python", 40, parse_requests("produce,endtxn"))
     assert any(len(t) == 2 for t in both)
     assert {p.request for t in both for p in t} == {"Produce", "EndTxn"}
+
+
+def test_an_applications_instance_is_named_by_its_transactional_id():
+    """``@app:<name>/<instance>`` in a hold resolves to that instance's transactional id
+    (the presets': the run's prefix and the instance), one fault; an instance the run does
+    not have, or a malformed name, is an error naming the form."""
+    from verifier.orchestration.planning import _per_client
+    from verifier.rundata.errors import VerifierError
+
+    fault = scenario_spec((Perturbation("TxnOffsetCommit", "copy", "rebalance"),), "3.5.2",
+                          "kafka-python")["faults"][0]
+    procs = {"app/copier-transactional/0", "app/copier-transactional/1"}
+    (one,) = _per_client(fault, procs, [], "run-1")
+    assert one["params"]["transactional_id"] == "run-1.app.copier-transactional.0"
+    assert one["params"]["release_on"] == {"api_key": 14, "direction": "response"}
+    with pytest.raises(VerifierError, match="no instance 0 of an application"):
+        _per_client(fault, {"app/other/0"}, [], "run-1")
+    bad = {**fault, "params": {**fault["params"], "transactional_id": "@app:copier"}}
+    with pytest.raises(VerifierError, match="@app:<name>/<instance>"):
+        _per_client(bad, procs, [], "run-1")

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from verifier.orchestration.explore.space import API_NAMES, REQUESTS, Perturbation
+from verifier.orchestration.explore.space import API_NAMES, REQUESTS, SYNC_GROUP, Perturbation
 
 _ERROR_API = {name: req for req, (_, name) in REQUESTS.items() if name}
 
@@ -47,6 +47,8 @@ def classify(fault: dict) -> Perturbation | None:
         event = "next-end-txn"
     elif on in (0, 24, 25, 28):
         event = "next-write"
+    elif on == SYNC_GROUP:
+        event = "rebalance"
     else:
         return None
     return Perturbation(request, what, event)

@@ -24,7 +24,7 @@ from verifier.orchestration.explore.fingerprint import (
 )
 from verifier.orchestration.explore.ledger import Ledger, trial_record
 from verifier.orchestration.explore.report import write_report
-from verifier.orchestration.explore.space import Perturbation, key_of, scenario_spec
+from verifier.orchestration.explore.space import Perturbation, app_run, key_of, scenario_spec
 from verifier.orchestration.planning import RunOptions
 from verifier.orchestration.scenario import parse_scenario
 from verifier.orchestration.shrink_plan import scenario_toml
@@ -48,8 +48,11 @@ class ExploreJob:
     requests: tuple[str, ...] | None = None
     #: stop at the first finding, unshrunk (``--first``: the next call shrinks it)
     first: bool = False
-    #: the `verifier chaos` command that runs a scenario file as explore ran it
-    command: Callable[[Path], str] = lambda path: f"verifier chaos --scenario {path}"
+    #: the `verifier chaos` command that runs a scenario file as explore ran it, with
+    #: the application a trial of the app workload runs beside it (preset, instances)
+    command: Callable[..., str] = lambda path, app=None: (
+        f"verifier chaos --scenario {path}"
+        + (f" --app {app[0]} --app-instances {app[1]}" if app else ""))
 
     def spec(self, trial: tuple[Perturbation, ...]) -> dict:
         spec = scenario_spec(trial, self.kafka_version, self.client)
@@ -65,6 +68,42 @@ class ExploreJob:
             f"verifier explore: {'; '.join(str(p) for p in trial)}",
             f"Kafka {self.kafka_version}, client {self.client}"]))
         return path
+
+    def apps_for(self, trial: tuple[Perturbation, ...]) -> tuple:
+        """The consumer application a trial of the app workload runs (``--app``, as
+        verifier.rundata.apps plans it: its Java preset on the jars of the client's
+        release), or () for the other trials."""
+        run = app_run(trial, self.client)
+        if run is None:
+            return ()
+        import sys
+
+        from verifier.rundata import jvm
+        from verifier.rundata.apps import plan_apps
+
+        preset, version, instances = run
+        return tuple(plan_apps(preset, None, instances, python=sys.executable,
+                               java=jvm.java_executable(),
+                               classpath=jvm.java_apps_jars(version or None).classpath()))
+
+    def build_apps(self) -> None:
+        """Build the Java application the app workload's trials run, if one does and it
+        is not built yet (Maven, once), before the first trial."""
+        from verifier.rundata import jvm
+
+        for trial in self.trials:
+            run = app_run(trial, self.client)
+            if run is not None and any(a.runtime == "java" for a in self.apps_for(trial)):
+                jarset = jvm.java_apps_jars(run[1] or None)
+                if not jvm.project_built(jvm.APPS_PROJECT, jarset):
+                    jvm.build_project(jvm.APPS_PROJECT, jarset)
+                return
+
+    def command_for(self, trial: tuple[Perturbation, ...]) -> Callable[[Path], str]:
+        """:attr:`command` for ``trial``'s scenario files: with its application, if any."""
+        run = app_run(trial, self.client)
+        app = None if run is None else (run[0], run[2])
+        return lambda path: self.command(path, app) if app else self.command(path)
 
     @property
     def setting_list(self) -> list[str]:
@@ -123,7 +162,9 @@ def explore(job: ExploreJob, env, opts: RunOptions, spark, say=print,
             say(f"[{len(ledger.trials) + 1}/{len(job.trials)}] {key}: "
                 f"{'; '.join(str(p) for p in trial)} ({left() / 60:.1f} min left)")
             t1 = clock()
-            doc = run_one(env, scenario, replace(opts, out=job.out / "runs"), spark, out=log)
+            doc = run_one(env, scenario,
+                          replace(opts, out=job.out / "runs", apps=job.apps_for(trial)),
+                          spark, out=log)
             record = trial_record([p.key for p in trial], doc, clock() - t1)
             ledger.trials[key] = record
             session["tried"] += 1
@@ -195,9 +236,12 @@ def _shrink(job: ExploreJob, ledger: Ledger, name: str, env, opts, spark, log,
     budget = min(job.shrink_budget_s, left_s)
     say(f"    shrink {name} ({budget / 60:.1f} min)")
     out = job.out / "findings" / name
+    # its trial's application runs beside every candidate (the app workload's)
+    trial = next((t for t in job.trials if key_of(t) == entry["trials"][0]), ())
     result, paths = shrink_finding(Path(entry["runs"][0]), entry["column"],
-                                   entry["anomaly"], out, budget, env, opts, spark, log,
-                                   job.command, say)
+                                   entry["anomaly"], out, budget, env,
+                                   replace(opts, apps=job.apps_for(trial)), spark, log,
+                                   job.command_for(trial), say)
     shrunk_cells = cells_of(result.best.get("faults"))
     target = job.out / "findings" / f"{name}.toml"
     shutil.copyfile(paths["scenario"], target)

@@ -27,6 +27,12 @@ the client's next step.
 The copier workload (TxnOffsetCommit, AddOffsetsToTxn) restarts its copier after the
 perturbation, as a deployment restarts one (:func:`copier_restart`): a copier reads its
 group's committed offsets only when it starts, so offsets committed wrongly show only then.
+
+``rebalance``: a copy of a transactional request of a consumer application's instance
+(the transactional copier preset of the client, two instances) released once its group
+has rebalanced (the next SyncGroup answer) after a third instance joined: the partitions
+the copied request was about belong to another instance by then (KIP-447's fencing by the
+group's generation is what refuses it). The app workload (:func:`app_of`).
 """
 
 from __future__ import annotations
@@ -48,9 +54,24 @@ REQUESTS: dict[str, tuple[int, str | None]] = {
 }
 API_NAMES = {key: name for name, (key, _) in REQUESTS.items()}
 PERTURBATIONS = ("held", "copy", "refused", "replaced", "dropped")
-EVENTS = ("abort-marker", "next-write", "next-end-txn", "own-answer")
+EVENTS = ("abort-marker", "next-write", "next-end-txn", "own-answer", "rebalance")
 #: the copier's requests run on the copier workload (an idempotent input, a copier)
 COPIER_REQUESTS = frozenset({"TxnOffsetCommit", "AddOffsetsToTxn"})
+#: a consumer application's transactional requests a copy of is released after its
+#: group's rebalance (the ``rebalance`` event: the app workload)
+APP_REQUESTS = frozenset({"Produce", "EndTxn", "TxnOffsetCommit", "AddOffsetsToTxn"})
+#: the app workload's application per client (verifier.rundata.apps' presets: the
+#: transactional copier, which commits its input's offsets in its transactions), its
+#: instances, and the instance whose request is copied
+APP_PRESETS = {"kafka-python": "copier-transactional", "java": "java-copier-transactional"}
+APP_INSTANCES = 2
+APP_COPIED = 0
+#: SyncGroup: its answer hands a member its part of the group's new assignment
+SYNC_GROUP = 14
+#: the app workload's copy starts once the group has settled (its instances joined), a
+#: third instance joins 2 s later for APP_JOIN_S (its join and its leave: two rebalances)
+APP_HOLD_START_S = 10
+APP_JOIN_S = 12
 #: a retriable error each request type is refused with (the client retries it) and one
 #: a broker that did the work may answer (replace: retriable only)
 REFUSE_ERROR = {"Produce": "NOT_LEADER_OR_FOLLOWER"}
@@ -109,13 +130,16 @@ class Perturbation:
                 "dropped": "its answer dropped"}[self.kind]
         when = {"own-answer": "", "next-end-txn": " until the next EndTxn answer",
                 "next-write": " until the next transaction's first write",
-                "abort-marker": " until the abort marker is in the log"}[self.event]
+                "abort-marker": " until the abort marker is in the log",
+                "rebalance": " until the application's group rebalanced"}[self.event]
         return f"{self.request} {what}{when}"
 
 
 def expressible(p: Perturbation) -> bool:
     """Whether the existing fault params express ``p`` (and it can happen at all)."""
     api, error_api = REQUESTS[p.request]
+    if p.event == "rebalance":  # a copy of an application's request (the app workload)
+        return p.kind == "copy" and p.request in APP_REQUESTS
     if p.kind in ("refused", "replaced", "dropped"):
         # released by nothing but their own answer; the error-answer fault answers no
         # WriteTxnMarkers, and a dropped answer on the replication listener is left out
@@ -130,11 +154,12 @@ def expressible(p: Perturbation) -> bool:
 def space(client: str = "kafka-python") -> list[Perturbation]:
     """Every expressible single perturbation for ``client``, in budget order
     (:func:`ordered`). The copier, whose requests are TxnOffsetCommit and AddOffsetsToTxn,
-    is kafka-python's only: another client's space leaves them out."""
+    is kafka-python's only: another client's space leaves them out (its application's
+    are in: the Java transactional copier sends them)."""
     cells = [Perturbation(r, k, e) for r in REQUESTS for k in PERTURBATIONS for e in EVENTS]
     copier = client.partition(":")[0] == "kafka-python"
     return ordered([c for c in cells if expressible(c)
-                    and (copier or c.request not in COPIER_REQUESTS)])
+                    and (copier or workload_of(c) != "copier")])
 
 
 def ordered(cells: list[Perturbation]) -> list[Perturbation]:
@@ -142,10 +167,11 @@ def ordered(cells: list[Perturbation]) -> list[Perturbation]:
     them most (Produce, then the EndTxn that ends it, ...; the copier's and the
     coordinator's last: more processes, a rolling restart for the replication listener);
     the client's own request held before a copy, before error answers and drops (what a
-    slow network does most); events that reach into a later transaction first."""
+    slow network does most); events that reach into a later transaction first. The app
+    workload's after all the others: application instances, and one joining."""
     rank = {name: i for i, name in enumerate(REQUESTS)}
-    return sorted(cells, key=lambda c: (rank[c.request], PERTURBATIONS.index(c.kind),
-                                        EVENTS.index(c.event)))
+    return sorted(cells, key=lambda c: (workload_of(c) == "app", rank[c.request],
+                                        PERTURBATIONS.index(c.kind), EVENTS.index(c.event)))
 
 
 def parse_requests(text: str) -> tuple[str, ...]:
@@ -171,7 +197,7 @@ def plan(client: str = "kafka-python", budget_pairs: int = 12,
     those request types."""
     singles = [c for c in space(client) if requests is None or c.request in requests]
     pairs = [(a, b) for a, b in combinations(singles, 2)
-             if a.request != b.request and workload_of(a) == workload_of(b)
+             if a.request != b.request and workload_of(a) == workload_of(b) != "app"
              and "WriteTxnMarkers" not in (a.request, b.request)]
     return [(s,) for s in singles] + pairs[:budget_pairs]
 
@@ -184,7 +210,22 @@ def key_of(trial: tuple[Perturbation, ...]) -> str:
 
 
 def workload_of(p: Perturbation) -> str:
+    if p.event == "rebalance":
+        return "app"
     return "copier" if p.request in COPIER_REQUESTS else "transactional"
+
+
+def app_of(client: str) -> tuple[str, str]:
+    """The app workload's application for ``client``: (preset, the Kafka release a Java
+    preset is built against, "" for the default)."""
+    name, _, version = client.partition(":")
+    return APP_PRESETS[name if name in APP_PRESETS else "java"], version
+
+
+def app_transactional_id(client: str) -> str:
+    """The copied instance's transactional id as a scenario names it (resolved by
+    verifier.orchestration.planning: ``@app:<name>/<instance>``)."""
+    return f"@app:{app_of(client)[0]}/{APP_COPIED}"
 
 
 def speaks_tv2(kafka_version: str, client: str) -> bool:
@@ -205,6 +246,8 @@ def _commit_copy(p: Perturbation) -> bool:
 def _release(p: Perturbation, tv2: bool) -> dict:
     api = REQUESTS[p.request][0]
     same = {"direction": "response", "transactional_id": "same"}
+    if p.event == "rebalance":  # any member's share of the next assignment
+        return {"release_on": {"api_key": SYNC_GROUP, "direction": "response"}}
     if p.event == "own-answer":
         return {"release_on": {"api_key": api, **same}}
     if p.event in ("next-end-txn", "abort-marker"):
@@ -229,10 +272,12 @@ def _release(p: Perturbation, tv2: bool) -> dict:
     return {"release_on": first}
 
 
-def fault_of(p: Perturbation, tv2: bool, start: float = HOLD_START_S) -> dict:
+def fault_of(p: Perturbation, tv2: bool, start: float = HOLD_START_S,
+             client: str = "kafka-python") -> dict:
     """The fault that makes ``p`` happen, in the scenario schema of `verifier chaos`."""
     api, error_api = REQUESTS[p.request]
-    txn = "@copier" if workload_of(p) == "copier" else "@transactional"
+    txn = {"copier": "@copier", "app": app_transactional_id(client)}.get(
+        workload_of(p), "@transactional")
     fault: dict = {"kind": "hold", "target": {"all": True}, "start": start, "duration": 20}
     if p.kind in ("held", "copy"):
         params: dict = {"api_keys": [api], "transactional_id": txn,
@@ -240,7 +285,7 @@ def fault_of(p: Perturbation, tv2: bool, start: float = HOLD_START_S) -> dict:
                                   if _commit_copy(p) and p.request == "WriteTxnMarkers"
                                   else 1),
                         "client_view": "timeout" if p.kind == "held" else "copy"}
-        if p.request in ("Produce", "WriteTxnMarkers"):
+        if p.request in ("Produce", "WriteTxnMarkers") and workload_of(p) != "app":
             params["partition"] = 0
         if p.kind == "copy" and p.event == "abort-marker":
             params["records"] = "abort"  # a copy of a transaction that aborts
@@ -296,6 +341,8 @@ def scenario_spec(trial: tuple[Perturbation, ...], kafka_version: str, client: s
     restarted after the perturbation; the replication listener behind the proxy for
     WriteTxnMarkers), one fault per perturbation (a pair's second starts 8 s later)."""
     tv2 = speaks_tv2(kafka_version, client)
+    if any(workload_of(p) == "app" for p in trial):
+        return app_scenario_spec(trial, client)
     copier = any(workload_of(p) == "copier" for p in trial)
     held_own = all(p.kind == "held" and p.request == "Produce" for p in trial)
     faults = [fault_of(p, tv2, HOLD_START_S + 8 * i) for i, p in enumerate(trial)]
@@ -324,3 +371,36 @@ def scenario_spec(trial: tuple[Perturbation, ...], kafka_version: str, client: s
         **({"proxy_replication": True}
            if any(p.request == "WriteTxnMarkers" for p in trial) else {}),
     }
+
+
+def app_scenario_spec(trial: tuple[Perturbation, ...], client: str) -> dict:
+    """An app workload's trial: an idempotent input the application copies (run with
+    ``--app`` :func:`app_of` and APP_INSTANCES instances: :func:`app_run`), the copy taken
+    from instance APP_COPIED once the group has settled, and a third instance joining 2 s
+    later for APP_JOIN_S s (a scale-out: the rebalance that releases the copy, and a second
+    when it leaves). The application's own client settings are its preset's."""
+    start = APP_HOLD_START_S
+    faults = [fault_of(p, True, start, client) for p in trial]
+    faults.append({"kind": "scale-out", "target": {"apps": True}, "start": start + 2,
+                   "duration": APP_JOIN_S})
+    load_s = max([LOAD_S] + [_healed_by(f) + 6 for f in faults])
+    return {
+        "name": f"explore-{key_of(trial)}",
+        "description": "verifier explore: " + "; ".join(str(p) for p in trial),
+        # txn_size and abort_fraction are the transactional generator's (none runs
+        # here): the workload's defaults, written as the file parses back
+        "workload": {"modes": ["idempotent"], "partitions": 3, "record_size": 100,
+                     "rate": 100.0, "duration_s": load_s, "txn_size": 10,
+                     "abort_fraction": 0.2},
+        "faults": faults,
+        "sink": "exactly-once", "drain_timeout_s": 60.0, "connections": {}, "clients": {},
+    }
+
+
+def app_run(trial: tuple[Perturbation, ...], client: str) -> tuple[str, str, int] | None:
+    """The application a trial runs beside its scenario (``--app``), or None: (preset,
+    the Java release it is built against or "", instances)."""
+    if not any(workload_of(p) == "app" for p in trial):
+        return None
+    preset, version = app_of(client)
+    return preset, version, APP_INSTANCES
