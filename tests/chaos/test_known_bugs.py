@@ -295,17 +295,14 @@ def assert_own_end_txn_fenced(run_dir: Path, accepted: bool, client: str = "") -
     return answer
 
 
-#: the Produce requests kafka-19479 refuses per generator (its scenario's ``next``)
-REFUSALS = 40
-
-
 def assert_forged_refusals(run_dir: Path, accepted: bool, client: str = "") -> dict:
     """KAFKA-19479's order, from the run's nemesis history and the generator's history
     (``client``: the grid's label, ``java 4.1.0``): the error answer set for that
     generator's client id fired (its trigger, the first forged answer), MESSAGE_TOO_LARGE
-    refused, all REFUSALS chosen answers forged to it; the generator committed records after
-    flush() while in flight when ``accepted`` (the affected client), none and was told of
-    failed sends (RecordTooLargeException) otherwise. Returns the heal's counts."""
+    refused, every Produce of its window (``every = 1``) answered by the proxy; the
+    generator committed records after flush() while in flight when ``accepted`` (the
+    affected client), none and was told of failed sends (RecordTooLargeException)
+    otherwise. Returns the heal's counts."""
     ops = read_nemesis(run_dir / "nemesis.jsonl")
     slug = "-".join(client.split())  # java 4.1.0 -> java-4.1.0
     pid = f"at-least-once-{slug}-0"
@@ -313,12 +310,12 @@ def assert_forged_refusals(run_dir: Path, accepted: bool, client: str = "") -> d
               and op["f"] == "start" and op["type"] == "ok"
               and op["detail"]["rule"]["client_id"] == f"verifier.generator.{pid}"]
     assert len(starts) == 1, ops
-    assert (starts[0]["error"], starts[0]["variant"], starts[0]["next"]) == \
-        ("MESSAGE_TOO_LARGE", "refuse", REFUSALS), starts
+    assert (starts[0]["error"], starts[0]["variant"], starts[0]["every"]) == \
+        ("MESSAGE_TOO_LARGE", "refuse", 1), starts
     (heal,) = [op["detail"] for op in ops if op.get("fault") == "error-answer"
                and op["f"] == "heal" and op["type"] == "ok"
                and f"verifier.generator.{pid}" in op["detail"]["clients"]]
-    assert heal["clients"][f"verifier.generator.{pid}"][1] == REFUSALS == heal["hits"], heal
+    assert heal["clients"][f"verifier.generator.{pid}"][1] == heal["hits"] > 0, heal
     lines = [orjson.loads(x) for x in (run_dir / "histories" / f"{pid}.jsonl")
              .read_bytes().splitlines()[1:]]
     in_flight = [x for x in lines if x.get("type") == "ok" and x.get("in_flight")]
