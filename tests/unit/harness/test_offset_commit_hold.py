@@ -164,3 +164,35 @@ def test_a_copys_start_is_read_before_its_original_goes_on():
     assert asyncio.run(hold()) == (True, 16)
     thread.join(5)
     server.close()
+
+
+def _uvarint(n: int) -> bytes:
+    out = b""
+    while True:
+        low, n = n & 0x7F, n >> 7
+        if not n:
+            return out + bytes([low])
+        out += bytes([low | 0x80])
+
+
+def _compact(value: str) -> bytes:
+    return _uvarint(len(value.encode()) + 1) + value.encode()
+
+
+def test_a_v5_txn_offset_commit_kafka_python_cannot_read_is_still_identified():
+    """The Java client 4.4.0's TxnOffsetCommit v5: kafka-python's schema fails on its topics
+    (a hold on a Java application's TxnOffsetCommit matched none, 2026-11-30), yet its
+    transactional id, group, producer id and epoch, which every version begins with, are
+    read, so the hold matches it."""
+    header = (struct.pack(">hhi", API_TXN_OFFSET_COMMIT, 5, 9) + encode_string("cli")
+              + _uvarint(0))  # request header v2: no tagged fields
+    body = (_compact("run.app.copier.0") + _compact("run.app.copier")
+            + struct.pack(">qh", 42, 3) + struct.pack(">i", 5) + _compact("member")
+            + _uvarint(0)  # no group instance id
+            + _uvarint(2) + bytes.fromhex("a0f42875da4b719674f13320d9b4ea03"))  # topic bytes
+    who = request_identity(header + body)
+    assert (who.transactional_id, who.group_id, who.producer_id, who.producer_epoch) == \
+        ("run.app.copier.0", "run.app.copier", 42, 3)
+    rule = Rule(id=1, kind="hold", api_keys=(API_TXN_OFFSET_COMMIT,),
+                transactional_id="run.app.copier.0")
+    assert rule.hold_matches(who)

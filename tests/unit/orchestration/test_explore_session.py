@@ -173,8 +173,14 @@ def test_a_folder_explored_otherwise_is_refused(tmp_path, fake):
 
 
 def test_exposed_needs_the_perturbation_to_act():
-    passed = {"columns": [{"name": "c", "verdict": "PASS"}]}
+    passed = {"columns": [{"name": "c", "verdict": "PASS", "exposure": {
+        "faults": [{"fault": "hold", "acted": 1}]}}]}
     assert exposed(passed)
+    # a PASS another fault of the trial exercised (a scale-out), the hold having acted on
+    # nothing: not exposed
+    other = {"columns": [{"name": "app:c", "verdict": "PASS", "exposure": {
+        "faults": [{"fault": "hold", "acted": 0}, {"fault": "scale-out", "acted": 2}]}}]}
+    assert not exposed(other)
     fail_unexposed = {"columns": [{"name": "c", "verdict": "FAIL", "exposure": {
         "faults": [{"fault": "hold", "acted": 0}, {"fault": "broker-config", "acted": 9}]}}]}
     assert not exposed(fail_unexposed)

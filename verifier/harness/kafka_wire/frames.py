@@ -115,6 +115,17 @@ def encode_request(message: ApiMessage, correlation_id: int, client_id: str) -> 
     return bytes(message.encode(header=True))
 
 
+def body_offset(cls: type[ApiMessage], payload: bytes, version: int) -> int:
+    """Where a request's body starts after its header (v1, or v2 with its tagged fields,
+    as ``cls`` says for ``version``)."""
+    data = io.BytesIO(payload)
+    try:
+        cls.parse_header(data, version=min(version, cls.max_version))
+    except DECODE_ERRORS as exc:
+        raise WireError(f"{cls.__name__} v{version} header: {exc!r}") from exc
+    return data.tell()
+
+
 def _decode(cls: type[ApiMessage], payload: bytes, version: int) -> ApiMessage:
     """A message's body after its header (v1/v2 or v0/v1 as ``cls`` says for ``version``).
 

@@ -4,6 +4,8 @@ EndTxn, TxnOffsetCommit, and WriteTxnMarkers (coordinator to leader; v2 is KIP-1
 
 from __future__ import annotations
 
+import struct
+
 from kafka.protocol.producer import (
     AddOffsetsToTxnRequest,
     AddOffsetsToTxnResponse,
@@ -19,7 +21,13 @@ from kafka.protocol.producer import (
     WriteTxnMarkersResponse,
 )
 
-from verifier.harness.kafka_wire.frames import RequestHeader, decode_request, decode_response
+from verifier.harness.kafka_wire.frames import (
+    RequestHeader,
+    WireError,
+    body_offset,
+    decode_request,
+    decode_response,
+)
 from verifier.harness.kafka_wire.model import (
     API_ADD_OFFSETS_TO_TXN,
     API_ADD_PARTITIONS_TO_TXN,
@@ -100,13 +108,61 @@ _REQUESTS = {
 def transaction_identity(payload: bytes, header: RequestHeader, base: dict) -> RequestIdentity:
     """The identity of a transaction API's request (``header.api_key`` one of them)."""
     if header.api_key == API_TXN_OFFSET_COMMIT:
-        request = decode_request(TxnOffsetCommitRequest, payload, header)
+        try:
+            request = decode_request(TxnOffsetCommitRequest, payload, header)
+        except WireError:  # the topics kafka-python cannot read (the Java client's v5)
+            return RequestIdentity(**base, **txn_offset_commit_ids(payload, header),
+                                   records_abort=records_abort(payload))
         return RequestIdentity(**base, transactional_id=request.transactional_id,
                                group_id=request.group_id, producer_id=request.producer_id,
                                producer_epoch=request.producer_epoch,
                                records_abort=records_abort(payload))
     cls, identity = _REQUESTS[header.api_key]
     return identity(decode_request(cls, payload, header), header, base)
+
+
+#: TxnOffsetCommit's first flexible version (compact strings, a v2 header)
+TXN_OFFSET_COMMIT_FLEXIBLE = 3
+
+
+def txn_offset_commit_ids(payload: bytes, header: RequestHeader) -> dict:
+    """What a TxnOffsetCommit request begins with in every version, read by hand:
+    transactional id, group id, producer id and epoch. kafka-python 3.0.12's schema
+    cannot read the topics of the Java client 4.4.0's v5 (a UnicodeDecodeError: the hold
+    matched none of a Java application's TxnOffsetCommits, 2026-11-30), and the identity
+    needs none of them."""
+    at = body_offset(TxnOffsetCommitRequest, payload, header.api_version)
+    compact = header.api_version >= TXN_OFFSET_COMMIT_FLEXIBLE
+    try:
+        txn, at = _string(payload, at, compact)
+        group, at = _string(payload, at, compact)
+        producer_id, epoch = struct.unpack_from(">qh", payload, at)
+    except (struct.error, IndexError, UnicodeDecodeError) as exc:
+        raise WireError(f"TxnOffsetCommit v{header.api_version}: {exc!r}") from exc
+    return {"transactional_id": txn, "group_id": group, "producer_id": producer_id,
+            "producer_epoch": epoch}
+
+
+def _string(payload: bytes, at: int, compact: bool) -> tuple[str | None, int]:
+    """A (compact) string at ``at`` and where the next field starts."""
+    if compact:
+        n, shift = 0, 0
+        while True:  # unsigned varint: length + 1
+            b = payload[at]
+            at += 1
+            n |= (b & 0x7F) << shift
+            shift += 7
+            if not b & 0x80:
+                break
+        n -= 1
+    else:
+        (n,) = struct.unpack_from(">h", payload, at)
+        at += 2
+    if n < 0:
+        return None, at
+    if at + n > len(payload):
+        raise IndexError(f"string of {n} bytes past the end")
+    return bytes(payload[at:at + n]).decode("utf-8"), at + n
 
 
 def _first_error(errors) -> int:

@@ -91,16 +91,14 @@ def trial_record(cells: list[str], doc: dict, seconds: float) -> dict:
 
 
 def exposed(doc: dict) -> bool:
-    """Did the perturbation act on a column inside its window? A PASS needs its exposure
-    (else the column is NOT EXERCISED); a FAIL counts only with the fault's exposure
-    measured above zero on that column (a FAIL beside a hold that never released into
-    its event is not this perturbation's)."""
-    for col in doc.get("columns") or ():
-        if col.get("verdict") == "PASS":
-            return True
-        if col.get("verdict") == "FAIL" and _exposure_total(col) > 0:
-            return True
-    return False
+    """Did the perturbation act on a column inside its window? A PASS or a FAIL counts
+    only with the perturbation's own exposure measured above zero on that column: a FAIL
+    beside a hold that never released into its event is not this perturbation's, and a
+    column a trial's other fault exercised (the app workload's scale-out, the copier's
+    restart) PASSes whether the perturbation acted or not (an app trial whose hold matched
+    nothing was counted exposed, 2026-11-30)."""
+    return any(col.get("verdict") in ("PASS", "FAIL") and _exposure_total(col) > 0
+               for col in doc.get("columns") or ())
 
 
 #: the fault kinds a perturbation is made of (verifier.orchestration.explore.space)
