@@ -196,3 +196,18 @@ def test_a_v5_txn_offset_commit_kafka_python_cannot_read_is_still_identified():
     rule = Rule(id=1, kind="hold", api_keys=(API_TXN_OFFSET_COMMIT,),
                 transactional_id="run.app.copier.0")
     assert rule.hold_matches(who)
+
+
+def test_a_v5_txn_offset_commit_answer_names_its_topics_by_id_and_is_read():
+    """Its answer too (a 4.4.0 broker's to the Java client: each topic by its 16-byte id,
+    which kafka-python 3.0.12 reads as a name): the partitions' first error is read by
+    hand (the copy a rebalance released was refused INVALID_PRODUCER_EPOCH, 47); one
+    that does not end where its topics do is not guessed."""
+    topic_id = bytes.fromhex("10b852171a47b394457fcdb54bf27b03")
+    body = (struct.pack(">i", 0) + _uvarint(2) + topic_id + _uvarint(3)
+            + struct.pack(">ih", 0, 0) + _uvarint(0) + struct.pack(">ih", 1, 47) + _uvarint(0)
+            + _uvarint(0) + _uvarint(0))
+    answer = struct.pack(">i", 8) + _uvarint(0) + body  # response header v1
+    assert response_summary(answer, API_TXN_OFFSET_COMMIT, 5) == {"error_code": 47}
+    with pytest.raises(Exception, match="left after its topics"):
+        response_summary(answer + b"\x00", API_TXN_OFFSET_COMMIT, 5)

@@ -143,17 +143,62 @@ def txn_offset_commit_ids(payload: bytes, header: RequestHeader) -> dict:
             "producer_epoch": epoch}
 
 
+#: TxnOffsetCommit's version whose topics are named by id (16 bytes), which kafka-python
+#: 3.0.12 reads as names (the Java client 4.4.0 sends it to a 4.4.0 broker)
+TXN_OFFSET_COMMIT_TOPIC_IDS = 5
+
+
+def txn_offset_commit_errors(payload: bytes, version: int) -> list[int]:
+    """The partitions' error codes of a TxnOffsetCommit answer whose topics are named by
+    id, read by hand: throttle time, then per topic its id and its partitions (index,
+    error code), each with its tagged fields. An answer not read to its last byte so is a
+    WireError (not guessed)."""
+    at = body_offset(TxnOffsetCommitResponse, payload, version)
+    errors = []
+    try:
+        at += 4  # throttle_time_ms
+        topics, at = _uvarint(payload, at)
+        for _ in range(topics - 1):
+            at += 16  # topic id
+            parts, at = _uvarint(payload, at)
+            for _ in range(parts - 1):
+                (code,) = struct.unpack_from(">h", payload, at + 4)
+                errors.append(code)
+                at = _skip_tags(payload, at + 6)
+            at = _skip_tags(payload, at)
+        at = _skip_tags(payload, at)
+    except (struct.error, IndexError) as exc:
+        raise WireError(f"TxnOffsetCommitResponse v{version}: {exc!r}") from exc
+    if at != len(payload):
+        raise WireError(f"TxnOffsetCommitResponse v{version}: {len(payload) - at} bytes "
+                        "left after its topics")
+    return errors
+
+
+def _uvarint(payload: bytes, at: int) -> tuple[int, int]:
+    n, shift = 0, 0
+    while True:
+        b = payload[at]
+        at += 1
+        n |= (b & 0x7F) << shift
+        shift += 7
+        if not b & 0x80:
+            return n, at
+
+
+def _skip_tags(payload: bytes, at: int) -> int:
+    count, at = _uvarint(payload, at)
+    for _ in range(count):
+        _, at = _uvarint(payload, at)
+        size, at = _uvarint(payload, at)
+        at += size
+    return at
+
+
 def _string(payload: bytes, at: int, compact: bool) -> tuple[str | None, int]:
     """A (compact) string at ``at`` and where the next field starts."""
-    if compact:
-        n, shift = 0, 0
-        while True:  # unsigned varint: length + 1
-            b = payload[at]
-            at += 1
-            n |= (b & 0x7F) << shift
-            shift += 7
-            if not b & 0x80:
-                break
+    if compact:  # unsigned varint: length + 1
+        n, at = _uvarint(payload, at)
         n -= 1
     else:
         (n,) = struct.unpack_from(">h", payload, at)
@@ -179,7 +224,12 @@ def transaction_summary(payload: bytes, api_key: int, api_version: int) -> dict:
                    for m in response.markers for t in m.topics for p in t.partitions]
         return {"error_code": _first_error(e for *_, e in results), "markers": results}
     if api_key == API_TXN_OFFSET_COMMIT:
-        response = decode_response(TxnOffsetCommitResponse, payload, api_version)
+        try:
+            response = decode_response(TxnOffsetCommitResponse, payload, api_version)
+        except WireError:
+            if api_version < TXN_OFFSET_COMMIT_TOPIC_IDS:
+                raise
+            return {"error_code": _first_error(txn_offset_commit_errors(payload, api_version))}
         return {"error_code": _first_error(p.error_code for t in response.topics
                                            for p in t.partitions)}
     if api_key == API_ADD_PARTITIONS_TO_TXN:
