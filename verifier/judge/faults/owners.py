@@ -12,7 +12,10 @@ From the two this module derives, per instance:
   ``at_end`` apart. Two looks, not a trace: a partition it held only in between is not
   seen;
 - ``rebalances``: the rebalances it saw from the start to the end (its counter's rise,
-  counted by its rebalance listener as its partitions are revoked); an instance restarted
+  counted by its rebalance listener as each rebalance it took part in ends: the Java
+  presets' assigned callback, which incremental rebalancing calls for a member that only
+  gains partitions too; kafka-python's revoked callback, which it calls before every
+  rejoin); an instance restarted
   in between (a new ``pid``) counts from its restart (``restarted``). For a kill the end
   is once the group has taken the restarted instance back, not the restart itself (the
   heal waits for it: verifier.harness.faults.kinds.application), since the rebalances a

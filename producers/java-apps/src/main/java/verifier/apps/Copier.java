@@ -126,7 +126,7 @@ final class Copier {
 
                 @Override
                 public void onPartitionsAssigned(Collection<TopicPartition> assigned) {
-                    state.assigned(StateFile.names(consumer.assignment(), List.of()));
+                    state.rebalanced(StateFile.names(consumer.assignment(), List.of()));
                 }
             });
             // started over after an error: the batch that was between its steps is gone

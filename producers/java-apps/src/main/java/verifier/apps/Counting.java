@@ -152,7 +152,7 @@ final class Counting implements KafkaClientSupplier {
         @Override
         public void onPartitionsAssigned(Collection<TopicPartition> assigned) {
             inner.onPartitionsAssigned(assigned);
-            state.assigned(StateFile.names(consumer.assignment(), List.of()));
+            state.rebalanced(StateFile.names(consumer.assignment(), List.of()));
         }
     }
 }

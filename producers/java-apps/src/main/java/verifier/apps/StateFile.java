@@ -78,6 +78,19 @@ final class StateFile {
     synchronized void revoked(Collection<String> kept) {
         assigned = new ArrayList<>(kept);
         assigned.sort(null);
+        write();
+    }
+
+    /**
+     * A rebalance the instance took part in has ended, {@code owned} its whole assignment
+     * now: counted here, not at a revocation. Under incremental rebalancing (cooperative,
+     * the consumer protocol of KIP-848) a member only gaining partitions is told nothing
+     * else, and counted none when the count was a revocation's; an eager rebalance calls
+     * both, and counts once.
+     */
+    synchronized void rebalanced(Collection<String> owned) {
+        assigned = new ArrayList<>(owned);
+        assigned.sort(null);
         rebalances++;
         write();
     }
