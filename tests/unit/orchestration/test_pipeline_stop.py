@@ -18,11 +18,12 @@ import os, signal, subprocess, sys, threading
 from streaming.session import driver_process
 driver_process()
 jvm = subprocess.Popen([sys.executable, "-c", '''
-import signal, sys, time
+import os, signal, sys, time
 signal.signal(signal.SIGQUIT, lambda *a: print("Full thread dump (stand-in JVM)", flush=True))
+parent = os.getppid()
 open(sys.argv[1], "w").write("up")
-while True:
-    time.sleep(1)
+while os.getppid() == parent:  # gone with the driver, as PySpark's gateway JVM is
+    time.sleep(0.1)
 ''', sys.argv[1]])
 stuck = threading.Lock()
 stuck.acquire()
@@ -51,6 +52,18 @@ def test_a_driver_that_ignores_sigterm_is_killed_with_its_threads_in_its_log(tmp
     assert "most recent call first" in log and "stuck.acquire()" in log, log  # Python
     assert "Full thread dump (stand-in JVM)" in log, log  # the JVM child's
     assert "no exit 2 s after SIGTERM" in log.splitlines()[-1], log
+    # the stand-in JVM went with its driver: nothing of the test is left running
+    for _ in range(50):
+        if not _running("stand-in JVM"):
+            break
+        time.sleep(0.1)
+    assert not _running("stand-in JVM")
+
+
+def _running(text: str) -> bool:
+    import subprocess
+
+    return subprocess.run(["pgrep", "-f", text], capture_output=True).returncode == 0
 
 
 def test_a_driver_that_stops_gets_no_dump(tmp_path):
