@@ -115,6 +115,31 @@ def encode_request(message: ApiMessage, correlation_id: int, client_id: str) -> 
     return bytes(message.encode(header=True))
 
 
+def read_uvarint(payload: bytes, pos: int) -> tuple[int, int]:
+    """An unsigned varint at ``pos``; returns (value, next position)."""
+    value = shift = 0
+    while True:
+        if pos >= len(payload) or shift > 28:
+            raise WireError("truncated or overlong varint")
+        byte = payload[pos]
+        pos += 1
+        value |= (byte & 0x7F) << shift
+        if not byte & 0x80:
+            return value, pos
+        shift += 7
+
+
+def skip_tagged_fields(payload: bytes, pos: int) -> int:
+    """Past the tagged fields at ``pos`` (a flexible version's count, then tag, size and
+    bytes each); returns the next position."""
+    count, pos = read_uvarint(payload, pos)
+    for _ in range(count):
+        _, pos = read_uvarint(payload, pos)  # tag
+        size, pos = read_uvarint(payload, pos)
+        pos += size
+    return pos
+
+
 def body_offset(cls: type[ApiMessage], payload: bytes, version: int) -> int:
     """Where a request's body starts after its header (v1, or v2 with its tagged fields,
     as ``cls`` says for ``version``)."""

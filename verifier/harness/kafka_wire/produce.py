@@ -19,6 +19,8 @@ from verifier.harness.kafka_wire.frames import (
     decode_request,
     decode_request_header,
     decode_response,
+    read_uvarint,
+    skip_tagged_fields,
 )
 from verifier.harness.kafka_wire.model import (
     API_PRODUCE,
@@ -36,20 +38,6 @@ PRODUCE_FLEXIBLE_VERSION = 9
 PRODUCE_TXN_VERSION = 3
 
 
-def _read_uvarint(payload: bytes, pos: int) -> tuple[int, int]:
-    """An unsigned varint at ``pos``; returns (value, next position)."""
-    value = shift = 0
-    while True:
-        if pos >= len(payload) or shift > 28:
-            raise WireError("truncated or overlong varint")
-        byte = payload[pos]
-        pos += 1
-        value |= (byte & 0x7F) << shift
-        if not byte & 0x80:
-            return value, pos
-        shift += 7
-
-
 def produce_acks(payload: bytes) -> int:
     """The ``acks`` field of a Produce request payload (header included).
 
@@ -64,12 +52,8 @@ def produce_acks(payload: bytes) -> int:
     (id_len,) = _INT16.unpack_from(payload, HEADER_SIZE)
     pos = HEADER_SIZE + 2 + max(id_len, 0)  # past the client id (a plain string in v1/v2)
     if header.api_version >= PRODUCE_FLEXIBLE_VERSION:
-        count, pos = _read_uvarint(payload, pos)  # request header v2's tagged fields
-        for _ in range(count):
-            _, pos = _read_uvarint(payload, pos)  # tag
-            size, pos = _read_uvarint(payload, pos)
-            pos += size
-        n, pos = _read_uvarint(payload, pos)  # compact nullable transactional id: len + 1
+        pos = skip_tagged_fields(payload, pos)  # request header v2's
+        n, pos = read_uvarint(payload, pos)  # compact nullable transactional id: len + 1
         pos += max(n - 1, 0)
     elif header.api_version >= PRODUCE_TXN_VERSION:
         if pos + 2 > len(payload):

@@ -27,6 +27,8 @@ from verifier.harness.kafka_wire.frames import (
     body_offset,
     decode_request,
     decode_response,
+    read_uvarint,
+    skip_tagged_fields,
 )
 from verifier.harness.kafka_wire.model import (
     API_ADD_OFFSETS_TO_TXN,
@@ -157,17 +159,17 @@ def txn_offset_commit_errors(payload: bytes, version: int) -> list[int]:
     errors = []
     try:
         at += 4  # throttle_time_ms
-        topics, at = _uvarint(payload, at)
+        topics, at = read_uvarint(payload, at)
         for _ in range(topics - 1):
             at += 16  # topic id
-            parts, at = _uvarint(payload, at)
+            parts, at = read_uvarint(payload, at)
             for _ in range(parts - 1):
                 (code,) = struct.unpack_from(">h", payload, at + 4)
                 errors.append(code)
-                at = _skip_tags(payload, at + 6)
-            at = _skip_tags(payload, at)
-        at = _skip_tags(payload, at)
-    except (struct.error, IndexError) as exc:
+                at = skip_tagged_fields(payload, at + 6)
+            at = skip_tagged_fields(payload, at)
+        at = skip_tagged_fields(payload, at)
+    except struct.error as exc:
         raise WireError(f"TxnOffsetCommitResponse v{version}: {exc!r}") from exc
     if at != len(payload):
         raise WireError(f"TxnOffsetCommitResponse v{version}: {len(payload) - at} bytes "
@@ -175,30 +177,10 @@ def txn_offset_commit_errors(payload: bytes, version: int) -> list[int]:
     return errors
 
 
-def _uvarint(payload: bytes, at: int) -> tuple[int, int]:
-    n, shift = 0, 0
-    while True:
-        b = payload[at]
-        at += 1
-        n |= (b & 0x7F) << shift
-        shift += 7
-        if not b & 0x80:
-            return n, at
-
-
-def _skip_tags(payload: bytes, at: int) -> int:
-    count, at = _uvarint(payload, at)
-    for _ in range(count):
-        _, at = _uvarint(payload, at)
-        size, at = _uvarint(payload, at)
-        at += size
-    return at
-
-
 def _string(payload: bytes, at: int, compact: bool) -> tuple[str | None, int]:
     """A (compact) string at ``at`` and where the next field starts."""
     if compact:  # unsigned varint: length + 1
-        n, at = _uvarint(payload, at)
+        n, at = read_uvarint(payload, at)
         n -= 1
     else:
         (n,) = struct.unpack_from(">h", payload, at)
