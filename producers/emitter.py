@@ -39,6 +39,13 @@ from verifier.rundata.records import encode_values
 _dumps = orjson.dumps
 FLUSH_STEP_S = 0.1  # a session-end flush writes completions at least this often
 PAUSE_STEP_S = 0.02  # so does a pause of the pacer
+#: a wait for a send gives up this long after the session's stop was asked for. The run
+#: asks once it has healed every fault and the cluster is in sync, so a send still
+#: unanswered then is one kafka-python lost track of: a fenced transactional producer's
+#: epoch bump left its aborted transaction's futures unresolved, and the stop waited
+#: 90 s for them until the run killed the generator (test_safe_cluster, CI 2026-11-30)
+STOP_GRACE_S = 10.0
+WAIT_STEP_S = 0.5
 
 
 class Emitter:
@@ -66,6 +73,9 @@ class Emitter:
         #: the user's records (producers.user_records.RecordMaker): their values sent,
         #: the identity in a header; None: the tool's values
         self.records = None
+        #: the session's stop (:class:`threading.Event`): a wait ends ``STOP_GRACE_S`` after it
+        self.stop: threading.Event | None = None
+        self._stop_seen: float | None = None
 
     def send(self, p: int, seq: int, txn: int | None = None, abort: bool = False):
         """Send record ``(pid, p, seq)``; return its future, or ``None`` if ``send()``
@@ -123,11 +133,25 @@ class Emitter:
     def wait(self, fut) -> BaseException | None:
         """Wait for one send to complete; return its exception (``None``: acknowledged).
         The outcome line is written by :meth:`write_completions`, not here."""
-        try:
-            fut.get(timeout=self.completion_timeout_s)
-            return None
-        except Exception as exc:  # noqa: BLE001 - the outcome is classified elsewhere
-            return exc
+        deadline = time.monotonic() + self.completion_timeout_s
+        while True:
+            step = min(WAIT_STEP_S, max(0.0, deadline - time.monotonic()))
+            try:
+                fut.get(timeout=step)
+                return None
+            except KafkaTimeoutError as exc:
+                if fut.is_done:  # the send itself timed out
+                    return exc
+                now = time.monotonic()
+                if now >= deadline:
+                    return exc
+                if self.stop is not None and self.stop.is_set():
+                    self._stop_seen = self._stop_seen or now
+                    if now - self._stop_seen >= STOP_GRACE_S:
+                        return outcomes.CallTimedOut(
+                            f"send not answered {STOP_GRACE_S:.0f}s after the stop")
+            except Exception as exc:  # noqa: BLE001 - the outcome is classified elsewhere
+                return exc
 
     def wait_all(self, futures: Iterable) -> list[BaseException]:
         """Wait for every future (``None`` = a send that raised); return the failures."""

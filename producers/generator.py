@@ -193,6 +193,7 @@ class Session:
                      buffer_memory=s["buffer_memory"], acks=s["acks"],
                      completion_timeout_s=(s["delivery_timeout_ms"]
                                            + s["request_timeout_ms"]) / 1000)
+        em.stop = self.stop
         if self.spec.user_input:
             from producers.user_records import RecordMaker
 
