@@ -11,7 +11,8 @@ from verifier.api._request import DEFAULT_BASE_PORT, DEFAULT_STATE, ChaosRequest
 from verifier.api._run import spark_beside, stop_spark
 from verifier.orchestration.explore.ledger import Ledger
 from verifier.orchestration.explore.session import ExploreJob, explore
-from verifier.orchestration.explore.space import app_run, parse_requests, plan
+from verifier.orchestration.explore.space import parse_requests, plan
+from verifier.orchestration.explore.trials import app_run
 from verifier.orchestration.scenario import parse_duration
 from verifier.rundata.errors import UsageError
 

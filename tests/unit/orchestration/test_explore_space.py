@@ -24,16 +24,14 @@ from verifier.orchestration.explore.space import (
     PERTURBATIONS,
     REQUESTS,
     Perturbation,
-    app_run,
     expressible,
     key_of,
     parse_requests,
     plan,
-    scenario_spec,
     space,
-    speaks_tv2,
     workload_of,
 )
+from verifier.orchestration.explore.trials import app_run, scenario_spec, speaks_tv2
 from verifier.orchestration.known_bugs import load_known_bugs
 from verifier.orchestration.planning import RunOptions, validate_scenario
 from verifier.orchestration.scenario import load_scenario, parse_scenario

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from verifier.orchestration.explore.space import API_NAMES, REQUESTS, SYNC_GROUP, Perturbation
+from verifier.orchestration.explore.space import API_NAMES, REQUESTS, Perturbation
+from verifier.orchestration.explore.trials import SYNC_GROUP
 
 _ERROR_API = {name: req for req, (_, name) in REQUESTS.items() if name}
 

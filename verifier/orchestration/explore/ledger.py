@@ -101,7 +101,7 @@ def exposed(doc: dict) -> bool:
                for col in doc.get("columns") or ())
 
 
-#: the fault kinds a perturbation is made of (verifier.orchestration.explore.space)
+#: the fault kinds a perturbation is made of (verifier.orchestration.explore.trials)
 PERTURBING = ("hold", "ack-loss", "error-answer")
 
 

@@ -24,7 +24,8 @@ from verifier.orchestration.explore.fingerprint import (
 )
 from verifier.orchestration.explore.ledger import Ledger, trial_record
 from verifier.orchestration.explore.report import write_report
-from verifier.orchestration.explore.space import Perturbation, app_run, key_of, scenario_spec
+from verifier.orchestration.explore.space import Perturbation, key_of
+from verifier.orchestration.explore.trials import app_run, scenario_spec
 from verifier.orchestration.planning import RunOptions
 from verifier.orchestration.scenario import parse_scenario
 from verifier.orchestration.shrink_plan import scenario_toml
