@@ -232,7 +232,7 @@ def _spark_versions(text: str | None) -> list[str]:
 def _pipelines(request: ChaosRequest) -> tuple:
     if request.pipeline is not None or request.pipeline_guarantee is not None:
         from streaming.pipelines.loader import split_specs
-        from verifier.orchestration.pipelines import plan_pipelines
+        from verifier.orchestration.pipeline_plan import plan_pipelines
 
         return tuple(plan_pipelines(split_specs(request.pipeline or ""),
                                     request.pipeline_guarantee,
@@ -321,7 +321,7 @@ def _check_machine(request: ChaosRequest, opts: RunOptions, env, client: str,
         jvm.resolve(jvm.delta_jars())
         from verifier.harness.spark_envs import ensure
         from verifier.orchestration.orchestrator import spark_env
-        from verifier.orchestration.pipelines import check_user_pipelines
+        from verifier.orchestration.pipeline_plan import check_user_pipelines
 
         for version in _spark_versions(request.spark_version):  # installed once, or an error
             ensure(version)

@@ -73,7 +73,7 @@ def _runs(scenarios, opts):
 def plan_lines(args, scenarios, env, opts, replication: int, found=None,
                runs_there: set[str] = frozenset()) -> list[str]:
     """The plan as printed: pure, from what ``_prepare`` made of the flags."""
-    from verifier.orchestration.pipelines import for_scenario, output_topic
+    from verifier.orchestration.pipeline_plan import for_scenario, output_topic
     from verifier.orchestration.planning import plan_producers
     from verifier.orchestration.user_input import declared_topics, input_producers
 

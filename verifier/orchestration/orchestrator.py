@@ -83,7 +83,7 @@ class ScenarioRun:
         #: master and workers in ``processes`` (verifier.orchestration.spark_cluster)
         self.spark_cluster = None
         self.database = None  # a database sink's (verifier.orchestration.databases)
-        from verifier.orchestration.pipelines import for_scenario
+        from verifier.orchestration.pipeline_plan import for_scenario
 
         self.pipelines = for_scenario(opts.pipelines, scenario)  # with its variants
         # the topics pipeline files declare, each written by a producer of its own
@@ -170,7 +170,8 @@ class ScenarioRun:
 
     def _pipeline_setup(self) -> dict[str, int]:
         """The pipelines' drivers (not started) and their output topics."""
-        from verifier.orchestration.pipelines import PipelineProcess, output_topic
+        from verifier.orchestration.pipeline_plan import output_topic
+        from verifier.orchestration.pipelines import PipelineProcess
 
         topics = {}
         for p in self.pipelines:
@@ -224,7 +225,7 @@ class ScenarioRun:
                  "schedule": schedule.to_json(), "notes": list(self.notes)}
         if self.pipelines:
             from verifier.orchestration import databases as D
-            from verifier.orchestration import pipelines as P
+            from verifier.orchestration import pipeline_plan as P
 
             own = [p.topic for p in self.plans if not p.mode.startswith(UI.COLUMN_PREFIX)]
             extra["pipelines"] = P.plan_entries(self.pipelines, self.run_id,

@@ -53,7 +53,7 @@ class RunOptions:
     #: stop the load at the first forbidden anomaly the live checks report, heal,
     #: drain and judge; a matrix stops after that scenario (``--fail-fast``)
     fail_fast: bool = False
-    #: the pipelines under test (verifier.orchestration.pipelines.PlannedPipeline)
+    #: the pipelines under test (verifier.orchestration.pipeline_plan.PlannedPipeline)
     pipelines: tuple = ()
     #: the consumer applications under test (verifier.rundata.apps.PlannedApp)
     apps: tuple = ()
@@ -260,12 +260,12 @@ def validate_scenario(scenario: Scenario, opts: RunOptions, env) -> list[str]:
     run_id = f"{scenario.name}-check-s{opts.seed}"
     plans = plan_producers(scenario, run_id, opts)
     processes = {p.process_name for p in plans} | {"observer"}
-    from verifier.orchestration.pipelines import for_scenario
+    from verifier.orchestration.pipeline_plan import for_scenario
 
     processes |= {p.process_name for p in for_scenario(opts.pipelines, scenario)}
     processes |= {a.process_name(i) for a in opts.apps for i in range(a.instances)}
     problems = []
-    from verifier.orchestration.pipelines import kills_pipelines
+    from verifier.orchestration.pipeline_plan import kills_pipelines
     from verifier.orchestration.spark_cluster import problems as cluster_problems
 
     problems += cluster_problems(scenario, opts)

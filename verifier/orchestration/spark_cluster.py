@@ -16,7 +16,7 @@ from pathlib import Path
 
 from verifier.harness.faults import kinds
 from verifier.harness.spark_standalone import StandaloneCluster, pipeline_conf
-from verifier.orchestration.pipelines import HOLD_MS
+from verifier.orchestration.pipeline_plan import HOLD_MS
 
 CLUSTERS = ("standalone",)
 

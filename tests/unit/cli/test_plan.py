@@ -132,7 +132,7 @@ def test_the_applications_topics_groups_and_transactional_ids_are_in_the_plan(tm
 
 
 def test_the_declared_input_topics_name_their_writer_and_its_transactional_id(tmp_path, env):
-    from verifier.orchestration.pipelines import plan_pipelines
+    from verifier.orchestration.pipeline_plan import plan_pipelines
     from verifier.orchestration.scenario import parse_scenario
     from verifier.rundata.jvm import PROJECT_ROOT
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from verifier.harness import spark_envs as S
-from verifier.orchestration.pipelines import PipelineProcess, plan_entries, plan_pipelines
+from verifier.orchestration.pipeline_plan import plan_entries, plan_pipelines
+from verifier.orchestration.pipelines import PipelineProcess
 from verifier.rundata import jvm
 from verifier.rundata.errors import UsageError
 
@@ -56,14 +57,14 @@ def test_the_driver_runs_its_version_s_python(tmp_path):
 def test_a_user_file_is_checked_in_its_version_s_python():
     """The check before the run builds the pipeline in the PySpark it will run on: a
     real-time trigger (Spark 4.1+) is refused on the project's own 4.0, not on 4.2.0."""
-    from verifier.orchestration.pipelines import _python_for
+    from verifier.orchestration.pipeline_plan import python_for
 
-    python, env = _python_for("4.2.0", {"X": "1"})
+    python, env = python_for("4.2.0", {"X": "1"})
     assert python == str(S.ENVS_ROOT / "4.2.0" / "bin" / "python")
     assert env["X"] == "1" and env["PYTHONPATH"].split(":")[0] == str(jvm.PROJECT_ROOT)
     import sys
 
-    assert _python_for(None, {"X": "1"}) == (sys.executable, {"X": "1"})
+    assert python_for(None, {"X": "1"}) == (sys.executable, {"X": "1"})
 
 
 def test_the_environment_installs_the_project_s_other_dependencies():

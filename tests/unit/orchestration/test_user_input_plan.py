@@ -7,7 +7,7 @@ import pytest
 
 from verifier.orchestration import user_input as UI
 from verifier.orchestration.databases import add_entries, needs_database, table_name
-from verifier.orchestration.pipelines import plan_entries, plan_pipelines
+from verifier.orchestration.pipeline_plan import plan_entries, plan_pipelines
 from verifier.orchestration.scenario import parse_scenario
 from verifier.rundata.errors import UsageError
 from verifier.rundata.jvm import PROJECT_ROOT
