@@ -22,6 +22,7 @@ from verifier.harness.leftovers import claim
 from verifier.harness.procs import ManagedProcess
 from verifier.harness.topics import create_topics
 from verifier.orchestration import apps as APPS
+from verifier.orchestration import pipeline_plan as PP
 from verifier.orchestration import user_input as UI
 from verifier.orchestration.app_reference import run_references
 from verifier.orchestration.children import (
@@ -83,9 +84,7 @@ class ScenarioRun:
         #: master and workers in ``processes`` (verifier.orchestration.spark_cluster)
         self.spark_cluster = None
         self.database = None  # a database sink's (verifier.orchestration.databases)
-        from verifier.orchestration.pipeline_plan import for_scenario
-
-        self.pipelines = for_scenario(opts.pipelines, scenario)  # with its variants
+        self.pipelines = PP.for_scenario(opts.pipelines, scenario)  # with its variants
         # the topics pipeline files declare, each written by a producer of its own
         self.declared = UI.declared_topics(self.pipelines, self.run_id)
         self.plans += UI.input_producers(self.declared, scenario,
@@ -170,7 +169,6 @@ class ScenarioRun:
 
     def _pipeline_setup(self) -> dict[str, int]:
         """The pipelines' drivers (not started) and their output topics."""
-        from verifier.orchestration.pipeline_plan import output_topic
         from verifier.orchestration.pipelines import PipelineProcess
 
         topics = {}
@@ -179,7 +177,7 @@ class ScenarioRun:
                                    p.spark_version)
             self.pipes.append(proc)
             self.processes[proc.name] = proc
-            topics[output_topic(self.run_id, p.name)] = self.scenario.workload.partitions
+            topics[PP.output_topic(self.run_id, p.name)] = self.scenario.workload.partitions
         from verifier.orchestration import spark_cluster as SC
 
         self.spark_cluster = SC.cluster_for(self.opts, self.run_dir, len(self.pipes))
@@ -225,12 +223,11 @@ class ScenarioRun:
                  "schedule": schedule.to_json(), "notes": list(self.notes)}
         if self.pipelines:
             from verifier.orchestration import databases as D
-            from verifier.orchestration import pipeline_plan as P
 
             own = [p.topic for p in self.plans if not p.mode.startswith(UI.COLUMN_PREFIX)]
-            extra["pipelines"] = P.plan_entries(self.pipelines, self.run_id,
-                                                hold=P.kills_pipelines(schedule.faults),
-                                                run_topics=own)
+            extra["pipelines"] = PP.plan_entries(self.pipelines, self.run_id,
+                                                 hold=PP.kills_pipelines(schedule.faults),
+                                                 run_topics=own)
             if self.declared:
                 extra["user_input"] = UI.plan_entries(self.declared)
             D.add_entries(extra["pipelines"], self.pipelines, self.database, self.run_id)
