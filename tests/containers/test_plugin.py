@@ -37,9 +37,12 @@ def test_the_example_passes_and_a_demanded_guarantee_fails_listing_the_duplicate
     shutil.copytree(EXAMPLE, suite)
     (suite / "test_demand.py").write_text(DEMAND)
     junit = tmp_path / "junit.xml"
+    # --basetemp: the example is a project of its own, so its pytest keeps pytest's three
+    # sessions under /tmp/pytest-of-USER and would prune the earlier CI sessions' folders
     proc = subprocess.run(
         [sys.executable, "-m", "pytest", "-p", "no:cacheprovider", "-W",
-         "ignore::DeprecationWarning", "--delivery-environment", "docker",
+         "ignore::DeprecationWarning", "--basetemp", str(tmp_path / "inner"),
+         "--delivery-environment", "docker",
          "--delivery-base-port", str(PORTS["plugin"]), "--junitxml", str(junit), str(suite)],
         cwd=suite, capture_output=True, text=True, timeout=1200)
     out = proc.stdout
