@@ -284,6 +284,15 @@ class MavenProject:
     build_prop: str  # the pom's property naming where Maven builds
     jar: str  # the jar Maven makes
     what: str  # for messages
+    #: sources that need a newer kafka-clients than some users run: (the first release
+    #: with their API, the pom's ``apps.excludes`` pattern), left out before that release
+    needs: tuple[tuple[tuple[int, int], str], ...] = ()
+
+    def left_out(self, version: str) -> list[str]:
+        """Maven's ``-D`` for the sources left out against kafka-clients ``version``."""
+        nums = tuple(int(n) for n in re.findall(r"\d+", version)[:2])
+        out = [pattern for first, pattern in self.needs if nums < first]
+        return [f"-Dapps.excludes={out[0]}"] if out else []
 
     def digest(self) -> str:
         import hashlib
@@ -298,7 +307,9 @@ class MavenProject:
 GENERATOR_PROJECT = MavenProject(JAVA_GENERATOR, "generator.build.dir",
                                  "verifier-java-generator.jar", "the Java generator")
 APPS_PROJECT = MavenProject(JAVA_APPS, "apps.build.dir", "verifier-java-apps.jar",
-                            "the Java applications (copier, Kafka Streams)")
+                            "the Java applications (copier, Kafka Streams)",
+                            # the share copier and share offsets: KIP-932's consumer and Admin
+                            needs=(((4, 1), "verifier/apps/Share*.java"),))
 
 
 def java_apps_jars(version: str | None = None) -> JarSet:
@@ -330,7 +341,7 @@ def build_project(project: MavenProject, jarset: JarSet) -> Path:
     cmd = [
         mvn, "-B", "-q", "-gs", str(MAVEN_SETTINGS), "-f", str(project.folder / "pom.xml"),
         f"-Dkafka.clients.version={jarset.version}", f"-D{project.build_prop}={build}",
-        "package",
+        *project.left_out(jarset.version), "package",
         "org.apache.maven.plugins:maven-dependency-plugin:3.6.1:copy-dependencies",
         "-DincludeScope=runtime", f"-DoutputDirectory={folder}",
     ]  # fmt: skip

@@ -108,3 +108,24 @@ def test_the_java_state_file_has_the_kafka_python_copiers_fields():
     assert python <= java, python - java  # step too: the trigger waits past a second step
     # type, message: an error's; delivery_limit, last_attempts: the share copier's
     assert java - python == {"type", "message", "delivery_limit", "last_attempts"}
+
+
+def test_the_share_group_sources_are_left_out_before_kafka_clients_4_1():
+    """The share copier and share offsets use KIP-932's API (kafka-clients 4.1+): against
+    3.9.1 (KAFKA-17754's client, `verifier explore --client java:3.9.1`) the build leaves
+    them out, and only them; the pom reads the property it is given."""
+    pom = ET.parse(jvm.JAVA_APPS / "pom.xml").getroot()
+    excludes = [e.text for e in pom.iterfind(".//m:plugin/m:configuration/m:excludes/m:exclude",
+                                             POM_NS)]
+    assert excludes == ["${apps.excludes}"]
+    assert jvm.APPS_PROJECT.left_out("3.9.1") == ["-Dapps.excludes=verifier/apps/Share*.java"]
+    assert jvm.APPS_PROJECT.left_out("4.0.0") == ["-Dapps.excludes=verifier/apps/Share*.java"]
+    assert jvm.APPS_PROJECT.left_out("4.1.0") == []
+    assert jvm.APPS_PROJECT.left_out("4.4.0") == []
+    assert jvm.GENERATOR_PROJECT.left_out("3.9.1") == []
+    # exactly the share-group classes match the pattern; Main reaches them by name
+    sources = {p.name for p in (jvm.JAVA_APPS / "src/main/java/verifier/apps").glob("*.java")}
+    assert {s for s in sources if s.startswith("Share")} == {"ShareCopier.java",
+                                                             "ShareOffsets.java"}
+    main = (jvm.JAVA_APPS / "src/main/java/verifier/apps/Main.java").read_text()
+    assert "new ShareCopier" not in main and "ShareOffsets." not in main

@@ -31,8 +31,11 @@ final class GroupConfigs {
             ops.add(new AlterConfigOp(new ConfigEntry(e.getKey(), e.getValue()),
                 AlterConfigOp.OpType.SET));
         }
-        ConfigResource group = new ConfigResource(ConfigResource.Type.GROUP, env.group);
         try (Admin admin = Admin.create(p)) {
+            // by name: kafka-clients before 4.0 has no GROUP resource (refused, as a broker
+            // before 4.0 refuses it)
+            ConfigResource group = new ConfigResource(ConfigResource.Type.valueOf("GROUP"),
+                env.group);
             admin.incrementalAlterConfigs(Map.of(group, ops)).all().get(30, TimeUnit.SECONDS);
             return true;
         } catch (Exception e) {
@@ -40,6 +43,19 @@ final class GroupConfigs {
             System.out.flush();
             state.error(e);
             return false;
+        }
+    }
+
+    /** The consumer group's type as the broker describes it: {"type": "classic"} or
+     * {"type": "consumer"} (KIP-848). */
+    static String groupType(Env env) throws Exception {
+        Properties p = new Properties();
+        p.put("bootstrap.servers", env.bootstrap);
+        p.put("client.id", env.group + ".describe");
+        try (Admin admin = Admin.create(p)) {
+            var described = admin.describeConsumerGroups(java.util.List.of(env.group))
+                .describedGroups().get(env.group).get(30, TimeUnit.SECONDS);
+            return "{\"type\": " + Json.str(String.valueOf(described.type())) + "}";
         }
     }
 }

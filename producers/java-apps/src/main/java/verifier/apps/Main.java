@@ -42,18 +42,12 @@ public final class Main {
             return 64;
         }
         Env env = new Env(environment);
-        if (kind.equals("share-offsets")) {
-            System.out.println(ShareOffsets.json(env));
-            return 0;
-        }
         if (kind.equals("group-type")) {
-            System.out.println(ShareOffsets.groupType(env));
+            System.out.println(GroupConfigs.groupType(env));
             return 0;
         }
-        if (kind.equals("share-copier")) {
-            ShareCopier share = new ShareCopier(env, Long.parseLong(option(args, "--process-ms",
-                "200")));
-            return loop(share::run);
+        if (kind.equals("share-offsets") || kind.equals("share-copier")) {
+            return share(kind, args, env);
         }
         if (kind.equals("streams")) {
             String guarantee = option(args, "--guarantee", "");
@@ -83,6 +77,26 @@ public final class Main {
         }
         long processMs = Long.parseLong(option(args, "--process-ms", "200"));
         return loop(new Copier(strategy, env, processMs)::run);
+    }
+
+    /** A share group's application or query (ShareOffsets, ShareCopier), found by name:
+     * the jar built against kafka-clients before 4.1 leaves them out (KIP-932). */
+    private static int share(String kind, List<String> args, Env env) throws Exception {
+        Class<?> shares;
+        try {
+            shares = Class.forName("verifier.apps.ShareOffsets");
+        } catch (ClassNotFoundException e) {
+            System.err.println("verifier.apps " + kind + ": share groups need kafka-clients "
+                + "4.1+; this jar was built against an older release");
+            return 64;
+        }
+        if (kind.equals("share-offsets")) {
+            System.out.println(shares.getDeclaredMethod("json", Env.class).invoke(null, env));
+            return 0;
+        }
+        long processMs = Long.parseLong(option(args, "--process-ms", "200"));
+        return loop((Loop) shares.getDeclaredMethod("copier", Env.class, long.class)
+            .invoke(null, env, processMs));
     }
 
     /** One run of a copier's loop, until the stop condition holds. */
