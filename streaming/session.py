@@ -78,12 +78,19 @@ def application_conf(master: str, conf: dict[str, str] | None = None) -> dict[st
     """The settings of one Spark application: ours, the caller's, the user's; on a
     standalone master an application takes every free core unless told otherwise, so the
     tool's applications (the observer, the verification) each take one core unless the
-    user set ``spark.cores.max``."""
+    user set ``spark.cores.max``. The driver maps the class archive of
+    :mod:`streaming.class_share` when there is one and no option chose otherwise."""
+    from streaming.class_share import driver_options
+
     settings = dict(LOCAL_CONF)
     settings.update(conf or {})
     settings.update(user_conf())
     if master.startswith("spark://"):
         settings.setdefault("spark.cores.max", "1")
+    # the driver maps the class archive `verifier setup` dumped (streaming/class_share.py)
+    options = driver_options(settings.get("spark.driver.extraJavaOptions", ""))
+    if options:
+        settings["spark.driver.extraJavaOptions"] = options
     return settings
 
 

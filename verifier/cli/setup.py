@@ -65,6 +65,12 @@ def run(args: argparse.Namespace) -> int:
         jvm.build_project(jvm.APPS_PROJECT, apps)
         note = "present" if was else "built"
         print(f"{apps.profile:<14} {apps.version:<8} {note:<9} {apps.folder}")
+    if not args.no_spark:
+        from streaming.class_share import build
+
+        path, made = build()  # every Spark driver's start: ~3 s instead of ~7 here
+        print(f"{'spark-cds':<14} {path.name.split('-')[1]:<8} "
+              f"{'dumped' if made else 'present':<9} {path}")
     if args.clients:
         from producers.clients import parse_clients, require_built
 
