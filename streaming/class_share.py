@@ -3,8 +3,8 @@ driver loads at its start (Spark, Hadoop, Scala, Jackson; the archive is about 1
 parsed and verified once and mapped by every later driver instead of loaded again.
 
 Side by side on this 2-core machine (2026-11-30, PySpark 4.2.0, Java 17): a local session
-started in 3.2-4.0 s against 6.3-7.7 s, and its first small job ran in 1.9-2.1 s against
-3.6-4.6 s. Every run starts two drivers (the observer, the verification) and each
+started in 3.2-4.0 s against 6.3-7.7 s, and its first small job ran in 1.9-2.2 s against
+3.5-4.6 s. Every run starts two drivers (the observer, the verification) and each
 pipeline one, so a test suite starts a hundred.
 
 ``verifier setup`` dumps it (streaming/class_share_dump.py: a driver started with
