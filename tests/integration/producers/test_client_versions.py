@@ -78,3 +78,20 @@ def test_a_version_that_does_not_exist_is_refused_before_anything_starts(tmp_pat
     # no cluster started (its state folder is made at the start) and no run folder written
     assert not (tmp_path / "state").exists(), text
     assert not any((tmp_path / "out").iterdir()), text
+
+
+def test_the_java_applications_build_against_the_oldest_client_the_grid_names(tmp_path):
+    """producers/java-apps at kafka-clients 3.9.1 (KAFKA-17754's client: `verifier explore
+    --client java:3.9.1` runs the copier on it). The share copier (KIP-932, 4.1+) had
+    broken that build unnoticed; it is left out there, and asking for it says why."""
+    jars = jvm.java_apps_jars(OLD)
+    jvm.build_project(jvm.APPS_PROJECT, jars)  # built once; cached by its sources' digest
+    assert jvm.project_built(jvm.APPS_PROJECT, jars)
+    env = {"VERIFIER_BOOTSTRAP_SERVERS": "127.0.0.1:1", "VERIFIER_INPUT_TOPICS": "a",
+           "VERIFIER_OUTPUT_TOPIC": "b", "VERIFIER_GROUP_ID": "g",
+           "VERIFIER_TRANSACTIONAL_ID_PREFIX": "t", "VERIFIER_STATE_FILE": str(tmp_path / "s")}
+    done = subprocess.run([jvm.java_executable(), "-cp", jars.classpath(), "verifier.apps.Main",
+                           "share-copier"], env=env, capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode == 64, done.stdout + done.stderr
+    assert "share groups need kafka-clients 4.1+" in done.stderr, done.stderr
