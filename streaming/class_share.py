@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
 import subprocess
 import sys
 from functools import lru_cache
@@ -47,8 +46,7 @@ def archive_path() -> Path:
 
     h = hashlib.sha256()
     # the Java build, without starting a JVM: its home, its release file, its libjvm
-    exe = shutil.which(jvm.java_executable()) or ""
-    home = Path(os.path.realpath(exe)).parent.parent if exe else Path("/nonexistent")
+    home = jvm.java_home() or Path("/nonexistent")
     h.update(str(home).encode())
     for part in (home / "release", home / "lib" / "server" / "libjvm.so"):
         if part.is_file():

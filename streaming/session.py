@@ -87,7 +87,6 @@ def application_conf(master: str, conf: dict[str, str] | None = None) -> dict[st
     settings.update(user_conf())
     if master.startswith("spark://"):
         settings.setdefault("spark.cores.max", "1")
-    # the driver maps the class archive `verifier setup` dumped (streaming/class_share.py)
     options = driver_options(settings.get("spark.driver.extraJavaOptions", ""))
     if options:
         settings["spark.driver.extraJavaOptions"] = options

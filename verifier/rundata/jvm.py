@@ -186,13 +186,20 @@ def java_executable() -> str:
     return "java"
 
 
+def java_home() -> Path | None:
+    """The home of the JDK the tool runs on (JAVA_HOME, else the ``java`` on PATH), found
+    without starting it; None when there is no such ``java``."""
+    exe = shutil.which(java_executable())
+    return Path(os.path.realpath(exe)).parent.parent if exe else None
+
+
 def choose_java() -> str:
     """Choose the Java once for the whole run (checked: present, new enough) and set
     JAVA_HOME to it, so that Spark and every child process run on the same JVM."""
     require_java()
     exe = shutil.which(java_executable())
     assert exe is not None  # require_java checked it
-    os.environ["JAVA_HOME"] = str(Path(os.path.realpath(exe)).parent.parent)
+    os.environ["JAVA_HOME"] = str(java_home())
     return exe
 
 

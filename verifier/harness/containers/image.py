@@ -67,10 +67,10 @@ class BuiltImage:
 
 def java_home() -> Path:
     """The JDK the tool runs on (JAVA_HOME, else the ``java`` on PATH)."""
-    exe = shutil.which(jvm.java_executable())
-    if exe is None:
+    home = jvm.java_home()
+    if home is None:
         raise EnvironmentProblem("no java on PATH to build the broker image from")
-    return Path(os.path.realpath(exe)).parent.parent
+    return home
 
 
 def java_release(home: Path) -> str:
