@@ -293,13 +293,15 @@ class MavenProject:
     what: str  # for messages
     #: sources that need a newer kafka-clients than some users run: (the first release
     #: with their API, the pom's ``apps.excludes`` pattern), left out before that release
-    needs: tuple[tuple[tuple[int, int], str], ...] = ()
+    needs: tuple[tuple[int, int], str] | None = None
 
     def left_out(self, version: str) -> list[str]:
         """Maven's ``-D`` for the sources left out against kafka-clients ``version``."""
+        if self.needs is None:
+            return []
+        first, pattern = self.needs
         nums = tuple(int(n) for n in re.findall(r"\d+", version)[:2])
-        out = [pattern for first, pattern in self.needs if nums < first]
-        return [f"-Dapps.excludes={out[0]}"] if out else []
+        return [f"-Dapps.excludes={pattern}"] if nums < first else []
 
     def digest(self) -> str:
         import hashlib
@@ -316,7 +318,7 @@ GENERATOR_PROJECT = MavenProject(JAVA_GENERATOR, "generator.build.dir",
 APPS_PROJECT = MavenProject(JAVA_APPS, "apps.build.dir", "verifier-java-apps.jar",
                             "the Java applications (copier, Kafka Streams)",
                             # the share copier and share offsets: KIP-932's consumer and Admin
-                            needs=(((4, 1), "verifier/apps/Share*.java"),))
+                            needs=((4, 1), "verifier/apps/Share*.java"))
 
 
 def java_apps_jars(version: str | None = None) -> JarSet:
