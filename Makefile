@@ -32,9 +32,6 @@ PYTEST_ARGS   ?=
 # whole runs (make test-runs) a fresh clone's tier took 11 min 39 s, docs/benchmarks.md
 TEST_WORKERS  ?= 2
 XDIST         := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile)
-# the unit tier on the same workers, test by test: 2077 passed in 65.6 s against 121.6 s in
-# one process, one after the other on a quiet machine (2026-12-01 01:07 UTC)
-UNIT_XDIST    := $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS))
 # stops the integration tier's shared clusters (one per xdist worker) that are left
 clusters_down  = for d in $(1) $(1)-gw*; do [ -f "$$d/cluster.json" ] \
 	&& $(BIN)/verifier cluster down --state-dir "$$d" >/dev/null 2>&1; done; true
@@ -73,7 +70,7 @@ jars: $(VENV)/.installed
 # TEST_STATE_DIR-gwN. The clusters are stopped afterwards even when tests fail.
 test: setup
 	@start=$$(date +%s); \
-	$(BIN)/pytest tests/unit $(UNIT_XDIST) $(PYTEST_ARGS); unit=$$?; mid=$$(date +%s); \
+	$(BIN)/pytest tests/unit $(PYTEST_ARGS); unit=$$?; mid=$$(date +%s); \
 	VERIFIER_TEST_BASE_PORT=$(TEST_BASE_PORT) VERIFIER_TEST_STATE_DIR=$(TEST_STATE_DIR) \
 	  $(BIN)/pytest tests/integration -m 'not chaos' $(XDIST) $(PYTEST_ARGS); integ=$$?; end=$$(date +%s); \
 	$(CLUSTERS_DOWN); \
@@ -83,7 +80,7 @@ test: setup
 	[ $$unit -eq 0 ] && [ $$integ -eq 0 ]
 
 unit: setup
-	$(BIN)/pytest tests/unit $(UNIT_XDIST) $(PYTEST_ARGS)
+	$(BIN)/pytest tests/unit $(PYTEST_ARGS)
 
 integration: setup
 	VERIFIER_TEST_BASE_PORT=$(TEST_BASE_PORT) VERIFIER_TEST_STATE_DIR=$(TEST_STATE_DIR) \
